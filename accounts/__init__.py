@@ -1,0 +1,1 @@
+"""Accounts, plans and API keys in SQL (SQLAlchemy). Flask-free, shared by web and CLI."""

@@ -1,0 +1,118 @@
+"""Access decisions shared by both faces: who is calling (401), may they use this service (403),
+have they quota left (429). The web layer only extracts the key from its header.
+
+Key records are cached in process for ``cache_ttl_s`` seconds (default 5), so a request does not
+touch SQL; a revocation or plan change takes effect within that bound in every process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable
+from accounts.store import AccountStore, KeyRecord, split_key
+from engine.errors import ErrorKind, MeridianError
+
+log = logging.getLogger("meridian.access")
+
+
+class AccessDenied(MeridianError):
+    pass
+
+
+def unauthorized(message: str) -> AccessDenied:
+    return AccessDenied(message, kind=ErrorKind.UNAUTHORIZED)
+
+
+class AccessControl:
+    def __init__(
+        self,
+        store: AccountStore,
+        quota: QuotaCounter,
+        *,
+        cache_ttl_s: float = 5.0,
+        fail_open: bool = True,
+    ) -> None:
+        self.store = store
+        self.quota = quota
+        self.cache_ttl_s = cache_ttl_s
+        self.fail_open = fail_open
+        self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
+        self._lock = threading.Lock()
+
+    def _record(self, prefix: str) -> KeyRecord | None:
+        now = time.monotonic()
+        hit = self._cache.get(prefix)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        record = self.store.lookup(prefix)
+        with self._lock:
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+            self._cache[prefix] = (now + self.cache_ttl_s, record)
+        return record
+
+    def invalidate(self, prefix: str | None = None) -> None:
+        with self._lock:
+            if prefix is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(prefix, None)
+
+    def authenticate(self, key: str | None) -> KeyRecord:
+        if not key:
+            raise unauthorized("missing API key")
+        prefix = split_key(key)
+        if prefix is None:
+            raise unauthorized("malformed API key")
+        record = self._record(prefix)
+        if record is None or not record.matches(key):
+            raise unauthorized("invalid API key")
+        if record.revoked:
+            raise unauthorized("API key has been revoked")
+        if record.expired():
+            raise unauthorized("API key has expired")
+        return record
+
+    @staticmethod
+    def authorize(record: KeyRecord, service: str) -> None:
+        if not record.allows(service):
+            why = "plan" if not record.plan.includes(service) else "scopes"
+            raise AccessDenied(
+                f"API key is not authorized for the {service} service (not in its {why})",
+                kind=ErrorKind.FORBIDDEN,
+            )
+
+    def spend(self, record: KeyRecord, service: str, cost: int = 1) -> QuotaDecision | None:
+        """Count the request; None when Redis is unreachable and the policy is fail-open."""
+        try:
+            decision = self.quota.spend(record.prefix, record.plan, service, cost)
+        except QuotaUnavailable as exc:
+            if self.fail_open:
+                log.warning("quota store unreachable, request allowed uncounted (fail open): %s", exc)
+                return None
+            raise MeridianError(
+                "quota store unreachable; try again shortly", kind=ErrorKind.UNAVAILABLE, retry_after=5
+            ) from exc
+        if not decision.allowed:
+            raise QuotaExceeded(decision)
+        return decision
+
+    def check(self, key: str | None, service: str, cost: int = 1) -> tuple[KeyRecord, QuotaDecision | None]:
+        record = self.authenticate(key)
+        self.authorize(record, service)
+        return record, self.spend(record, service, cost)
+
+
+class QuotaExceeded(AccessDenied):
+    kind = ErrorKind.QUOTA_EXCEEDED
+
+    def __init__(self, decision: QuotaDecision) -> None:
+        super().__init__(
+            f"plan quota exceeded ({decision.exceeded} window); retry after "
+            f"{decision.retry_after_s} s with exponential backoff",
+            retry_after=decision.retry_after_s,
+        )
+        self.decision = decision

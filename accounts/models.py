@@ -1,0 +1,65 @@
+"""Tables: plans, accounts, api_keys. SQLite by default, PostgreSQL via DATABASE_URL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Plan(Base):
+    __tablename__ = "plans"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    description: Mapped[str] = mapped_column(Text, default="")
+    per_minute: Mapped[int] = mapped_column(Integer, default=0)  # 0 = unlimited
+    per_day: Mapped[int] = mapped_column(Integer, default=0)
+    per_month: Mapped[int] = mapped_column(Integer, default=0)
+    services: Mapped[list] = mapped_column(JSON, default=list)  # ["*"] = every service
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
+    email: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    keys: Mapped[list[ApiKey]] = relationship(back_populates="account")
+
+
+class ApiKey(Base):
+    """An API key. Only hashes are stored: the key itself and its API Secret are shown once.
+
+    The key is ``mrd_<prefix>_<secret part>``; ``prefix`` (unique, indexed) finds the row,
+    ``key_hash`` (SHA-256 of the whole key) is compared in constant time.
+    """
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    prefix: Mapped[str] = mapped_column(String(16), unique=True, index=True, nullable=False)
+    key_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    secret_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    label: Mapped[str] = mapped_column(String(128), default="")
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), nullable=False)
+    plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id"), nullable=False)
+    scopes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # None = the plan's services
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    account: Mapped[Account] = relationship(back_populates="keys")
+    plan: Mapped[Plan] = relationship()

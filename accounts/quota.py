@@ -1,0 +1,182 @@
+"""Per-key quotas counted in Redis, atomically, shared by every web process and both faces.
+
+Windows (one Lua script checks and spends all of them in one round trip):
+
+- **per minute: exact sliding window.** A sorted set of request timestamps per key; entries
+  older than 60 s are dropped, the request passes if fewer than ``per_minute`` remain. Exact
+  (no boundary bursts), memory bounded by ``per_minute`` entries per key.
+- **per day and per month: calendar windows in UTC** (counters that expire at the window's end),
+  the way plans are usually billed; ``Retry-After`` is the time to the next window.
+
+Keys are identified by their public prefix (unique across databases). A denied request spends
+nothing. Usage per key, service and UTC day is kept in a hash for the
+portal and ``meridian usage`` (kept 400 days).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import redis
+
+from accounts.store import PlanRecord
+
+_SCRIPT = """
+local now = tonumber(ARGV[1])
+local per_minute = tonumber(ARGV[2])
+local per_day = tonumber(ARGV[3])
+local per_month = tonumber(ARGV[4])
+local day_ttl = tonumber(ARGV[5])
+local month_ttl = tonumber(ARGV[6])
+local member = ARGV[7]
+local service = ARGV[8]
+local cost = tonumber(ARGV[9])
+
+local minute_used = 0
+if per_minute > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
+  minute_used = redis.call('ZCARD', KEYS[1])
+end
+local day_used = tonumber(redis.call('GET', KEYS[2]) or '0')
+local month_used = tonumber(redis.call('GET', KEYS[3]) or '0')
+
+local denied = ''
+local retry_ms = 0
+if per_minute > 0 and minute_used + cost > per_minute then
+  denied = 'minute'
+  local idx = minute_used + cost - per_minute - 1
+  if idx >= minute_used then idx = minute_used - 1 end
+  if idx < 0 then idx = 0 end
+  local entry = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
+  if entry[2] then retry_ms = tonumber(entry[2]) + 60000 - now else retry_ms = 60000 end
+elseif per_day > 0 and day_used + cost > per_day then
+  denied = 'day'
+  retry_ms = day_ttl * 1000
+elseif per_month > 0 and month_used + cost > per_month then
+  denied = 'month'
+  retry_ms = month_ttl * 1000
+end
+
+if denied == '' then
+  if per_minute > 0 then
+    for i = 1, cost do
+      redis.call('ZADD', KEYS[1], now, member .. ':' .. i)
+    end
+    redis.call('PEXPIRE', KEYS[1], 61000)
+    minute_used = minute_used + cost
+  end
+  day_used = redis.call('INCRBY', KEYS[2], cost)
+  redis.call('EXPIRE', KEYS[2], day_ttl + 60)
+  month_used = redis.call('INCRBY', KEYS[3], cost)
+  redis.call('EXPIRE', KEYS[3], month_ttl + 60)
+  redis.call('HINCRBY', KEYS[4], service, cost)
+  redis.call('EXPIRE', KEYS[4], 34560000)
+end
+return {denied, minute_used, day_used, month_used, retry_ms}
+"""
+
+
+class QuotaUnavailable(RuntimeError):
+    """Redis could not be reached to count the request."""
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str  # minute | day | month
+    limit: int
+    remaining: int
+    reset_s: int  # seconds until the window frees capacity
+
+
+@dataclass(frozen=True)
+class QuotaDecision:
+    allowed: bool
+    windows: tuple[Window, ...]
+    retry_after_s: int = 0
+    exceeded: str | None = None
+
+    @property
+    def tightest(self) -> Window | None:
+        """The window closest to exhaustion: what the RateLimit-* headers report."""
+        if not self.windows:
+            return None
+        return min(self.windows, key=lambda w: (w.remaining, w.reset_s))
+
+
+def _seconds_to_next_day(now: datetime) -> int:
+    tomorrow = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(1, int((tomorrow - now).total_seconds()))
+
+
+def _seconds_to_next_month(now: datetime) -> int:
+    first = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    nxt = (first + timedelta(days=32)).replace(day=1)
+    return max(1, int((nxt - now).total_seconds()))
+
+
+class QuotaCounter:
+    def __init__(self, client: redis.Redis, namespace: str = "meridian") -> None:
+        self.client = client
+        self.ns = namespace
+        self._script = client.register_script(_SCRIPT)
+
+    def _keys(self, key_ref: str, now: datetime) -> list[str]:
+        day = now.strftime("%Y%m%d")
+        month = now.strftime("%Y%m")
+        return [
+            f"{self.ns}:quota:{key_ref}:minute",
+            f"{self.ns}:quota:{key_ref}:day:{day}",
+            f"{self.ns}:quota:{key_ref}:month:{month}",
+            f"{self.ns}:usage:{key_ref}:{day}",
+        ]
+
+    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
+        now = datetime.now(UTC)
+        day_ttl, month_ttl = _seconds_to_next_day(now), _seconds_to_next_month(now)
+        try:
+            denied, minute_used, day_used, month_used, retry_ms = self._script(
+                keys=self._keys(key_ref, now),
+                args=[
+                    int(time.time() * 1000),
+                    plan.per_minute,
+                    plan.per_day,
+                    plan.per_month,
+                    day_ttl,
+                    month_ttl,
+                    f"{time.time_ns()}-{secrets.token_hex(4)}",
+                    service,
+                    cost,
+                ],
+            )
+        except redis.RedisError as exc:
+            raise QuotaUnavailable(str(exc)) from exc
+        denied = denied.decode() if isinstance(denied, bytes) else denied
+        windows = []
+        if plan.per_minute:
+            windows.append(Window("minute", plan.per_minute, max(0, plan.per_minute - int(minute_used)), 60))
+        if plan.per_day:
+            windows.append(Window("day", plan.per_day, max(0, plan.per_day - int(day_used)), day_ttl))
+        if plan.per_month:
+            windows.append(
+                Window("month", plan.per_month, max(0, plan.per_month - int(month_used)), month_ttl)
+            )
+        if denied:
+            retry = max(1, -(-int(retry_ms) // 1000))
+            return QuotaDecision(False, tuple(windows), retry_after_s=retry, exceeded=denied)
+        return QuotaDecision(True, tuple(windows))
+
+    def usage(self, key_ref: str, days: int = 30) -> dict[str, dict[str, int]]:
+        """{YYYY-MM-DD: {service: count}} for the last ``days`` UTC days (newest first)."""
+        today = datetime.now(UTC)
+        pipe = self.client.pipeline()
+        dates = [today - timedelta(days=i) for i in range(days)]
+        for d in dates:
+            pipe.hgetall(f"{self.ns}:usage:{key_ref}:{d.strftime('%Y%m%d')}")
+        out: dict[str, dict[str, int]] = {}
+        for d, counts in zip(dates, pipe.execute(), strict=True):
+            if counts:
+                out[d.strftime("%Y-%m-%d")] = {k.decode(): int(v) for k, v in counts.items()}
+        return out

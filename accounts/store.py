@@ -1,0 +1,278 @@
+"""The account store: plans, accounts and keys in SQL, returned as plain immutable records.
+
+Web processes never hold ORM objects across requests: :meth:`AccountStore.lookup` returns a
+:class:`KeyRecord` that the access layer caches for a few seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import string
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from accounts.models import Account, ApiKey, Base, Plan, utcnow
+from config.plans import DEFAULT_PLANS, SERVICES
+
+KEY_PREFIX = "mrd"
+_ALPHABET = string.ascii_letters + string.digits
+
+
+class AccountError(ValueError):
+    """A bad request to the store (unknown plan, unknown service, ...); the message says which."""
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    name: str
+    per_minute: int
+    per_day: int
+    per_month: int
+    services: tuple[str, ...]
+    description: str = ""
+
+    def includes(self, service: str) -> bool:
+        return "*" in self.services or service in self.services
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    id: int
+    prefix: str
+    key_hash: str
+    secret_hash: str
+    account_id: int
+    account_name: str
+    plan: PlanRecord
+    scopes: tuple[str, ...] | None
+    expires_at: datetime | None
+    revoked: bool
+    label: str = ""
+
+    def matches(self, key: str) -> bool:
+        return hmac.compare_digest(self.key_hash, hash_key(key))
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and (now or datetime.now(UTC)) >= self.expires_at
+
+    def allows(self, service: str) -> bool:
+        if not self.plan.includes(service):
+            return False
+        return self.scopes is None or service in self.scopes
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: str
+    secret: str
+    record: KeyRecord
+
+
+def hash_key(key: str) -> str:
+    """SHA-256 is right for high-entropy random keys (no password stretching needed)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def split_key(key: str) -> str | None:
+    """The lookup prefix of a well-formed key, or None."""
+    parts = key.split("_")
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or len(parts[1]) != 10 or len(parts[2]) < 20:
+        return None
+    if not all(c in _ALPHABET for c in parts[1] + parts[2]):
+        return None
+    return parts[1]
+
+
+def _random(n: int) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(n))
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:  # SQLite drops tzinfo
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _check_services(services: list[str] | tuple[str, ...], what: str) -> list[str]:
+    unknown = [s for s in services if s != "*" and s not in SERVICES]
+    if unknown:
+        raise AccountError(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(SERVICES)})")
+    return list(services)
+
+
+def make_engine(database_url: str) -> Engine:
+    if database_url.startswith("sqlite:///"):
+        Path(database_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(database_url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(database_url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+class AccountStore:
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.engine = make_engine(database_url)
+        self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def session(self) -> Session:
+        return self._session()
+
+    # ---------------------------------------------------------------- schema
+    def create_schema(self) -> None:
+        Base.metadata.create_all(self.engine)
+        self.seed_plans()
+
+    def seed_plans(self) -> None:
+        """Insert the default plans that do not exist yet (never overwrites an edited plan)."""
+        with self.session() as s, s.begin():
+            existing = set(s.scalars(select(Plan.name)))
+            for plan in DEFAULT_PLANS:
+                if plan["name"] not in existing:
+                    s.add(Plan(**plan))
+
+    # ---------------------------------------------------------------- plans
+    def list_plans(self) -> list[PlanRecord]:
+        with self.session() as s:
+            return [self._plan_record(p) for p in s.scalars(select(Plan).order_by(Plan.id))]
+
+    def set_plan(
+        self,
+        name: str,
+        *,
+        per_minute: int | None = None,
+        per_day: int | None = None,
+        per_month: int | None = None,
+        services: list[str] | None = None,
+        description: str | None = None,
+    ) -> PlanRecord:
+        for label, value in (("per_minute", per_minute), ("per_day", per_day), ("per_month", per_month)):
+            if value is not None and value < 0:
+                raise AccountError(f"{label} must be >= 0 (0 = unlimited)")
+        with self.session() as s, s.begin():
+            plan = s.scalar(select(Plan).where(Plan.name == name))
+            if plan is None:
+                plan = Plan(name=name, services=[], description="")
+                s.add(plan)
+            if per_minute is not None:
+                plan.per_minute = per_minute
+            if per_day is not None:
+                plan.per_day = per_day
+            if per_month is not None:
+                plan.per_month = per_month
+            if services is not None:
+                plan.services = _check_services(services, "service")
+            if description is not None:
+                plan.description = description
+            s.flush()
+            return self._plan_record(plan)
+
+    # ---------------------------------------------------------------- keys
+    def create_key(
+        self,
+        account: str,
+        plan: str = "standard",
+        *,
+        scopes: list[str] | None = None,
+        expires_at: datetime | None = None,
+        label: str = "",
+    ) -> IssuedKey:
+        if scopes is not None:
+            scopes = _check_services(scopes, "scope")
+        with self.session() as s, s.begin():
+            plan_row = s.scalar(select(Plan).where(Plan.name == plan))
+            if plan_row is None:
+                names = ", ".join(s.scalars(select(Plan.name)))
+                raise AccountError(f"unknown plan {plan!r} (plans: {names})")
+            account_row = s.scalar(select(Account).where(Account.name == account))
+            if account_row is None:
+                account_row = Account(name=account)
+                s.add(account_row)
+                s.flush()
+            prefix = _random(10)
+            while s.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix)) is not None:
+                prefix = _random(10)
+            key = f"{KEY_PREFIX}_{prefix}_{_random(32)}"
+            secret = secrets.token_urlsafe(32)
+            row = ApiKey(
+                prefix=prefix,
+                key_hash=hash_key(key),
+                secret_hash=hashlib.sha256(secret.encode()).hexdigest(),
+                label=label,
+                account_id=account_row.id,
+                plan_id=plan_row.id,
+                scopes=scopes,
+                expires_at=expires_at,
+            )
+            s.add(row)
+            s.flush()
+            row.account = account_row
+            row.plan = plan_row
+            return IssuedKey(key=key, secret=secret, record=self._key_record(row))
+
+    def lookup(self, prefix: str) -> KeyRecord | None:
+        with self.session() as s:
+            row = s.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
+            return self._key_record(row) if row is not None else None
+
+    def find(self, key_or_prefix: str) -> KeyRecord | None:
+        prefix = split_key(key_or_prefix) or key_or_prefix
+        return self.lookup(prefix)
+
+    def list_keys(self, account: str | None = None) -> list[KeyRecord]:
+        with self.session() as s:
+            q = select(ApiKey).order_by(ApiKey.id)
+            if account:
+                q = q.join(Account).where(Account.name == account)
+            return [self._key_record(r) for r in s.scalars(q)]
+
+    def revoke(self, key_or_prefix: str) -> bool:
+        prefix = split_key(key_or_prefix) or key_or_prefix
+        with self.session() as s, s.begin():
+            row = s.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
+            if row is None:
+                return False
+            if row.revoked_at is None:
+                row.revoked_at = utcnow()
+            return True
+
+    # ---------------------------------------------------------------- records
+    @staticmethod
+    def _plan_record(p: Plan) -> PlanRecord:
+        return PlanRecord(
+            name=p.name,
+            per_minute=p.per_minute or 0,
+            per_day=p.per_day or 0,
+            per_month=p.per_month or 0,
+            services=tuple(p.services or ()),
+            description=p.description or "",
+        )
+
+    def _key_record(self, row: ApiKey) -> KeyRecord:
+        return KeyRecord(
+            id=row.id,
+            prefix=row.prefix,
+            key_hash=row.key_hash,
+            secret_hash=row.secret_hash,
+            account_id=row.account_id,
+            account_name=row.account.name,
+            plan=self._plan_record(row.plan),
+            scopes=tuple(row.scopes) if row.scopes is not None else None,
+            expires_at=_aware(row.expires_at),
+            revoked=row.revoked_at is not None,
+            label=row.label or "",
+        )

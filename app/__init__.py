@@ -1,0 +1,159 @@
+"""The Flask application factory: core API, /v1 gateway, health and docs as separate blueprints."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+
+import flask_smorest
+from flask import Flask, g, request
+
+from app import errors, logs
+from app.access import rate_limit_headers
+from app.runtime import Runtime
+from config.settings import Settings
+
+log = logging.getLogger("meridian.request")
+
+# One module per function; each registers its Function and defines its gateway blueprint `blp`.
+FUNCTION_MODULES = ("app.functions.geocoding",)
+
+API_DESCRIPTION = """Meridian: geocoding, reverse geocoding, suggest, routing, isochrones, POI search,
+proximity, static maps, geometry download, snap to road and geofencing over OpenStreetMap data.
+
+Every `/v1` operation needs the `X-API-Key` header. Errors share one body:
+`statusCode, message, error, timestamp, path, requestId`. Invalid or **unknown** query parameters
+answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every response carries
+`RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
+`Cache-Control`) and retry 429/503 with exponential backoff and jitter.
+
+Map data © OpenStreetMap contributors, ODbL 1.0."""
+
+
+class MeridianApi(flask_smorest.Api):
+    """flask-smorest Api whose errors go through ``app/errors.py`` (the spec's body)."""
+
+    def _register_error_handlers(self):
+        pass  # app/errors.py registers the handlers for every path
+
+
+def _openapi_config(settings: Settings) -> dict:
+    return {
+        "API_TITLE": "Meridian",
+        "API_VERSION": "1.0.0",
+        "OPENAPI_VERSION": "3.0.3",
+        "OPENAPI_URL_PREFIX": "/",
+        "OPENAPI_JSON_PATH": "api-json",
+        "API_SPEC_OPTIONS": {
+            "info": {
+                "description": API_DESCRIPTION,
+                "license": {"name": "Data: ODbL 1.0", "url": "https://opendatacommons.org/licenses/odbl/"},
+            },
+            "servers": [
+                {"url": "/", "description": "This server"},
+                {"url": f"http://localhost:{settings.port}", "description": "Local development"},
+            ],
+            "components": {
+                "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+            },
+            "security": [{"ApiKeyAuth": []}],
+        },
+    }
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Flask:
+    settings = settings or Settings.from_env()
+    logs.configure(settings.log_format, settings.debug)
+    app = Flask(__name__)
+    app.config.update(
+        SERVICE_NAME=settings.service_name,
+        DEBUG=settings.debug,
+        MAX_CONTENT_LENGTH=settings.limits.request_body_bytes,
+        JSON_SORT_KEYS=False,
+        **_openapi_config(settings),
+    )
+    rt = runtime or Runtime.build(settings)
+    app.extensions["meridian"] = rt
+    from workers.celery_app import make_celery
+
+    app.extensions["celery"] = make_celery(settings)
+
+    errors.register(app)
+    _register_request_hooks(app, settings)
+
+    from app import core, docs, health
+
+    app.register_blueprint(core.bp)
+    app.register_blueprint(health.bp)
+    app.register_blueprint(docs.bp)
+    api = MeridianApi(app)
+    api.spec.options["tags"] = []
+    for module_name in FUNCTION_MODULES:
+        module = importlib.import_module(module_name)
+        api.register_blueprint(module.blp)
+    app.extensions["openapi"] = api
+    _document_health(app, api)
+    return app
+
+
+def _register_request_hooks(app: Flask, settings: Settings) -> None:
+    max_uri = settings.limits.request_line_bytes
+
+    @app.before_request
+    def _start():
+        g.t0 = time.perf_counter()
+        g.request_id = logs.request_id_from(request.headers.get("X-Request-Id"))
+        if len(request.full_path) > max_uri:
+            from werkzeug.exceptions import RequestURITooLarge
+
+            raise RequestURITooLarge()
+        app.extensions["meridian"].refresh_datasets()
+
+    @app.after_request
+    def _finish(resp):
+        resp.headers["X-Request-Id"] = g.get("request_id", "")
+        if g.get("quota") is not None:
+            resp.headers.update(rate_limit_headers(g.quota))
+        key = g.get("api_key")
+        log.info(
+            "%s %s %s",
+            request.method,
+            request.path,
+            resp.status_code,
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": resp.status_code,
+                "duration_ms": round((time.perf_counter() - g.get("t0", time.perf_counter())) * 1000, 3),
+                "request_id": g.get("request_id"),
+                "key_prefix": key.prefix if key is not None else None,
+            },
+        )
+        return resp
+
+
+def _document_health(app: Flask, api: MeridianApi) -> None:
+    """Health and docs are plain Flask routes; describe them in the spec too."""
+    ok = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+    not_ready = {"description": "Not ready: the message names the failing checks.",
+                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    for path, summary, extra in (
+        ("/health", "Service health (status, version, uptime, regions)", {}),
+        ("/v1/health", "Service health (status, version, uptime, regions)", {}),
+        ("/v1/health/live", "Liveness: the process answers", {}),
+        ("/v1/health/ready", "Readiness: datasets, Redis, workers and backend", {"503": not_ready}),
+    ):
+        rule = next(r for r in app.url_map.iter_rules() if r.rule == path)
+        api.spec.path(
+            rule=rule,
+            operations={
+                "get": {
+                    "tags": ["Health"],
+                    "summary": summary,
+                    "description": summary + ". No API key needed.",
+                    "security": [],
+                    "responses": {"200": ok, **extra},
+                }
+            },
+        )

@@ -1,0 +1,57 @@
+"""Flask glue for access control: read the key from each face's header, then let
+``accounts.access.AccessControl`` decide. The decisions are the same on both faces.
+
+- Core: only ``Authorization: Bearer <key>``. Another scheme (``Basic ...``), ``Bearer`` without a
+  token, or an ``X-API-Key`` header instead -> 401 naming the expected format.
+- Gateway: only ``X-API-Key: <key>``.
+"""
+
+from __future__ import annotations
+
+from flask import g, request
+
+from accounts.access import unauthorized
+from accounts.quota import QuotaDecision
+from app.runtime import runtime
+
+CORE_HINT = "expected header 'Authorization: Bearer <API_KEY>'"
+GATEWAY_HINT = "expected header 'X-API-Key: <API_KEY>'"
+
+
+def core_key() -> str:
+    header = request.headers.get("Authorization")
+    if header is None:
+        raise unauthorized(f"missing API key: {CORE_HINT}")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized(f"wrong authentication header format: {CORE_HINT}")
+    return token.strip()
+
+
+def gateway_key() -> str:
+    key = (request.headers.get("X-API-Key") or "").strip()
+    if not key:
+        raise unauthorized(f"missing API key: {GATEWAY_HINT}")
+    return key
+
+
+def admit(service: str, key: str, cost: int = 1) -> None:
+    """Authenticate, authorize and count one request (raises 401/403/429)."""
+    record, decision = runtime().access.check(key, service, cost)
+    g.api_key = record
+    g.quota = decision
+
+
+def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:
+    window = decision.tightest if decision else None
+    if window is None:
+        return {}
+    values = {"Limit": str(window.limit), "Remaining": str(window.remaining), "Reset": str(window.reset_s)}
+    headers = {f"RateLimit-{k}": v for k, v in values.items()}
+    headers.update({f"X-RateLimit-{k}": v for k, v in values.items()})
+    headers["RateLimit-Policy"] = ", ".join(f"{w.limit};w={_window_seconds(w.name)}" for w in decision.windows)
+    return headers
+
+
+def _window_seconds(name: str) -> int:
+    return {"minute": 60, "day": 86_400, "month": 2_592_000}[name]

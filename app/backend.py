@@ -1,0 +1,121 @@
+"""The gateway's client toward a remote core (``SERVICE_BASE_URL`` / ``SERVICE_SUGGEST_URL``).
+
+- Authenticates with ``SERVICE_API_KEY`` (Bearer); the client's own key was already checked by
+  the gateway for authorization and quota.
+- Keep-alive connection pool (one ``requests.Session`` per process).
+- Retries idempotent GETs only, on connection errors, timeouts and 502/503/504: exponential
+  backoff with full jitter (``sleep = uniform(0, min(cap, base * 2**attempt))``), at most
+  ``backend_retries`` retries, and never past ``backend_total_timeout_s`` in all; each attempt
+  has ``backend_timeout_s``. No retry on 4xx.
+- Outcome mapping: unreachable or still failing -> 503 with ``Retry-After``; the core's
+  400/401/403/404/429 become the same status with the core's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from app.core_format import from_core
+from app.results import BinaryResult
+from config.settings import Settings
+from engine.errors import ErrorKind, MeridianError
+
+log = logging.getLogger("meridian.backend")
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+PASS_THROUGH = {400: ErrorKind.INVALID_PARAMETER, 401: ErrorKind.UNAUTHORIZED, 403: ErrorKind.FORBIDDEN,
+                404: ErrorKind.NOT_FOUND, 429: ErrorKind.QUOTA_EXCEEDED}
+BACKOFF_BASE_S = 0.1
+BACKOFF_CAP_S = 2.0
+
+
+class BackendUnavailable(MeridianError):
+    kind = ErrorKind.UNAVAILABLE
+
+
+class RemoteCore:
+    def __init__(self, settings: Settings, service_name: str) -> None:
+        self.settings = settings
+        self.service_name = service_name
+        self.session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=32, max_retries=0)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.session.headers["Authorization"] = f"Bearer {settings.service_api_key}"
+
+    def url_for(self, remote: str) -> str:
+        if remote == "suggest" and self.settings.service_suggest_url:
+            return self.settings.service_suggest_url
+        return self.settings.service_base_url
+
+    def health_url(self) -> str:
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.settings.service_base_url)
+        return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
+
+    def get(self, url: str, params: dict[str, str], request_id: str | None = None) -> requests.Response:
+        deadline = time.monotonic() + self.settings.backend_total_timeout_s
+        headers = {"X-Request-Id": request_id} if request_id else {}
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            timeout = max(0.05, min(self.settings.backend_timeout_s, remaining))
+            reason: str
+            try:
+                resp = self.session.get(url, params=params, headers=headers, timeout=timeout)
+                if resp.status_code not in RETRY_STATUSES:
+                    return resp
+                reason = f"HTTP {resp.status_code}"
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                reason = type(exc).__name__
+            attempt += 1
+            sleep = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
+            if attempt > self.settings.backend_retries or time.monotonic() + sleep >= deadline:
+                log.warning("backend %s failed after %d attempt(s): %s", url, attempt, reason)
+                raise BackendUnavailable(
+                    f"backend unavailable ({reason} after {attempt} attempt(s))", retry_after=5
+                )
+            log.info("backend %s: %s, retry %d in %.0f ms", url, reason, attempt, sleep * 1000)
+            time.sleep(sleep)
+
+    def call(self, function, args: dict[str, str], request_id: str | None = None) -> Any:
+        params = {function.gateway_to_core.get(k, k): v for k, v in args.items()}
+        if function.remote != "suggest" or not self.settings.service_suggest_url:
+            params["cmd"] = function.cmd
+        resp = self.get(self.url_for(function.remote), params, request_id)
+        content_type = resp.headers.get("Content-Type", "")
+        if resp.status_code == 200 and not content_type.startswith("application/json"):
+            return BinaryResult(content_type, resp.content)
+        try:
+            body = resp.json()
+        except ValueError:
+            raise BackendUnavailable(f"backend answered HTTP {resp.status_code} without JSON") from None
+        envelope = body.get(self.service_name) if isinstance(body, dict) else None
+        if not isinstance(envelope, dict):
+            envelope = next(iter(body.values()), {}) if isinstance(body, dict) and len(body) == 1 else {}
+        if resp.status_code == 200 and "response" in envelope:
+            return from_core(envelope["response"])
+        error = envelope.get("error") or {}
+        kind = PASS_THROUGH.get(resp.status_code)
+        if kind is None:
+            raise BackendUnavailable(f"backend answered HTTP {resp.status_code}")
+        retry_after = resp.headers.get("Retry-After")
+        raise MeridianError(
+            error.get("message") or f"backend answered HTTP {resp.status_code}",
+            kind=kind,
+            parameter=error.get("parameter"),
+            retry_after=int(retry_after) if retry_after and retry_after.isdigit() else None,
+        )
+
+    def ping(self) -> bool:
+        try:
+            return self.session.get(self.health_url(), timeout=min(2.0, self.settings.backend_timeout_s)).ok
+        except requests.RequestException:
+            return False

@@ -1,0 +1,82 @@
+"""Running a function for a face and shaping its HTTP answer.
+
+Both faces run the same engine service function (``Function.run``). The gateway forwards to the
+remote core instead when ``SERVICE_BASE_URL`` is set. Cacheable answers carry an ``ETag`` made
+of the dataset versions and the normalised parameters, and ``Cache-Control: public``; a matching
+``If-None-Match`` gets 304 before any computation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from flask import Response, g, request
+
+from app.core_format import to_core
+from app.functions import Function
+from app.results import BinaryResult
+from app.runtime import runtime
+from app.validation import TRANSPORT_PARAMETERS
+from engine.errors import NotFound
+
+
+def _etag(function: Function) -> str:
+    rt = runtime()
+    versions = ",".join(sorted(f"{d.region}:{d.version}" for d in rt.datasets.all()))
+    args = sorted((k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS)
+    raw = json.dumps([function.cmd, versions, args], separators=(",", ":"))
+    return '"' + hashlib.sha1(raw.encode()).hexdigest() + '"'
+
+
+def _cache_headers(resp: Response, function: Function, etag: str | None) -> Response:
+    if function.cacheable and etag:
+        resp.headers["ETag"] = etag
+        resp.headers["Cache-Control"] = f"public, max-age={runtime().settings.http_max_age_s}"
+    else:
+        resp.headers["Cache-Control"] = "private, no-store"
+    return resp
+
+
+def _not_modified(function: Function) -> tuple[str | None, Response | None]:
+    if not function.cacheable:
+        return None, None
+    etag = _etag(function)
+    if etag in request.if_none_match:
+        return etag, _cache_headers(Response(status=304), function, etag)
+    return etag, None
+
+
+def json_body(body, status: int = 200) -> Response:
+    return Response(
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")), status=status, mimetype="application/json"
+    )
+
+
+def gateway_answer(function: Function, params) -> Response:
+    etag, early = _not_modified(function)
+    if early is not None:
+        return early
+    rt = runtime()
+    if rt.backend is not None:
+        args = {k: v for k, v in request.args.items() if k not in TRANSPORT_PARAMETERS}
+        result = rt.backend.call(function, args, getattr(g, "request_id", None))
+    else:
+        result = function.run(rt, params)
+    if isinstance(result, BinaryResult):
+        return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
+    if function.empty_key is not None and not result.get(function.empty_key):
+        raise NotFound(function.empty_message)
+    return _cache_headers(json_body(result), function, etag)
+
+
+def core_answer(function: Function, params) -> Response:
+    etag, early = _not_modified(function)
+    if early is not None:
+        return early
+    rt = runtime()
+    result = function.run(rt, params)
+    if isinstance(result, BinaryResult):
+        return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
+    envelope = {rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(result)}}
+    return _cache_headers(json_body(envelope), function, etag)

@@ -1,0 +1,48 @@
+"""The core API: ``GET /services/json?cmd=<operation>&...`` (also ``/services/v2/json``) and the
+suggest servlet path ``GET /suggest/json?q=...``; ``Authorization: Bearer <key>``.
+
+Order of checks: key (401) -> command (400) -> plan/scopes (403) -> quota (429) -> parameters
+(400) -> engine.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from app.access import admit, core_key
+from app.calls import core_answer
+from app.functions import REGISTRY, Function
+from app.validation import load_params
+from engine.errors import InvalidParameter
+
+bp = Blueprint("core", __name__)
+
+
+def _serve(function: Function, key: str):
+    admit(function.service, key)
+    params = load_params(function.core_schema(), request.args)
+    return core_answer(function, params)
+
+
+@bp.get("/services/json")
+@bp.get("/services/v2/json")
+def services():
+    key = core_key()
+    cmd = (request.args.get("cmd") or "").strip()
+    if not cmd:
+        raise InvalidParameter("cmd: required parameter is missing", parameter="cmd")
+    function = REGISTRY.get(cmd)
+    if function is None:
+        raise InvalidParameter(
+            f"cmd: unknown command {cmd!r}; expected one of {', '.join(sorted(REGISTRY))}", parameter="cmd"
+        )
+    return _serve(function, key)
+
+
+@bp.get("/suggest/json")
+def suggest_servlet():
+    key = core_key()
+    function = REGISTRY.get("suggest")
+    if function is None:
+        raise InvalidParameter("suggest is not available on this deployment", parameter="q")
+    return _serve(function, key)

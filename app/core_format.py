@@ -1,0 +1,40 @@
+"""Typed results <-> the core API's transport form.
+
+The engine and the gateway speak typed JSON (a point is ``{"lat": 43.7, "lng": 7.4}``); the core
+API transports coordinates as strings (``{"x": "7.4", "y": "43.7"}``, the spec's geocoding
+table). One generic rule in each direction keeps every function consistent: GeoJSON stays
+GeoJSON (number arrays) on both faces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def coord_text(value: float) -> str:
+    text = f"{float(value):.7f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _is_point(obj: dict) -> bool:
+    return len(obj) == 2 and "lat" in obj and "lng" in obj
+
+
+def to_core(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if _is_point(obj) and all(isinstance(obj[k], int | float) for k in ("lat", "lng")):
+            return {"x": coord_text(obj["lng"]), "y": coord_text(obj["lat"])}
+        return {k: to_core(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_core(v) for v in obj]
+    return obj
+
+
+def from_core(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if len(obj) == 2 and isinstance(obj.get("x"), str) and isinstance(obj.get("y"), str):
+            return {"lat": float(obj["y"]), "lng": float(obj["x"])}
+        return {k: from_core(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_core(v) for v in obj]
+    return obj

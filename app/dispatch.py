@@ -1,0 +1,99 @@
+"""Heavy functions: answered from the Redis cache, else computed by a Celery worker while the
+client waits (synchronously, with a bound).
+
+1. Cache key = kind + service + normalised parameters + the dataset versions: an identical
+   request is answered from Redis without touching the queue.
+2. An identical request already in flight is joined (a Redis ``SET NX`` marker), not queued twice.
+3. Otherwise the task goes to the kind's own queue (a flood of static maps cannot starve
+   isochrones); the worker writes the result (or the error) under the cache key.
+4. The web process polls that key until ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with
+   ``Retry-After``, and the task itself is bounded by Celery's soft/hard time limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+import redis
+from celery import Celery
+
+from app.results import BinaryResult
+from engine.codec import canonical, encode
+from engine.errors import ErrorKind, MeridianError, Unavailable
+from tasks.results import Binary, unpack
+from workers.celery_app import HARD_TIME_LIMIT_S
+
+POLL_START_S = 0.002
+POLL_MAX_S = 0.05
+
+
+@dataclass(frozen=True)
+class HeavyCall:
+    kind: str  # queue name: isochrone | staticmap | geometry
+    service_ref: str  # "engine.services.<module>:run"
+    params: object
+
+
+def cache_key(namespace: str, call: HeavyCall, dataset_versions: str) -> str:
+    digest = hashlib.sha256(f"{call.service_ref}|{canonical(call.params)}|{dataset_versions}".encode()).hexdigest()
+    return f"{namespace}:cache:{call.kind}:{digest}"
+
+
+def _as_result(value):
+    if isinstance(value, Binary):
+        return BinaryResult(value.content_type, value.body)
+    if isinstance(value, dict) and "__error__" in value:
+        err = value["__error__"]
+        raise MeridianError(err["message"], kind=ErrorKind[err["kind"]], parameter=err.get("parameter"))
+    return value
+
+
+class Dispatcher:
+    def __init__(self, client: redis.Redis, celery: Celery, namespace: str, wait_timeout_s: float) -> None:
+        self.redis = client
+        self.celery = celery
+        self.ns = namespace
+        self.wait_timeout_s = wait_timeout_s
+
+    def cached(self, key: str):
+        raw = self.redis.get(key)
+        return None if raw is None else _as_result(unpack(raw))
+
+    def submit(self, call: HeavyCall, key: str) -> bool:
+        """Queue the task unless an identical one is in flight; True when this call queued it."""
+        marker = f"{key}:inflight"
+        if not self.redis.set(marker, "1", nx=True, ex=HARD_TIME_LIMIT_S + 10):
+            return False
+        self.celery.send_task(
+            "meridian.heavy", args=[call.service_ref, encode(call.params), key], queue=call.kind
+        )
+        return True
+
+    def run(self, call: HeavyCall, dataset_versions: str):
+        key = cache_key(self.ns, call, dataset_versions)
+        try:
+            hit = self.cached(key)
+            if hit is not None:
+                return hit
+            self.submit(call, key)
+            return self._wait(key)
+        except redis.RedisError as exc:
+            raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
+
+    def _wait(self, key: str):
+        deadline = time.monotonic() + self.wait_timeout_s
+        pause = POLL_START_S
+        while True:
+            raw = self.redis.get(key)
+            if raw is not None:
+                return _as_result(unpack(raw))
+            if time.monotonic() + pause > deadline:
+                raise Unavailable(
+                    f"no worker finished the {key.split(':')[2]} computation within "
+                    f"{self.wait_timeout_s:g} s; retry shortly",
+                    retry_after=5,
+                )
+            time.sleep(pause)
+            pause = min(POLL_MAX_S, pause * 2)

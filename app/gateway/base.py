@@ -1,0 +1,82 @@
+"""The pattern every /v1 function follows.
+
+    blp = GatewayBlueprint("Geocoding", __name__, url_prefix="/v1", description="...")
+
+    @blp.route("/geocoding")
+    class GeocodingView(MethodView):
+        @gateway_call(FUNCTION)                                # key (401), plan (403), quota (429)
+        @blp.arguments(GeocodingArgs, location="query", as_kwargs=False)   # 400 naming the parameter
+        @blp.response(200, GeocodingResult, example=...)
+        @blp.error_responses(404)                              # 400/401/403/429/500/503 are implied
+        def get(self, params):
+            return gateway_answer(FUNCTION, params)
+
+Validation runs before the engine or the remote backend is touched. Unknown query parameters
+are rejected with 400. Every error uses the spec's body (:class:`ErrorBodySchema`).
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+import flask_smorest
+from marshmallow import Schema, fields
+
+from app.access import admit, gateway_key
+from app.functions import Function
+from app.validation import MeridianParser
+
+COMMON_ERRORS = (400, 401, 403, 429, 500, 503)
+ERROR_DESCRIPTIONS = {
+    400: "Invalid parameters: the message names the parameter and what was expected.",
+    401: "Missing, malformed, unknown, revoked or expired API key.",
+    403: "The API key's plan or scopes do not include this service.",
+    404: "No results found.",
+    413: "Request body too large.",
+    429: "Plan quota exceeded; retry after `Retry-After` seconds with exponential backoff.",
+    500: "Internal server error.",
+    503: "Backend or queue unavailable (or the wait for a worker ran out); retry after `Retry-After`.",
+}
+
+
+class ErrorBodySchema(Schema):
+    statusCode = fields.Integer(required=True, metadata={"example": 400})
+    message = fields.String(required=True, metadata={"example": "query: required parameter is missing"})
+    error = fields.String(required=True, metadata={"example": "Bad Request"})
+    timestamp = fields.String(required=True, metadata={"format": "date-time", "example": "2026-11-22T10:00:00.000Z"})
+    path = fields.String(required=True, metadata={"example": "/v1/geocoding"})
+    requestId = fields.String(required=True, metadata={"example": "5f2b8c1e9a7d4e0f"})
+    parameter = fields.String(metadata={"description": "The parameter at fault (400 only)."})
+
+
+class GatewayBlueprint(flask_smorest.Blueprint):
+    ARGUMENTS_PARSER = MeridianParser()
+
+    def error_responses(self, *extra: int):
+        statuses = sorted(set(COMMON_ERRORS) | set(extra))
+
+        def decorator(func):
+            for status in reversed(statuses):
+                func = self.alt_response(
+                    status, schema=ErrorBodySchema, description=ERROR_DESCRIPTIONS.get(status, "")
+                )(func)
+            return func
+
+        return decorator
+
+
+def gateway_call(function: Function, cost=None):
+    """Admit the request (key, plan/scopes, quota) before its parameters are parsed.
+
+    ``cost`` may be a callable returning how many quota units the request spends (batch jobs).
+    """
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            admit(function.service, gateway_key(), cost() if callable(cost) else 1)
+            return view(*args, **kwargs)
+
+        return wrapper
+
+    return decorator

@@ -1,0 +1,96 @@
+"""Health: ``/health`` and ``/v1/health`` (status, version, uptime, regions), ``/v1/health/live``
+(the process answers) and ``/v1/health/ready`` (datasets loaded, Redis reachable, a Celery worker
+answering, the backend reachable; 503 naming the failing checks). No key needed."""
+
+from __future__ import annotations
+
+import time
+from importlib.metadata import PackageNotFoundError, version
+
+from flask import Blueprint, current_app
+
+from app.calls import json_body
+from app.errors import error_response
+from app.runtime import runtime
+
+bp = Blueprint("health", __name__)
+WORKER_CHECK_TTL_S = 2.0
+_worker_cache: dict = {"at": 0.0, "result": None}
+
+try:
+    VERSION = version("meridian")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    VERSION = "0.0.0"
+
+
+def _status() -> dict:
+    rt = runtime()
+    return {
+        "status": "ok",
+        "service": rt.settings.service_name,
+        "version": VERSION,
+        "environment": rt.settings.environment,
+        "uptime_s": round(time.time() - rt.started, 1),
+        "backend": rt.settings.service_base_url or "in-process",
+        "regions": rt.datasets.summary(),
+    }
+
+
+@bp.get("/health")
+@bp.get("/v1/health")
+def health():
+    return json_body(_status())
+
+
+@bp.get("/v1/health/live")
+def live():
+    return json_body({"status": "ok"})
+
+
+def _check_workers() -> dict:
+    now = time.monotonic()
+    if _worker_cache["result"] is not None and now - _worker_cache["at"] < WORKER_CHECK_TTL_S:
+        return _worker_cache["result"]
+    celery = current_app.extensions.get("celery")
+    try:
+        replies = celery.control.ping(timeout=1.0, limit=1) if celery else []
+        result = {"ok": bool(replies), "workers": len(replies)}
+        if not replies:
+            result["detail"] = "no Celery worker answered within 1 s"
+    except Exception as exc:  # broker down, ...
+        result = {"ok": False, "detail": f"Celery unreachable: {type(exc).__name__}"}
+    _worker_cache.update(at=now, result=result)
+    return result
+
+
+def readiness() -> dict[str, dict]:
+    rt = runtime()
+    checks: dict[str, dict] = {}
+    regions = rt.datasets.regions()
+    checks["datasets"] = {"ok": bool(regions) or rt.backend is not None, "regions": regions}
+    if not checks["datasets"]["ok"]:
+        checks["datasets"]["detail"] = "no dataset loaded: run `meridian import PATH.osm.pbf`"
+    try:
+        checks["redis"] = {"ok": bool(rt.redis.ping())}
+    except Exception as exc:
+        checks["redis"] = {"ok": False, "detail": f"Redis unreachable: {type(exc).__name__}"}
+    checks["workers"] = _check_workers()
+    if rt.backend is not None:
+        ok = rt.backend.ping()
+        checks["backend"] = {"ok": ok, "url": rt.settings.service_base_url}
+        if not ok:
+            checks["backend"]["detail"] = "backend core did not answer /health"
+    else:
+        checks["backend"] = {"ok": True, "mode": "in-process"}
+    return checks
+
+
+@bp.get("/v1/health/ready")
+def ready():
+    checks = readiness()
+    failing = [name for name, c in checks.items() if not c["ok"]]
+    if failing:
+        resp = error_response(503, "not ready: " + ", ".join(f"{n} ({checks[n].get('detail', 'failed')})" for n in failing))
+        resp.headers["Retry-After"] = "5"
+        return resp
+    return json_body({"status": "ready", "checks": checks})

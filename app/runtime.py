@@ -1,0 +1,66 @@
+"""Per-process state shared by all requests: settings, datasets, accounts, Redis, Celery, backend."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from flask import current_app
+
+from accounts.access import AccessControl
+from accounts.quota import QuotaCounter
+from accounts.store import AccountStore
+from app.backend import RemoteCore
+from config.settings import Settings
+from engine.dataset import DatasetRegistry
+
+DATASET_RECHECK_S = 10.0
+
+
+def redis_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(
+        url, socket_timeout=1.0, socket_connect_timeout=1.0, health_check_interval=30, retry_on_timeout=False
+    )
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    datasets: DatasetRegistry
+    store: AccountStore
+    redis: redis.Redis
+    access: AccessControl
+    backend: RemoteCore | None
+    started: float = field(default_factory=time.time)
+    _datasets_checked: float = field(default_factory=time.monotonic)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def build(cls, settings: Settings) -> Runtime:
+        store = AccountStore(settings.database_url)
+        store.create_schema()
+        client = redis_client(settings.redis_url)
+        access = AccessControl(
+            store,
+            QuotaCounter(client, namespace=settings.service_name),
+            cache_ttl_s=settings.auth_cache_ttl_s,
+            fail_open=settings.quota_fail_open,
+        )
+        backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
+        return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend)
+
+    def refresh_datasets(self) -> None:
+        """Pick up a re-imported region (its ``current`` link moved) within DATASET_RECHECK_S."""
+        now = time.monotonic()
+        if now - self._datasets_checked < DATASET_RECHECK_S:
+            return
+        with self._lock:
+            if now - self._datasets_checked >= DATASET_RECHECK_S:
+                self._datasets_checked = now
+                self.datasets.reload()
+
+
+def runtime() -> Runtime:
+    return current_app.extensions["meridian"]

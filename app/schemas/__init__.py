@@ -1,0 +1,1 @@
+"""Marshmallow schemas: query parameters -> engine params dataclasses, and response shapes."""

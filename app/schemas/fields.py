@@ -1,0 +1,177 @@
+"""Parameter fields shared by every function: points, bounding boxes, lists, countries.
+
+Each field's error message names what was expected, and the parser (``app/validation.py``)
+prefixes it with the parameter's name, so a client reads e.g.
+``origin: expected "<lat>,<lng>" in decimal degrees, lat in -90..90``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from marshmallow import ValidationError, fields
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{what}: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValidationError(f"{what} must be a finite number")
+    return value
+
+
+def check_lat(value: float) -> float:
+    if not -90.0 <= value <= 90.0:
+        raise ValidationError(f"latitude must be within -90..90, got {value:g}")
+    return value
+
+
+def check_lng(value: float) -> float:
+    if not -180.0 <= value <= 180.0:
+        raise ValidationError(f"longitude must be within -180..180, got {value:g}")
+    return value
+
+
+class Latitude(fields.Float):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("metadata", {}).setdefault("description", "Latitude, decimal degrees (-90..90)")
+        super().__init__(allow_nan=False, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return check_lat(_number(value, "latitude"))
+
+
+class Longitude(fields.Float):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("metadata", {}).setdefault("description", "Longitude, decimal degrees (-180..180)")
+        super().__init__(allow_nan=False, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return check_lng(_number(value, "longitude"))
+
+
+def parse_point(text: str) -> tuple[float, float]:
+    parts = str(text).split(",")
+    if len(parts) != 2:
+        raise ValidationError(f'expected "<lat>,<lng>" in decimal degrees, got {text!r}')
+    lat = check_lat(_number(parts[0].strip(), "lat"))
+    lng = check_lng(_number(parts[1].strip(), "lng"))
+    return lat, lng
+
+
+class Point(fields.String):
+    """``<lat>,<lng>`` in decimal degrees -> (lat, lng)."""
+
+    def __init__(self, **kwargs):
+        meta = kwargs.setdefault("metadata", {})
+        meta.setdefault("pattern", r"^-?\d+(\.\d+)?,\s*-?\d+(\.\d+)?$")
+        meta.setdefault("example", "43.7384,7.4246")
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return parse_point(super()._deserialize(value, attr, data, **kwargs))
+
+
+class PointList(fields.String):
+    """``lat,lng|lat,lng|...`` -> tuple of (lat, lng), with a configured maximum count."""
+
+    def __init__(self, *, min_points: int = 1, max_points: int = 1000, **kwargs):
+        self.min_points, self.max_points = min_points, max_points
+        kwargs.setdefault("metadata", {}).setdefault("example", "43.7384,7.4246|43.7402,7.4271")
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs).strip()
+        items = [p for p in text.split("|") if p.strip()] if text else []
+        if len(items) < self.min_points:
+            raise ValidationError(f"expected at least {self.min_points} point(s) as lat,lng|lat,lng")
+        if len(items) > self.max_points:
+            raise ValidationError(f"at most {self.max_points} points, got {len(items)}")
+        out = []
+        for i, item in enumerate(items):
+            try:
+                out.append(parse_point(item))
+            except ValidationError as exc:
+                raise ValidationError(f"point {i}: {exc.messages[0]}") from None
+        return tuple(out)
+
+
+class BBox(fields.String):
+    """``<minlng>,<minlat>,<maxlng>,<maxlat>`` -> tuple of 4 floats."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("metadata", {}).setdefault("example", "7.40,43.72,7.44,43.75")
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        parts = text.split(",")
+        if len(parts) != 4:
+            raise ValidationError(f'expected "<minlng>,<minlat>,<maxlng>,<maxlat>", got {text!r}')
+        min_lng, min_lat, max_lng, max_lat = (_number(p.strip(), "bbox value") for p in parts)
+        for lng in (min_lng, max_lng):
+            check_lng(lng)
+        for lat in (min_lat, max_lat):
+            check_lat(lat)
+        if min_lng >= max_lng or min_lat >= max_lat:
+            raise ValidationError("bbox must have minlng < maxlng and minlat < maxlat")
+        return (min_lng, min_lat, max_lng, max_lat)
+
+
+class CommaList(fields.String):
+    """``a,b,c`` -> tuple of non-empty stripped strings, optionally from a fixed choice."""
+
+    def __init__(self, *, choices: tuple[str, ...] | None = None, max_items: int = 50, **kwargs):
+        self.choices, self.max_items = choices, max_items
+        if choices:
+            kwargs.setdefault("metadata", {}).setdefault(
+                "description", "Comma-separated, any of: " + ", ".join(choices)
+            )
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        items = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+        if not items:
+            raise ValidationError("expected a comma-separated list with at least one item")
+        if len(items) > self.max_items:
+            raise ValidationError(f"at most {self.max_items} items, got {len(items)}")
+        if self.choices:
+            bad = [i for i in items if i not in self.choices]
+            if bad:
+                raise ValidationError(f"unknown value(s) {', '.join(bad)}; expected any of {', '.join(self.choices)}")
+        return items
+
+
+class Country(fields.String):
+    """ISO 3166-1 alpha-2 or alpha-3 code, returned upper-case as given (the engine normalises)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("metadata", {}).setdefault("example", "MCO")
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs).strip().upper()
+        if not (text.isalpha() and len(text) in (2, 3)):
+            raise ValidationError(f"expected an ISO 3166-1 alpha-2 or alpha-3 code, got {value!r}")
+        return text
+
+
+class Text(fields.String):
+    """Free text, stripped, non-empty, bounded length."""
+
+    def __init__(self, *, max_length: int = 500, **kwargs):
+        self.max_length = max_length
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs).strip()
+        if not text:
+            raise ValidationError("must not be empty")
+        if len(text) > self.max_length:
+            raise ValidationError(f"at most {self.max_length} characters, got {len(text)}")
+        if "\x00" in text:
+            raise ValidationError("must not contain NUL characters")
+        return text

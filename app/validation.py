@@ -1,0 +1,83 @@
+"""One validation path for both faces: marshmallow errors become ``InvalidParameter`` naming the
+parameter and what was expected (400), before any backend or engine call.
+
+Unknown query parameters are rejected (400 ``unknown parameter 'x'``): a misspelt optional
+parameter (``limt=3``) would otherwise be ignored silently and the client would never know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import marshmallow as ma
+from marshmallow import Schema, ValidationError, post_load
+from webargs.flaskparser import FlaskParser
+
+from engine.errors import InvalidParameter
+
+# Parameters every face accepts besides a function's own (the core's command selector).
+TRANSPORT_PARAMETERS = frozenset({"cmd"})
+
+
+def _first(messages: Any, path: str = "") -> tuple[str, str]:
+    if isinstance(messages, Mapping):
+        for key, value in messages.items():
+            name = path if key == "_schema" else (f"{path}.{key}" if path else str(key))
+            return _first(value, name)
+    if isinstance(messages, list | tuple) and messages:
+        return _first(messages[0], path)
+    return path, str(messages)
+
+
+def invalid_from(error: ValidationError, location: str | None = None) -> InvalidParameter:
+    messages = error.messages
+    if location and isinstance(messages, Mapping) and set(messages) == {location}:
+        messages = messages[location]  # webargs wraps the messages by location
+    name, message = _first(messages)
+    if message == "Unknown field.":
+        return InvalidParameter(f"unknown parameter '{name}'", parameter=name)
+    if message == "Missing data for required field.":
+        return InvalidParameter(f"{name}: required parameter is missing", parameter=name)
+    if message.startswith("Not a valid "):
+        message = message.replace("Not a valid", "expected a valid").rstrip(".")
+    return InvalidParameter(f"{name}: {message}" if name else message, parameter=name or None)
+
+
+class ParamsSchema(Schema):
+    """Base of every query schema: unknown parameters rejected, result built as the engine's
+    params dataclass (``params_class``)."""
+
+    params_class: ClassVar[type | None] = None
+
+    class Meta:
+        unknown = ma.RAISE
+
+    @post_load
+    def _build(self, data: dict, **_kwargs):
+        return self.params_class(**data) if self.params_class is not None else data
+
+
+def load_params(schema: Schema, args: Mapping[str, str]):
+    """Validate a flat mapping of query arguments (the core face)."""
+    data = {k: v for k, v in args.items() if k not in TRANSPORT_PARAMETERS}
+    try:
+        return schema.load(data)
+    except ValidationError as exc:
+        raise invalid_from(exc) from None
+
+
+class MeridianParser(FlaskParser):
+    """webargs parser for the gateway: 400 (not 422), unknown query parameters rejected."""
+
+    DEFAULT_VALIDATION_STATUS = 400
+    DEFAULT_UNKNOWN_BY_LOCATION = {
+        **FlaskParser.DEFAULT_UNKNOWN_BY_LOCATION,
+        "query": ma.RAISE,
+        "querystring": ma.RAISE,
+        "json": ma.RAISE,
+    }
+
+    def handle_error(self, error, req, schema, *, error_status_code, error_headers):
+        location = next(iter(error.messages), None) if isinstance(error.messages, Mapping) else None
+        raise invalid_from(error, location if location in self.__location_map__ else None)

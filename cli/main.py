@@ -1,0 +1,239 @@
+"""``meridian``: import regions, serve, run workers, manage keys and plans, write the OpenAPI docs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from config.settings import PROJECT_ROOT, ConfigError, Settings
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+
+
+def _store():
+    from accounts.store import AccountStore
+
+    store = AccountStore(_settings().database_url)
+    store.create_schema()
+    return store
+
+
+@click.group()
+def main() -> None:
+    """Meridian: a self-hosted location platform over OpenStreetMap data."""
+
+
+# ------------------------------------------------------------------ data
+@main.command("import")
+@click.argument("pbf", type=click.Path(path_type=Path))
+@click.option("--name", "region", help="Region name (default: from the file name).")
+@click.option("--force", is_flag=True, help="Rebuild even if this file was already imported.")
+def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
+    """Import an OSM PBF extract as a region (atomic: the previous version keeps serving on failure)."""
+    from app.logs import configure
+    from engine.errors import DatasetError
+    from engine.ingest.pipeline import import_pbf
+
+    settings = _settings()
+    configure(settings.log_format, settings.debug)
+    try:
+        result = import_pbf(pbf, settings.data_dir, region, force=force)
+    except DatasetError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    m = result.manifest
+    state = "up to date" if result.skipped else f"built in {m['build_seconds']} s"
+    click.echo(f"region {result.region}: version {result.version} ({state})")
+    for name, count in m.get("counts", {}).items():
+        click.echo(f"  {name:<20} {count}")
+
+
+@main.command("regions")
+def regions_cmd() -> None:
+    """List the imported regions."""
+    from engine.dataset import DatasetRegistry
+
+    registry = DatasetRegistry(_settings().data_dir)
+    click.echo(json.dumps(registry.summary(), indent=2))
+
+
+# ------------------------------------------------------------------ processes
+@main.command("serve")
+@click.option("--port", type=int, help="Port (default: $PORT or 3000).")
+@click.option("--workers", type=int, help="gunicorn worker processes (default: $WEB_CONCURRENCY or 2).")
+def serve_cmd(port: int | None, workers: int | None) -> None:
+    """Run the web app (core API, /v1 gateway, docs, health) under gunicorn."""
+    if port:
+        os.environ["PORT"] = str(port)
+    if workers:
+        os.environ["WEB_CONCURRENCY"] = str(workers)
+    _settings()  # fail fast on bad configuration
+    conf = PROJECT_ROOT / "config" / "gunicorn.py"
+    os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", str(conf), "app.wsgi:app"])
+
+
+@main.command("worker")
+@click.option("--queues", default="default,isochrone,staticmap,geometry,batch", show_default=True)
+@click.option("--concurrency", type=int, help="Processes (default: $WORKER_CONCURRENCY or 2).")
+@click.option("--loglevel", default="INFO")
+def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
+    """Run a Celery worker (heavy functions: isochrones, static maps, geometry, batch geocoding)."""
+    settings = _settings()
+    args = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", queues,
+            "--concurrency", str(concurrency or settings.worker_concurrency), "--loglevel", loglevel,
+            "-n", f"meridian-{os.getpid()}@%h"]
+    os.execvp(sys.executable, args)
+
+
+@main.command("monitor")
+@click.option("--port", type=int, default=5555, show_default=True)
+def monitor_cmd(port: int) -> None:
+    """Run Flower, the Celery queue monitor."""
+    os.execvp(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.celery_app", "flower",
+                               f"--port={port}", "--address=127.0.0.1"])
+
+
+# ------------------------------------------------------------------ keys
+@main.group("keys")
+def keys() -> None:
+    """Create, list and revoke API keys."""
+
+
+def _parse_expiry(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter("expected an ISO 8601 date or datetime, e.g. 2027-01-31", param_hint="--expires")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@keys.command("create")
+@click.option("--account", default="default", show_default=True)
+@click.option("--plan", default="standard", show_default=True)
+@click.option("--scopes", help="Comma-separated services this key is narrowed to.")
+@click.option("--expires", help="Expiry, ISO 8601 (UTC when no offset).")
+@click.option("--label", default="")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (key, secret, prefix).")
+def keys_create(account, plan, scopes, expires, label, as_json) -> None:
+    """Create a key; the key and its API Secret are printed once and stored only hashed."""
+    from accounts.store import AccountError
+
+    try:
+        issued = _store().create_key(
+            account, plan,
+            scopes=[s.strip() for s in scopes.split(",") if s.strip()] if scopes else None,
+            expires_at=_parse_expiry(expires),
+            label=label,
+        )
+    except AccountError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps({"key": issued.key, "secret": issued.secret, "prefix": issued.record.prefix,
+                               "account": account, "plan": plan}))
+    else:
+        click.echo(issued.key)
+        click.echo(f"API secret (shown once): {issued.secret}", err=True)
+
+
+@keys.command("list")
+@click.option("--account")
+def keys_list(account: str | None) -> None:
+    """List keys (prefixes only; keys are never stored)."""
+    for r in _store().list_keys(account):
+        state = "revoked" if r.revoked else ("expired" if r.expired() else "active")
+        scopes = ",".join(r.scopes) if r.scopes is not None else "-"
+        expires = r.expires_at.isoformat() if r.expires_at else "-"
+        click.echo(f"{r.prefix}\t{r.account_name}\t{r.plan.name}\t{state}\tscopes={scopes}\texpires={expires}")
+
+
+@keys.command("revoke")
+@click.argument("key_or_prefix")
+def keys_revoke(key_or_prefix: str) -> None:
+    """Revoke a key (by key or prefix); effective within AUTH_CACHE_TTL seconds everywhere."""
+    if not _store().revoke(key_or_prefix):
+        raise click.ClickException("no such key")
+    click.echo("revoked")
+
+
+# ------------------------------------------------------------------ plans and usage
+@main.group("plans")
+def plans() -> None:
+    """List and edit plans."""
+
+
+@plans.command("list")
+def plans_list() -> None:
+    for p in _store().list_plans():
+        click.echo(f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+                   f"services={','.join(p.services)}")
+
+
+@plans.command("set")
+@click.argument("name")
+@click.option("--per-minute", type=int)
+@click.option("--per-day", type=int)
+@click.option("--per-month", type=int)
+@click.option("--services", help="Comma-separated services, or '*' for all.")
+@click.option("--description")
+def plans_set(name, per_minute, per_day, per_month, services, description) -> None:
+    """Create or change a plan (0 = unlimited for a window)."""
+    from accounts.store import AccountError
+
+    try:
+        p = _store().set_plan(
+            name, per_minute=per_minute, per_day=per_day, per_month=per_month,
+            services=[s.strip() for s in services.split(",") if s.strip()] if services else None,
+            description=description,
+        )
+    except AccountError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+               f"services={','.join(p.services)}")
+
+
+@main.command("usage")
+@click.argument("key_or_prefix")
+@click.option("--days", type=int, default=30, show_default=True)
+def usage_cmd(key_or_prefix: str, days: int) -> None:
+    """Requests per service and UTC day for a key."""
+    from accounts.quota import QuotaCounter
+    from app.runtime import redis_client
+
+    settings = _settings()
+    record = _store().find(key_or_prefix)
+    if record is None:
+        raise click.ClickException("no such key")
+    usage = QuotaCounter(redis_client(settings.redis_url), settings.service_name).usage(record.prefix, days)
+    click.echo(json.dumps({"key": record.prefix, "account": record.account_name, "plan": record.plan.name,
+                           "usage": usage}, indent=2))
+
+
+# ------------------------------------------------------------------ docs
+@main.command("openapi")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
+def openapi_cmd(out_dir: Path) -> None:
+    """Write openapi.json and a standalone Swagger UI page (index.html) that opens from disk."""
+    from app import create_app
+    from app.docs import standalone_html
+
+    app = create_app(_settings())
+    spec = app.extensions["openapi"].spec.to_dict()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "openapi.json").write_text(json.dumps(spec, indent=2), encoding="utf-8")
+    (out_dir / "index.html").write_text(standalone_html(spec), encoding="utf-8")
+    click.echo(f"wrote {out_dir / 'openapi.json'} and {out_dir / 'index.html'}")
+
+
+if __name__ == "__main__":
+    main()

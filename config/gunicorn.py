@@ -1,0 +1,18 @@
+"""gunicorn settings for ``meridian serve`` (values from the environment via config.settings)."""
+
+from config.settings import Settings
+
+_settings = Settings.from_env()
+
+bind = f"0.0.0.0:{_settings.port}"
+workers = _settings.web_workers
+worker_class = "gthread"
+threads = 4
+# Long point lists (1000 points ~ 22 KB) must fit in a URL: gunicorn's own limit is lifted (0)
+# and the app enforces Limits.request_line_bytes with a 414 in the spec's error body.
+limit_request_line = 0
+limit_request_field_size = 16_384
+timeout = 60
+graceful_timeout = 20
+keepalive = 5
+accesslog = None  # the app writes one structured line per request

@@ -1,0 +1,50 @@
+"""Service names and the plans seeded into SQL on first start (editable with `meridian plans set`).
+
+A plan's ``services`` is a list of service names, or ``["*"]`` for all of them. Quotas are
+requests per minute (sliding window), per day and per month (calendar windows in UTC); 0 means
+no limit for that window.
+"""
+
+from __future__ import annotations
+
+SERVICES: tuple[str, ...] = (
+    "geocoding",
+    "reverse_geocoding",
+    "suggest",
+    "routing",
+    "isochrone",
+    "poi",
+    "proximity",
+    "staticmap",
+    "geometry",
+    "snaptoroad",
+    "geofencing",
+)
+
+DEFAULT_PLANS: tuple[dict, ...] = (
+    {
+        "name": "free",
+        "per_minute": 60,
+        "per_day": 2_500,
+        "per_month": 50_000,
+        "services": ["geocoding", "reverse_geocoding", "suggest", "routing", "poi", "proximity",
+                     "snaptoroad", "geofencing"],
+        "description": "Search and routing; no static maps, isochrones or geometry downloads.",
+    },
+    {
+        "name": "standard",
+        "per_minute": 600,
+        "per_day": 100_000,
+        "per_month": 2_000_000,
+        "services": ["*"],
+        "description": "Every service.",
+    },
+    {
+        "name": "pro",
+        "per_minute": 6_000,
+        "per_day": 2_000_000,
+        "per_month": 0,
+        "services": ["*"],
+        "description": "Every service, high quotas, no monthly cap.",
+    },
+)

@@ -1,0 +1,193 @@
+"""Settings from the environment, validated once at start-up.
+
+The spec's gateway variables (PORT, SERVICE_API_KEY, SERVICE_BASE_URL, SERVICE_SUGGEST_URL,
+LOG_FORMAT, DEBUG, NODE_ENV) plus Meridian's own (REDIS_URL, DATABASE_URL, DATA_DIR,
+SERVICE_NAME, ...). ``Settings.from_env()`` raises :class:`ConfigError` with a message naming the
+variable when a value is missing or invalid, so a process fails fast instead of serving wrongly.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from urllib.parse import urlparse
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A setting is missing or invalid; the message names the variable."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _bool(env: dict, name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be a boolean (true/false, 1/0), got {raw!r}")
+
+
+def _int(env: dict, name: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ConfigError(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(env: dict, name: str, default: float, lo: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if value < lo:
+        raise ConfigError(f"{name} must be >= {lo}, got {value}")
+    return value
+
+
+def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    parsed = urlparse(raw)
+    if parsed.scheme not in schemes or not (parsed.netloc or parsed.path):
+        raise ConfigError(f"{name} must be a URL with scheme {'/'.join(schemes)}, got {raw!r}")
+    return raw
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every size a client controls has a maximum here (400 beyond it)."""
+
+    geocode_limit: int = 50
+    suggest_limit: int = 20
+    poi_limit: int = 100
+    search_radius_m: float = 50_000.0
+    query_length: int = 500
+    routing_waypoints: int = 25
+    routing_alternatives: int = 3
+    snap_max_distance_m: float = 1_000.0  # a point farther than this from any road -> 400
+    snaptoroad_points: int = 1000
+    snaptoroad_max_radius_m: float = 100.0  # GPS accuracy (sigma) a client may declare
+    isochrone_contours: int = 4
+    isochrone_max_minutes: float = 60.0
+    isochrone_max_distance_m: float = 50_000.0
+    staticmap_max_size: int = 1280
+    staticmap_markers: int = 100
+    staticmap_path_points: int = 1000
+    geometry_simplify_max_m: float = 10_000.0
+    batch_geocode_max: int = 1000
+    geofence_max_vertices: int = 10_000
+    geofence_max_per_account: int = 10_000
+    geofence_max_radius_m: float = 100_000.0
+    geofence_batch_points: int = 1000
+    geofence_metadata_bytes: int = 4096  # fence metadata, serialized as compact JSON
+    geofence_name_chars: int = 200
+    request_line_bytes: int = 32_768
+    request_body_bytes: int = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    port: int = 3000
+    service_name: str = "meridian"
+    service_api_key: str | None = None
+    service_base_url: str | None = None
+    service_suggest_url: str | None = None
+    log_format: str = "text"
+    debug: bool = False
+    environment: str = "development"  # NODE_ENV, accepted for compatibility
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    database_url: str = field(default_factory=lambda: f"sqlite:///{PROJECT_ROOT / 'var' / 'meridian.db'}")
+    data_dir: Path = field(default_factory=lambda: PROJECT_ROOT / "var" / "data")
+    backend_timeout_s: float = 5.0  # per attempt toward a remote core
+    backend_retries: int = 3  # attempts after the first
+    backend_total_timeout_s: float = 12.0  # all attempts together
+    task_wait_timeout_s: float = 20.0  # a synchronous client waits this long on a queued task
+    cache_ttl_s: int = 3600  # cached heavy results
+    http_max_age_s: int = 300  # Cache-Control max-age on cacheable GET answers
+    auth_cache_ttl_s: float = 5.0  # revocation takes effect within this bound
+    quota_fail_open: bool = True  # Redis unreachable: serve (and log) rather than refuse
+    web_workers: int = 2
+    worker_concurrency: int = 2
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        log_format = (env.get("LOG_FORMAT") or "text").strip().lower()
+        if log_format not in ("json", "text"):
+            raise ConfigError(f"LOG_FORMAT must be 'json' or 'text', got {log_format!r}")
+        environment = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "development").strip().lower()
+        if environment not in ("development", "production", "test"):
+            raise ConfigError(f"NODE_ENV must be 'development' or 'production', got {environment!r}")
+        base_url = _url(env, "SERVICE_BASE_URL", ("http", "https"))
+        suggest_url = _url(env, "SERVICE_SUGGEST_URL", ("http", "https"))
+        api_key = (env.get("SERVICE_API_KEY") or "").strip() or None
+        if (base_url or suggest_url) and not api_key:
+            raise ConfigError(
+                "SERVICE_API_KEY is required when SERVICE_BASE_URL or SERVICE_SUGGEST_URL is set "
+                "(the gateway authenticates toward the remote core with it)"
+            )
+        redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix")) or cls.redis_url
+        database_url = (env.get("DATABASE_URL") or "").strip() or None
+        if database_url and "://" not in database_url:
+            raise ConfigError(f"DATABASE_URL must be an SQLAlchemy URL, got {database_url!r}")
+        data_dir = Path(env["DATA_DIR"]).expanduser() if env.get("DATA_DIR") else None
+        service_name = (env.get("SERVICE_NAME") or "meridian").strip()
+        if not service_name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"SERVICE_NAME must be letters, digits, '-' or '_', got {service_name!r}")
+        values = dict(
+            port=_int(env, "PORT", 3000, 1, 65535),
+            service_name=service_name,
+            service_api_key=api_key,
+            service_base_url=base_url,
+            service_suggest_url=suggest_url,
+            log_format=log_format,
+            debug=_bool(env, "DEBUG", False),
+            environment=environment,
+            redis_url=redis_url,
+            backend_timeout_s=_float(env, "BACKEND_TIMEOUT", 5.0, 0.05),
+            backend_retries=_int(env, "BACKEND_RETRIES", 3, 0, 10),
+            backend_total_timeout_s=_float(env, "BACKEND_TOTAL_TIMEOUT", 12.0, 0.1),
+            task_wait_timeout_s=_float(env, "TASK_WAIT_TIMEOUT", 20.0, 0.1),
+            cache_ttl_s=_int(env, "CACHE_TTL", 3600, 0),
+            http_max_age_s=_int(env, "HTTP_MAX_AGE", 300, 0),
+            auth_cache_ttl_s=_float(env, "AUTH_CACHE_TTL", 5.0, 0.0),
+            quota_fail_open=_bool(env, "QUOTA_FAIL_OPEN", True),
+            web_workers=_int(env, "WEB_CONCURRENCY", 2, 1, 64),
+            worker_concurrency=_int(env, "WORKER_CONCURRENCY", 2, 1, 64),
+        )
+        if database_url:
+            values["database_url"] = database_url
+        if data_dir:
+            values["data_dir"] = data_dir
+        return cls(**values)
+
+    def with_overrides(self, **changes) -> Settings:
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise ConfigError(f"unknown settings: {sorted(unknown)}")
+        return replace(self, **changes)
+
+    @property
+    def remote_backend(self) -> bool:
+        return bool(self.service_base_url)

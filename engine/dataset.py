@@ -1,0 +1,170 @@
+"""Loaded datasets: one per region, each opening its components (search index, router, ...) lazily.
+
+A process (web worker or Celery worker) holds one :class:`DatasetRegistry`. Components are opened
+once per process and shared by all requests; their files are read-only (SQLite opened
+``mode=ro``, numpy arrays memory-mapped), so every gunicorn worker shares the page cache.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine import layout
+from engine.errors import DatasetError
+
+log = logging.getLogger("meridian.dataset")
+
+# component name -> "module:callable" taking the version directory and returning the component
+COMPONENTS: dict[str, str] = {
+    "admin": "engine.admin:AdminIndex.open",
+    "search": "engine.search.index:SearchIndex.open",
+    "router": "engine.routing.router:Router.open",
+    "layers": "engine.render.layers:LayerStore.open",
+    "roadnet": "engine.matching.network:MatchingComponent.open",  # matching + isochrones
+}
+
+
+def _resolve(target: str):
+    module, attr = target.split(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class BBox:
+    min_lng: float
+    min_lat: float
+    max_lng: float
+    max_lat: float
+
+    def contains(self, lat: float, lng: float, margin_deg: float = 0.0) -> bool:
+        return (
+            self.min_lat - margin_deg <= lat <= self.max_lat + margin_deg
+            and self.min_lng - margin_deg <= lng <= self.max_lng + margin_deg
+        )
+
+    def as_list(self) -> list[float]:
+        return [self.min_lng, self.min_lat, self.max_lng, self.max_lat]
+
+
+class Dataset:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        manifest_path = path / layout.MANIFEST
+        if not manifest_path.exists():
+            raise DatasetError(f"no manifest in {path}: not a Meridian dataset")
+        with open(manifest_path, encoding="utf-8") as fh:
+            self.manifest: dict = json.load(fh)
+        found = self.manifest.get("format_version")
+        if found != layout.FORMAT_VERSION:
+            raise DatasetError(
+                f"dataset {path} has format version {found}, this Meridian reads "
+                f"{layout.FORMAT_VERSION}: re-import it with `meridian import`"
+            )
+        self.region: str = self.manifest["region"]
+        self.version: str = self.manifest["version"]
+        bbox = self.manifest.get("bbox") or [-180.0, -90.0, 180.0, 90.0]
+        self.bbox = BBox(*bbox)
+        self._components: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def component(self, name: str) -> Any:
+        found = self._components.get(name)
+        if found is not None:
+            return found
+        with self._lock:
+            if name not in self._components:
+                if name not in COMPONENTS:
+                    raise DatasetError(f"unknown dataset component {name!r}")
+                self._components[name] = _resolve(COMPONENTS[name])(self.path)
+            return self._components[name]
+
+    @property
+    def admin(self):
+        return self.component("admin")
+
+    @property
+    def search(self):
+        return self.component("search")
+
+    @property
+    def router(self):
+        return self.component("router")
+
+    def close(self) -> None:
+        for comp in self._components.values():
+            close = getattr(comp, "close", None)
+            if close:
+                close()
+        self._components.clear()
+
+    def __repr__(self) -> str:
+        return f"<Dataset {self.region} {self.version}>"
+
+
+class DatasetRegistry:
+    """All regions under ``DATA_DIR``; reloads a region when its ``current`` link moves."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+        self._datasets: dict[str, Dataset] = {}
+        self._lock = threading.Lock()
+        self.reload()
+
+    def reload(self) -> None:
+        found: dict[str, Dataset] = {}
+        root = layout.regions_dir(self.data_dir)
+        if root.is_dir():
+            for region_dir in sorted(root.iterdir()):
+                current = region_dir / "current"
+                if not current.exists():
+                    continue
+                target = current.resolve()
+                existing = self._datasets.get(region_dir.name)
+                if existing is not None and existing.path == target:
+                    found[region_dir.name] = existing
+                    continue
+                try:
+                    found[region_dir.name] = Dataset(target)
+                except DatasetError as exc:
+                    log.error("region %s not loaded: %s", region_dir.name, exc)
+        with self._lock:
+            for name, old in self._datasets.items():
+                if found.get(name) is not old:
+                    old.close()
+            self._datasets = found
+
+    def all(self) -> list[Dataset]:
+        return list(self._datasets.values())
+
+    def regions(self) -> list[str]:
+        return list(self._datasets)
+
+    def get(self, region: str) -> Dataset | None:
+        return self._datasets.get(region)
+
+    def covering(self, lat: float, lng: float, margin_deg: float = 0.0) -> list[Dataset]:
+        """Datasets whose bbox contains the point, smallest bbox first."""
+        hits = [d for d in self._datasets.values() if d.bbox.contains(lat, lng, margin_deg)]
+        return sorted(
+            hits, key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat)
+        )
+
+    def summary(self) -> list[dict]:
+        return [
+            {
+                "region": d.region,
+                "version": d.version,
+                "bbox": d.bbox.as_list(),
+                "counts": d.manifest.get("counts", {}),
+            }
+            for d in self._datasets.values()
+        ]

@@ -1,0 +1,104 @@
+"""One FenceIndex per account, built lazily and rebuilt when the account's fences change.
+
+The caller gives two functions: ``load(account_id) -> iterable of Fence`` (from SQL) and
+``version(account_id) -> token`` (any comparable value that changes whenever the account's fences
+change; :class:`RedisFenceVersions` keeps an INCR counter in Redis so that every web process sees
+a change). The token is read at most once per ``check_interval_s`` per account, so a change is
+visible to every process within that bound, and a check costs no Redis round trip in between.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.geofence.index import FenceIndex
+from engine.geofence.model import Fence
+from engine.geofence.transitions import DEFAULT_PREFIX
+
+
+class RedisFenceVersions:
+    """A per-account version counter in Redis: ``bump`` after every fence change, ``get`` as the
+    ``version`` callback of :class:`FenceIndexCache`."""
+
+    def __init__(self, client, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.prefix = prefix
+
+    def key(self, account_id: str) -> str:
+        return f"{self.prefix}version:{account_id}"
+
+    def get(self, account_id: str) -> int:
+        raw = self.client.get(self.key(account_id))
+        return int(raw) if raw is not None else 0
+
+    def bump(self, account_id: str) -> int:
+        return int(self.client.incr(self.key(account_id)))
+
+
+class _Entry:
+    __slots__ = ("version", "index", "checked_at")
+
+    def __init__(self, version: Any, index: FenceIndex, checked_at: float) -> None:
+        self.version, self.index, self.checked_at = version, index, checked_at
+
+
+class FenceIndexCache:
+    """Thread-safe cache of per-account indexes (least recently used beyond ``max_accounts``)."""
+
+    def __init__(
+        self,
+        load: Callable[[str], Iterable[Fence]],
+        version: Callable[[str], Any] | None = None,
+        *,
+        check_interval_s: float = 0.5,
+        max_accounts: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._load = load
+        self._version = version or (lambda account_id: 0)
+        self._interval = check_interval_s
+        self._max = max_accounts
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._build_locks: dict[str, threading.Lock] = {}
+
+    def get(self, account_id: str) -> FenceIndex:
+        account_id = str(account_id)
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(account_id)
+            if entry is not None:
+                self._entries.move_to_end(account_id)
+                if now - entry.checked_at < self._interval:
+                    return entry.index
+            build_lock = self._build_locks.setdefault(account_id, threading.Lock())
+        with build_lock:  # one build per account at a time; others wait and reuse it
+            with self._lock:
+                entry = self._entries.get(account_id)
+                if entry is not None and self._clock() - entry.checked_at < self._interval:
+                    return entry.index
+            version = self._version(account_id)  # read before loading: a change during the
+            if entry is not None and entry.version == version:  # load triggers the next rebuild
+                entry.checked_at = self._clock()
+                return entry.index
+            index = FenceIndex(self._load(account_id))
+            with self._lock:
+                self._entries[account_id] = _Entry(version, index, self._clock())
+                self._entries.move_to_end(account_id)
+                while len(self._entries) > self._max:
+                    old, _ = self._entries.popitem(last=False)
+                    self._build_locks.pop(old, None)
+            return index
+
+    def invalidate(self, account_id: str | None = None) -> None:
+        """Drop one account's index (or all): the next ``get`` rebuilds it."""
+        with self._lock:
+            if account_id is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(str(account_id), None)

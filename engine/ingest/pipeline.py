@@ -1,0 +1,197 @@
+"""PBF -> dataset: a sequence of named stages over a fresh version directory, then an atomic swap.
+
+Each stage declares what it writes; the manifest records every stage's counts and timing. A
+failure anywhere (missing file, not a PBF, truncated file, empty extract, a stage's exception)
+removes the unfinished version and leaves the previous one serving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine import layout
+from engine.errors import DatasetError
+from engine.ingest.context import ImportContext
+
+log = logging.getLogger("meridian.ingest")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    target: str  # "module:function", the function takes an ImportContext and returns counts
+    writes: tuple[str, ...]
+
+    def load(self) -> Callable[[ImportContext], dict[str, int]]:
+        module, func = self.target.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+# Order matters: later stages may read what earlier ones put in ``ctx.shared``.
+STAGES: tuple[Stage, ...] = (
+    Stage("admin", "engine.ingest.admin:run", (layout.ADMIN_DB,)),
+    Stage("search", "engine.ingest.search:run", (layout.SEARCH_DB,)),
+    Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),
+    Stage("layers", "engine.ingest.layers:run", (layout.LAYERS_DB,)),
+)
+
+PBF_MAGIC = b"OSMHeader"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    region: str
+    version: str
+    path: Path
+    manifest: dict
+    skipped: bool  # True when the same source was already imported with this format
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_source(pbf_path: Path) -> None:
+    if not pbf_path.exists():
+        raise DatasetError(f"input file not found: {pbf_path}")
+    if not pbf_path.is_file():
+        raise DatasetError(f"input is not a file: {pbf_path}")
+    with open(pbf_path, "rb") as fh:
+        head = fh.read(64)
+    if not head:
+        raise DatasetError(f"input file is empty: {pbf_path}")
+    if PBF_MAGIC not in head:
+        raise DatasetError(f"not an OSM PBF file (no OSMHeader block): {pbf_path}")
+
+
+def region_name_for(pbf_path: Path) -> str:
+    name = pbf_path.name
+    for suffix in (".osm.pbf", ".pbf"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.lower().replace(" ", "-")
+
+
+def read_manifest(version_dir: Path) -> dict:
+    with open(version_dir / layout.MANIFEST, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def import_pbf(
+    pbf_path: Path,
+    data_dir: Path,
+    region: str | None = None,
+    *,
+    force: bool = False,
+    stages: tuple[Stage, ...] = STAGES,
+) -> ImportResult:
+    pbf_path = Path(pbf_path).resolve()
+    region = region or region_name_for(pbf_path)
+    if not region.replace("-", "").replace("_", "").isalnum():
+        raise DatasetError(f"region name must be letters, digits, '-' or '_': {region!r}")
+    check_source(pbf_path)
+    source_hash = sha256_file(pbf_path)
+
+    current = layout.current_link(data_dir, region)
+    if current.exists() and not force:
+        previous = read_manifest(current.resolve())
+        if previous.get("source", {}).get("sha256") == source_hash and previous.get(
+            "format_version"
+        ) == layout.FORMAT_VERSION and previous.get("stages_run") == [s.name for s in stages]:
+            log.info("region %s is up to date (version %s)", region, previous["version"])
+            return ImportResult(region, previous["version"], current.resolve(), previous, True)
+
+    started = time.perf_counter()
+    version = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + source_hash[:8]
+    versions = layout.versions_dir(data_dir, region)
+    versions.mkdir(parents=True, exist_ok=True)
+    building = versions / f".building-{version}-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir()
+    ctx = ImportContext(pbf_path=pbf_path, region=region, out_dir=building, log=log)
+    stage_reports: dict[str, dict] = {}
+    counts: dict[str, int] = {}
+    try:
+        for stage in stages:
+            t0 = time.perf_counter()
+            log.info("region %s: stage %s", region, stage.name)
+            try:
+                stage_counts = stage.load()(ctx)
+            except DatasetError:
+                raise
+            except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
+                raise DatasetError(f"stage {stage.name} failed on {pbf_path.name}: {exc}") from exc
+            stage_reports[stage.name] = {
+                "seconds": round(time.perf_counter() - t0, 3),
+                "writes": list(stage.writes),
+                "counts": stage_counts,
+            }
+            counts.update(stage_counts)
+        if not any(counts.values()):
+            raise DatasetError(f"empty extract: nothing to serve in {pbf_path.name}")
+        manifest = {
+            "format_version": layout.FORMAT_VERSION,
+            "region": region,
+            "version": version,
+            "source": {
+                "path": str(pbf_path),
+                "file": pbf_path.name,
+                "sha256": source_hash,
+                "bytes": pbf_path.stat().st_size,
+            },
+            "bbox": ctx.shared.get("bbox"),
+            "counts": counts,
+            "stages": stage_reports,
+            "stages_run": [s.name for s in stages],
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "build_seconds": round(time.perf_counter() - started, 3),
+            "attribution": "© OpenStreetMap contributors, ODbL 1.0",
+        }
+        with open(building / layout.MANIFEST, "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, indent=2, ensure_ascii=False)
+        final = versions / version
+        os.replace(building, final)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+
+    _swap_current(current, final)
+    _prune_old_versions(versions, keep={final.name})
+    log.info("region %s: version %s ready in %.1fs", region, version, manifest["build_seconds"])
+    return ImportResult(region, version, final, manifest, False)
+
+
+def _swap_current(current: Path, target: Path) -> None:
+    """Point ``current`` at ``target`` atomically (rename of a fresh symlink over the old one)."""
+    tmp = current.with_name(f".current-{os.getpid()}")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(Path("versions") / target.name)
+    os.replace(tmp, current)
+
+
+def _prune_old_versions(versions: Path, keep: set[str], retain: int = 2) -> None:
+    """Keep the newest ``retain`` versions (a process may still have the previous one open)."""
+    done = sorted(
+        (p for p in versions.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.name,
+        reverse=True,
+    )
+    for old in done[retain:]:
+        if old.name not in keep:
+            shutil.rmtree(old, ignore_errors=True)

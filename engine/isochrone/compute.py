@@ -1,0 +1,235 @@
+"""Isochrones: what is reachable from a point within a time (s) or distance (m) budget.
+
+1. **Search**: one bounded Dijkstra over the *turn graph* (edge to edge, so turn restrictions
+   and turn costs count, as in routing) from the origin snapped onto its road (both directions
+   of a two-way road), by ``edge_duration_s`` + ``turn_cost_s`` (time) or ``edge_length_m``
+   (distance). It yields the cost at which every edge is entered; an edge entered below the
+   largest budget is reached up to where the budget runs out.
+2. **Raster**: points sampled every half cell along the reached edges carry their cost
+   (entry cost + fraction of the edge cost); each is stamped on a grid in the local metric
+   projection as the minimum cost over the cells within ``buffer_m`` (a disk): cell value =
+   cheapest road point within the buffer.
+3. **Polygons**: for each budget, the region ``cost <= budget`` is traced with contourpy
+   (filled contours keep holes where nothing is reachable), simplified (half a cell) and
+   turned back to WGS84.
+
+Everything is in one process and one pass for all contours of a request; the hot loops are
+numba-compiled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import contourpy
+import numba
+import numpy as np
+import shapely
+
+from engine.matching.network import RoadNetwork
+
+
+@dataclass
+class TurnGraph:
+    """Edge-to-edge moves: after edge ``e`` a car may take ``turn_to[turn_first_out[e]:..[e+1]]``
+    paying ``turn_cost`` seconds (the routing graph's ``turn_*`` arrays)."""
+
+    turn_first_out: np.ndarray
+    turn_to: np.ndarray
+    turn_cost: np.ndarray
+
+
+def plain_turns(net: RoadNetwork) -> TurnGraph:
+    """Turns for a network without turn data: every edge leaving the head node, no U-turn onto
+    the twin except at dead ends, no cost (tests and synthetic networks)."""
+    heads = net.head.astype(np.int64)
+    starts, ends = net.first_out[heads], net.first_out[heads + 1]
+    counts = ends - starts
+    to = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)]) if net.edge_count else np.zeros(0, np.int64)
+    src = np.repeat(np.arange(net.edge_count), counts)
+    u_turn = (net.head[to] == net.tail[src]) & (net.tail[to] == net.head[src]) & (
+        np.abs(net.length[to] - net.length[src]) < 0.5
+    )
+    keep = ~u_turn | (np.repeat(counts, counts) == 1)
+    to, src = to[keep], src[keep]
+    first = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=net.edge_count))])
+    return TurnGraph(first.astype(np.int64), to.astype(np.int32), np.zeros(to.size, np.float32))
+
+
+@numba.njit(cache=True)
+def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_edges,
+            start_entry, limit):
+    """Entry cost of every edge (inf if not entered below ``limit``). Start edges are entered at
+    ``start_entry`` (negative: the origin lies inside the edge)."""
+    n = edge_cost.size
+    entry = np.full(n, np.inf)
+    done = np.full(n, np.inf)  # cost at the end of the edge
+    heap = [(0.0, np.int64(0))]
+    heap.pop()
+    for i in range(start_edges.size):
+        e = start_edges[i]
+        if start_entry[i] < entry[e]:
+            entry[e] = start_entry[i]
+            end = start_entry[i] + edge_cost[e]
+            if end < done[e]:
+                done[e] = end
+                heapq.heappush(heap, (end, np.int64(e)))
+    while heap:
+        d, e = heapq.heappop(heap)
+        if d > done[e]:
+            continue
+        if d >= limit:
+            break
+        for t in range(turn_first_out[e], turn_first_out[e + 1]):
+            f = turn_to[t]
+            c_in = d + (turn_cost[t] if use_turn_cost else 0.0)
+            if c_in >= limit:
+                continue
+            if c_in < entry[f]:
+                entry[f] = c_in
+            end = c_in + edge_cost[f]
+            if end < done[f]:
+                done[f] = end
+                heapq.heappush(heap, (end, np.int64(f)))
+    return entry
+
+
+@numba.njit(cache=True)
+def _reached_bbox(entry, limit, geom_first, gx, gy):
+    x0, y0, x1, y1 = np.inf, np.inf, -np.inf, -np.inf
+    for e in range(entry.size):
+        if entry[e] < limit:
+            for i in range(geom_first[e], geom_first[e + 1]):
+                x0 = min(x0, gx[i])
+                x1 = max(x1, gx[i])
+                y0 = min(y0, gy[i])
+                y1 = max(y1, gy[i])
+    return x0, y0, x1, y1
+
+
+@numba.njit(cache=True)
+def _rasterize(entry, edge_cost, limit, geom_first, gx, gy, gcum, x0, y0, cell, nx, ny,
+               disk_dx, disk_dy):
+    """Grid (ny, nx) of the cheapest road point within the disk of every cell."""
+    seed = np.full((ny, nx), np.inf)
+    step = cell * 0.5
+    for e in range(entry.size):
+        c0 = entry[e]
+        if not c0 < limit:
+            continue
+        a, b = geom_first[e], geom_first[e + 1]
+        total = gcum[b - 1]
+        w = edge_cost[e]
+        # start of the reachable part: negative entry = the origin lies inside the edge
+        s_from = 0.0
+        if c0 < 0 and w > 0:
+            s_from = min(total, -c0 / w * total)
+        # end of the reachable part within the largest budget
+        s_to = total
+        if w > 0 and c0 + w > limit:
+            s_to = max(s_from, (limit - c0) / w * total)
+        for i in range(a, b - 1):
+            l0, l1 = gcum[i], gcum[i + 1]
+            if l1 < s_from or l0 > s_to:
+                continue
+            seg = l1 - l0
+            lo = max(l0, s_from)
+            hi = min(l1, s_to)
+            k = int((hi - lo) / step) + 1
+            for j in range(k + 1):
+                s = lo + (hi - lo) * j / k
+                t = (s - l0) / seg if seg > 0 else 0.0
+                px = gx[i] + t * (gx[i + 1] - gx[i])
+                py = gy[i] + t * (gy[i + 1] - gy[i])
+                cost = c0 + (s / total) * w if total > 0 else c0
+                if cost < 0:
+                    cost = 0.0
+                cx = int((px - x0) / cell)
+                cy = int((py - y0) / cell)
+                if 0 <= cx < nx and 0 <= cy < ny and cost < seed[cy, cx]:
+                    seed[cy, cx] = cost
+    out = seed.copy()
+    for cy in range(ny):
+        for cx in range(nx):
+            v = seed[cy, cx]
+            if v == np.inf:
+                continue
+            for q in range(disk_dx.size):
+                yy = cy + disk_dy[q]
+                xx = cx + disk_dx[q]
+                if 0 <= yy < ny and 0 <= xx < nx and v < out[yy, xx]:
+                    out[yy, xx] = v
+    return out
+
+
+@dataclass(frozen=True)
+class IsoOptions:
+    buffer_m: float = 50.0  # road buffer radius
+    max_cells: int = 450  # raster side at most this many cells (the cell grows beyond)
+    simplify_cells: float = 0.75  # Douglas-Peucker tolerance, in cells
+
+
+@dataclass
+class Contour:
+    value: float  # the budget in the request's unit (minutes or metres)
+    polygon: shapely.MultiPolygon | shapely.Polygon  # local metres
+    area_m2: float
+
+
+def reach(net: RoadNetwork, turns: TurnGraph, edge_cost: np.ndarray, use_turn_cost: bool,
+          origin_edge: int, origin_offset: float, twin: int, limit: float) -> np.ndarray:
+    """Entry cost of every edge from a point at ``origin_offset`` metres along ``origin_edge``
+    (and along its ``twin``, -1 if none)."""
+    starts, entries = [], []
+    for e, off in ((origin_edge, origin_offset), (twin, None)):
+        if e < 0:
+            continue
+        if off is None:
+            off = float(net.length[e]) - origin_offset
+        frac = off / float(net.length[e]) if net.length[e] > 0 else 0.0
+        starts.append(e)
+        entries.append(-frac * float(edge_cost[e]))
+    return _search(turns.turn_first_out, turns.turn_to, turns.turn_cost, use_turn_cost,
+                   edge_cost, np.array(starts, np.int64), np.array(entries), float(limit))
+
+
+def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
+             budgets: list[float], options: IsoOptions = IsoOptions()) -> list[shapely.Geometry]:
+    """One (Multi)Polygon in local metres per budget (same order); empty when nothing reached."""
+    limit = max(budgets)
+    x0, y0, x1, y1 = _reached_bbox(entry, limit, net.geom_first, net.geom_x, net.geom_y)
+    if not math.isfinite(x0):
+        return [shapely.Polygon() for _ in budgets]
+    r = options.buffer_m
+    extent = max(x1 - x0, y1 - y0) + 2 * r
+    cell = max(r / 4.0, extent / options.max_cells)
+    margin = r + 2 * cell
+    gx0, gy0 = x0 - margin, y0 - margin
+    nx = int((x1 - x0 + 2 * margin) / cell) + 1
+    ny = int((y1 - y0 + 2 * margin) / cell) + 1
+    rc = int(math.ceil(r / cell))
+    dy, dx = np.mgrid[-rc : rc + 1, -rc : rc + 1]
+    inside = (dx * dx + dy * dy) * cell * cell <= r * r
+    grid = _rasterize(entry, edge_cost, limit, net.geom_first, net.geom_x, net.geom_y,
+                      net.geom_cum, gx0, gy0, cell, nx, ny,
+                      dx[inside].astype(np.int64), dy[inside].astype(np.int64))
+    big = limit * 2.0 + 1.0
+    z = np.minimum(grid, big)
+    gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.OuterOffset)
+    out = []
+    for budget in budgets:
+        points, offsets = gen.filled(-1.0, budget)
+        polys = []
+        for pts, offs in zip(points, offsets):
+            # grid indices -> local metres (cell centres)
+            pts = np.column_stack([gx0 + (pts[:, 0] + 0.5) * cell, gy0 + (pts[:, 1] + 0.5) * cell])
+            rings = [pts[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+            polys.append(shapely.Polygon(rings[0], rings[1:]))
+        geom = shapely.MultiPolygon(polys) if len(polys) > 1 else (polys[0] if polys else shapely.Polygon())
+        simple = shapely.simplify(geom, cell * options.simplify_cells, preserve_topology=False)
+        if not simple.is_valid or simple.is_empty != geom.is_empty:
+            simple = shapely.make_valid(simple) if not simple.is_empty else geom
+        out.append(simple)
+    return out

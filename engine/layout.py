@@ -1,0 +1,40 @@
+"""Where a region's dataset lives on disk.
+
+    DATA_DIR/regions/<region>/current          -> symlink to versions/<version>
+    DATA_DIR/regions/<region>/versions/<version>/
+        manifest.json    format version, source hash, bbox, counts, build time, stages
+        admin.sqlite     admin boundaries (stage "admin")
+        search.sqlite    addresses, streets, places, POIs + FTS5 and R*Tree (stage "search")
+        graph/           the routing graph and its preprocessing, numpy arrays (stage "roads")
+        layers.sqlite    what the static-map renderer draws (stage "layers")
+
+A version directory is complete and immutable once ``current`` points at it: an import builds
+a new version beside the old one and swaps the symlink atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+ADMIN_DB = "admin.sqlite"
+SEARCH_DB = "search.sqlite"
+GRAPH_DIR = "graph"
+LAYERS_DB = "layers.sqlite"
+
+
+def regions_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "regions"
+
+
+def region_dir(data_dir: Path, region: str) -> Path:
+    return regions_dir(data_dir) / region
+
+
+def current_link(data_dir: Path, region: str) -> Path:
+    return region_dir(data_dir, region) / "current"
+
+
+def versions_dir(data_dir: Path, region: str) -> Path:
+    return region_dir(data_dir, region) / "versions"

@@ -1,0 +1,528 @@
+"""The static map renderer: matplotlib ``Figure`` + Agg canvas, never pyplot.
+
+The axes cover the whole figure and use Web Mercator metres as data coordinates, so every layer
+is drawn straight from the stored geometries. The figure is ``width/72`` x ``height/72`` inches
+at ``72 * scale`` dpi: one point is one CSS pixel, so the style's pixel widths and font sizes
+are point sizes and ``scale=2`` doubles every device pixel without changing what is shown.
+
+Speed: one R*Tree window query per dataset, geometry simplified to half a pixel below zoom 16,
+and one matplotlib artist per style (all polygons of a class are one compound ``Path``; all lines
+of a class one ``Path`` of MOVETO/LINETO runs), so Agg does the work in C.
+
+matplotlib is not thread-safe, so renders in one process are serialised by a lock (Celery
+workers are processes; a thread-pooled web worker would queue renders rather than crash).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import shapely
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import PathPatch, Rectangle
+from matplotlib.path import Path as MplPath
+from matplotlib.patheffects import withStroke
+from matplotlib.transforms import IdentityTransform
+from PIL import Image
+
+from engine.render import style as S
+from engine.render.layers import Features, LayerStore
+from engine.render.mercator import Viewport, to_mercator
+from engine.render.overlays import Marker, Path, parse_color
+
+_LOCK = threading.Lock()
+_IDENT = IdentityTransform()
+FORMATS = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg"}
+
+# ---------------------------------------------------------------- geometry -> matplotlib paths
+
+
+def _polygon_path(geoms: np.ndarray) -> MplPath | None:
+    """All (multi)polygons as one compound path; holes wind the other way (non-zero fill)."""
+    if not len(geoms):
+        return None
+    polys = shapely.get_parts(geoms)
+    polys = polys[shapely.get_type_id(polys) == 3]
+    if not len(polys):
+        return None
+    polys = shapely.orient_polygons(polys)
+    rings = shapely.get_rings(polys)
+    rings = rings[shapely.get_num_coordinates(rings) >= 4]
+    if not len(rings):
+        return None
+    coords, idx = shapely.get_coordinates(rings, return_index=True)
+    codes = np.full(len(coords), MplPath.LINETO, dtype=np.uint8)
+    starts = np.r_[0, np.flatnonzero(np.diff(idx)) + 1]
+    ends = np.r_[starts[1:] - 1, len(coords) - 1]
+    codes[starts] = MplPath.MOVETO
+    codes[ends] = MplPath.CLOSEPOLY
+    return MplPath(coords, codes)
+
+
+def _line_path(geoms: np.ndarray) -> MplPath | None:
+    """All (multi)lines (polygons contribute their rings) as one path of MOVETO/LINETO runs."""
+    if not len(geoms):
+        return None
+    parts = shapely.get_parts(geoms)
+    polys = shapely.get_type_id(parts) == 3
+    if polys.any():
+        parts = np.concatenate([parts[~polys], shapely.get_rings(parts[polys])])
+    parts = parts[shapely.get_num_coordinates(parts) >= 2]
+    if not len(parts):
+        return None
+    coords, idx = shapely.get_coordinates(parts, return_index=True)
+    codes = np.full(len(coords), MplPath.LINETO, dtype=np.uint8)
+    codes[np.r_[0, np.flatnonzero(np.diff(idx)) + 1]] = MplPath.MOVETO
+    return MplPath(coords, codes)
+
+
+class _Canvas:
+    """A figure whose single axes show the viewport in Mercator metres."""
+
+    def __init__(self, vp: Viewport) -> None:
+        self.vp = vp
+        self.fig = Figure(figsize=(vp.width / 72.0, vp.height / 72.0), dpi=72.0 * vp.scale)
+        self.canvas = FigureCanvasAgg(self.fig)
+        self.fig.patch.set_facecolor(S.NEUTRAL)
+        ax = self.fig.add_axes((0.0, 0.0, 1.0, 1.0))
+        ax.set_axis_off()
+        ax.set_autoscale_on(False)
+        minx, miny, maxx, maxy = vp.bounds
+        ax.set_xlim(minx, maxx)
+        ax.set_ylim(miny, maxy)
+        self.ax = ax
+        self.z = 0  # artists' zorder, increasing in draw order
+
+    def _next(self) -> int:
+        self.z += 1
+        return self.z
+
+    def fill(self, path: MplPath | None, colour, edge=None, edge_px: float = 0.0,
+             alpha: float = 1.0) -> None:
+        if path is None:
+            return
+        # add_artist, not add_patch: no data-limit update (it walks every vertex in Python)
+        self.ax.add_artist(PathPatch(
+            path, facecolor=colour, edgecolor=edge if edge else "none",
+            linewidth=edge_px if edge else 0.0, alpha=alpha, zorder=self._next(),
+            antialiased=True,
+        ))
+
+    def stroke(self, path: MplPath | None, colour, width_px: float, *, dash=None,
+               alpha: float = 1.0, cap: str = "round") -> None:
+        if path is None or width_px <= 0:
+            return
+        kw = {}
+        if dash is not None:
+            kw["linestyle"] = (0, (dash[0] / width_px, dash[1] / width_px))
+            cap = "butt"
+        self.ax.add_artist(PathPatch(
+            path, facecolor="none", edgecolor=colour, linewidth=width_px, alpha=alpha,
+            capstyle=cap, joinstyle="round", zorder=self._next(), **kw,
+        ))
+
+    def encode(self, fmt: str) -> bytes:
+        self.canvas.draw()
+        w, h = self.canvas.get_width_height()
+        img = Image.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        img = img.convert("RGB")
+        out = io.BytesIO()
+        if fmt == "png":
+            img.save(out, format="PNG", compress_level=6)
+        else:
+            img.save(out, format="JPEG", quality=88, optimize=False)
+        return out.getvalue()
+
+
+# ---------------------------------------------------------------------------- the base map
+
+
+def _simplify(feats: Features, zoom: int, mpp: float) -> Features:
+    if zoom >= 16 or not len(feats):
+        return feats
+    lines_or_polys = shapely.get_type_id(feats.geom) != 0
+    geom = feats.geom.copy()
+    geom[lines_or_polys] = shapely.simplify(geom[lines_or_polys], 0.5 * mpp,
+                                            preserve_topology=False)
+    ok = ~shapely.is_empty(geom)
+    return Features(feats.layer, feats.cls, feats.name, feats.flags, geom).select(ok)
+
+
+def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
+    vp, z = c.vp, c.vp.zoom
+    if store.coverage is not None:
+        x0, y0, x1, y1 = store.coverage
+        c.ax.add_artist(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none",
+                                  zorder=c._next()))
+    layer, cls = feats.layer, feats.cls
+
+    def sel(layer_name: str, class_name: str | None = None, flags_mask: int | None = None,
+            flags_none: int | None = None) -> np.ndarray:
+        m = layer == layer_name
+        if class_name is not None:
+            m &= cls == class_name
+        if flags_mask is not None:
+            m &= (feats.flags & flags_mask) != 0
+        if flags_none is not None:
+            m &= (feats.flags & flags_none) == 0
+        return feats.geom[m]
+
+    for name, colour in S.LANDUSE_FILL.items():
+        c.fill(_polygon_path(sel("landuse", name)), colour)
+    for name, colour in S.WATER_FILL.items():
+        c.fill(_polygon_path(sel("water", name)), colour)
+    for name, stops in S.WATERWAY.items():
+        c.stroke(_line_path(sel("waterway", name)), S.WATER, S.interp(stops, z))
+    if z >= 14:
+        edge = S.BUILDING_EDGE if z >= 16 else None
+        c.fill(_polygon_path(sel("building")), S.BUILDING, edge=edge, edge_px=0.6,
+               alpha=1.0 if z >= 15 else 0.8)
+
+    # tunnels: faded, no casing; underground footpaths are left out (passages, metro corridors)
+    if z >= 13:
+        for name in S.ROAD_ORDER:
+            st = S.ROADS[name]
+            if st.dash is not None:
+                continue
+            g = sel("road", name, flags_mask=1)
+            if len(g):
+                path = _line_path(g)
+                w = S.interp(st.width, z)
+                c.stroke(path, st.casing or st.fill, w + 1.0, alpha=0.18)
+                c.stroke(path, st.fill, w, alpha=0.45)
+    # rail below roads
+    for name, (colour, stops) in S.RAIL.items():
+        g = sel("rail", name, flags_none=1)
+        w = S.interp(stops, z)
+        c.stroke(_line_path(g), colour, w)
+        if name == "rail" and z >= 15 and len(g):
+            c.stroke(_line_path(g), "#ffffff", w * 0.5, dash=(6, 6), cap="butt")
+
+    def roads(bridges: bool) -> None:
+        layers = [(name, S.ROADS[name]) for name in S.ROAD_ORDER]
+        paths = {}
+        for name, _ in layers:
+            g = sel("road", name, flags_mask=2 if bridges else None, flags_none=1 if bridges else 3)
+            paths[name] = _line_path(g)
+        for name, st in layers:  # casings first, minor to major
+            if st.casing and z >= st.casing_from and paths[name] is not None:
+                w = S.interp(st.width, z)
+                c.stroke(paths[name], st.casing if not bridges else "#6e6e6e",
+                         w + 2 * S.interp(st.casing_px, z), cap="butt" if bridges else "round")
+        for name, st in layers:
+            if paths[name] is not None:
+                c.stroke(paths[name], st.fill, S.interp(st.width, z), dash=st.dash)
+
+    roads(False)
+    roads(True)
+    # admin borders, dashed
+    for level in sorted({int(v) for v in cls[layer == "admin"]}, reverse=True):
+        bucket = S.admin_bucket(level)
+        g = feats.geom[(layer == "admin") & (cls == str(level))]
+        w = S.interp(S.ADMIN_WIDTH[bucket], z)
+        if bucket == 2 and z >= 10:
+            c.stroke(_line_path(g), S.ADMIN_COLOUR, w * 3.5, alpha=0.15, cap="butt")
+        c.stroke(_line_path(g), S.ADMIN_COLOUR, w, dash=(6.0, 3.0) if bucket <= 4 else (4, 2.5),
+                 alpha=0.8)
+    del vp
+
+
+# ---------------------------------------------------------------------------------- labels
+
+
+_REF_SIZE = 100.0
+_REF_HEIGHT = 0.0
+_CHAR_WIDTHS: dict[str, dict[str, float]] = {}
+
+
+def _char_widths(weight: str) -> dict[str, float]:
+    return _CHAR_WIDTHS.setdefault(weight, {})
+
+
+def _char_width(ch: str, weight: str) -> float:
+    """Advance of one character at _REF_SIZE px, measured once per process."""
+    global _REF_HEIGHT
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    renderer = RendererAgg(10, 10, 72)
+    prop = FontProperties(size=_REF_SIZE, weight=weight)
+    w, h, _ = renderer.get_text_width_height_descent(f"x{ch}x", prop, ismath=False)
+    wx, h2, _ = renderer.get_text_width_height_descent("xx", prop, ismath=False)
+    if not _REF_HEIGHT:
+        _REF_HEIGHT = renderer.get_text_width_height_descent("Hg", prop, ismath=False)[1]
+    _CHAR_WIDTHS.setdefault(weight, {})[ch] = max(w - wx, 0.0)
+    return _CHAR_WIDTHS[weight][ch]
+
+
+class _Labels:
+    """Greedy label placement with axis-aligned collision boxes in device pixels."""
+
+    def __init__(self, c: _Canvas) -> None:
+        self.c = c
+        self.boxes: list[tuple[float, float, float, float]] = []
+        self.W, self.H = c.vp.width * c.vp.scale, c.vp.height * c.vp.scale
+
+    def _free(self, box: tuple[float, float, float, float]) -> bool:
+        x0, y0, x1, y1 = box
+        if x0 < 2 or y0 < 2 or x1 > self.W - 2 or y1 > self.H - 2:
+            return False
+        return all(not (x0 < a1 and x1 > a0 and y0 < b1 and y1 > b0) for a0, b0, a1, b1 in self.boxes)
+
+    def measure(self, text: str, size_px: float, weight: str = "normal") -> tuple[float, float]:
+        """Width and height in device pixels, from cached per-character advances (no kerning:
+        a pixel or two off, plenty for collision boxes and fitting labels along roads)."""
+        widths = _char_widths(weight)
+        unit = size_px * self.c.vp.scale / _REF_SIZE
+        w = sum(widths.get(ch) or _char_width(ch, weight) for ch in text) * unit
+        return w, _REF_HEIGHT * unit
+
+    def add(self, x: float, y: float, text: str, size_px: float, angle: float = 0.0,
+            weight: str = "normal", colour: str = S.LABEL, pad: float = 3.0,
+            style: str = "normal") -> bool:
+        s = self.c.vp.scale
+        w, h = self.measure(text, size_px, weight)
+        a = math.radians(angle)
+        hw = (abs(w * math.cos(a)) + abs(h * math.sin(a))) / 2 + pad * s
+        hh = (abs(w * math.sin(a)) + abs(h * math.cos(a))) / 2 + pad * s
+        box = (x - hw, y - hh, x + hw, y + hh)
+        if not self._free(box):
+            return False
+        self.boxes.append(box)
+        self.c.fig.text(
+            x, y, text, transform=_IDENT, fontsize=size_px, fontweight=weight, color=colour,
+            fontstyle=style,
+            rotation=angle, rotation_mode="anchor", ha="center", va="center",
+            path_effects=[withStroke(linewidth=3.0, foreground=S.LABEL_HALO)], zorder=10_000,
+        )
+        return True
+
+
+def _street_labels(labels: _Labels, feats: Features) -> None:
+    vp, z = labels.c.vp, labels.c.vp.zoom
+    s = vp.scale
+    minx, miny, maxx, maxy = vp.bounds
+    road = (feats.layer == "road") & (feats.name != None)  # noqa: E711 - numpy elementwise
+    if not road.any():
+        return
+    order = {name: i for i, name in enumerate(reversed(S.ROAD_ORDER))}  # major first
+    by_name: dict[str, list] = {}
+    rank: dict[str, int] = {}
+    for cls, name, g in zip(feats.cls[road], feats.name[road], feats.geom[road], strict=False):
+        st = S.ROADS[cls]
+        if st.label_size <= 0:
+            continue
+        major = cls in ("motorway", "trunk", "primary")
+        if z < (S.LABEL_MIN_ZOOM_MAJOR if major else S.LABEL_MIN_ZOOM):
+            continue
+        by_name.setdefault(name, []).append(g)
+        rank[name] = min(rank.get(name, 99), order[cls])
+    k = s / vp.mpp
+    spacing = 260.0 * s  # the same name is not repeated closer than this (dual carriageways)
+    for name in sorted(by_name, key=lambda n: rank[n]):
+        placed_at: list[tuple[float, float]] = []
+        cls = S.ROAD_ORDER[len(S.ROAD_ORDER) - 1 - rank[name]]
+        size = S.ROADS[cls].label_size
+        w, _ = labels.measure(name, size)
+        merged = shapely.line_merge(shapely.union_all(by_name[name]))
+        merged = shapely.clip_by_rect(merged, minx, miny, maxx, maxy)
+        lines = shapely.get_parts(merged)
+        lines = lines[shapely.get_type_id(lines) == 1]
+        if not len(lines):
+            continue
+        # to device pixels (y up, as matplotlib's display coordinates)
+        px = shapely.transform(lines, lambda c: np.column_stack(
+            [(c[:, 0] - minx) * k, (c[:, 1] - miny) * k]))
+        lengths = shapely.length(px)
+        placed = 0
+        for i in np.argsort(-lengths):
+            line, L = px[i], lengths[i]
+            if w * 1.15 + 10 * s > L:
+                break
+            n_try = max(1, int(L // (300 * s)))
+            for j in range(n_try):
+                at = L * (j + 0.5) / n_try
+                for shift in (0.0, 0.25, -0.25):
+                    mid = min(max(at + shift * L / n_try, w / 2), L - w / 2)
+                    p0 = shapely.line_interpolate_point(line, mid - w / 2)
+                    p1 = shapely.line_interpolate_point(line, mid + w / 2)
+                    pm = shapely.line_interpolate_point(line, mid)
+                    dx, dy = p1.x - p0.x, p1.y - p0.y
+                    if math.hypot(dx, dy) < 0.93 * w:  # too curvy here
+                        continue
+                    angle = math.degrees(math.atan2(dy, dx))
+                    if angle > 90:
+                        angle -= 180
+                    elif angle < -90:
+                        angle += 180
+                    if any(math.hypot(pm.x - qx, pm.y - qy) < spacing for qx, qy in placed_at):
+                        continue
+                    if labels.add(pm.x, pm.y, name, size, angle, pad=2.0):
+                        placed_at.append((pm.x, pm.y))
+                        placed += 1
+                        break
+            if placed >= 3:
+                break
+
+
+def _area_labels(labels: _Labels, feats: Features) -> None:
+    """Names of parks, woods and lakes at high zoom, inside polygons big enough for them."""
+    vp, z = labels.c.vp, labels.c.vp.zoom
+    if z < S.AREA_LABEL_MIN_ZOOM:
+        return
+    m = np.isin(feats.layer, ("landuse", "water")) & np.isin(feats.cls, list(S.AREA_LABELS))
+    m &= feats.name != None  # noqa: E711 - numpy elementwise
+    if not m.any():
+        return
+    k = vp.scale / vp.mpp
+    geoms = feats.geom[m]
+    area_px = shapely.area(geoms) * k * k
+    bounds = shapely.bounds(geoms)
+    points = shapely.point_on_surface(geoms)
+    for i in np.argsort(-area_px):
+        name, cls = feats.name[m][i], feats.cls[m][i]
+        size = S.AREA_LABEL_SIZE
+        w, h = labels.measure(name, size)
+        if area_px[i] < 4 * w * h or (bounds[i, 2] - bounds[i, 0]) * k < 1.1 * w:
+            continue
+        x, y = vp.merc_to_display(points[i].x, points[i].y)
+        labels.add(float(x), float(y), name, size, colour=S.AREA_LABELS[cls], style="italic")
+
+
+def _place_labels(labels: _Labels, feats: Features) -> None:
+    vp, z = labels.c.vp, labels.c.vp.zoom
+    if z > S.PLACE_MAX_ZOOM:
+        return
+    m = feats.layer == "place"
+    if not m.any():
+        return
+    rank = list(S.PLACE_FONT)
+    items = sorted(zip(feats.cls[m], feats.name[m], feats.geom[m], strict=False),
+                   key=lambda t: rank.index(t[0]) if t[0] in rank else 99)
+    for cls, name, g in items:
+        x, y = vp.merc_to_display(g.x, g.y)
+        labels.add(float(x), float(y), name, S.PLACE_FONT.get(cls, 10.0), weight="bold",
+                   colour="#555555")
+
+
+# -------------------------------------------------------------------------------- overlays
+
+
+def _pin_path(size: float) -> MplPath:
+    """A map pin with its tip at (0, 0), in device pixels (y up)."""
+    r, d = 9.5 * size, 23.0 * size
+    alpha = math.acos(r / d)
+    a0 = -math.pi / 2 + alpha
+    a1 = -math.pi / 2 - alpha + 2 * math.pi
+    t = np.linspace(a0, a1, 40)
+    ring = np.column_stack([r * np.cos(t), d + r * np.sin(t)])
+    verts = np.vstack([[0.0, 0.0], ring, [0.0, 0.0]])
+    codes = np.full(len(verts), MplPath.LINETO, dtype=np.uint8)
+    codes[0], codes[-1] = MplPath.MOVETO, MplPath.CLOSEPOLY
+    return MplPath(verts, codes)
+
+
+def _darker(rgba, f: float = 0.6):
+    return (rgba[0] * f, rgba[1] * f, rgba[2] * f, 1.0)
+
+
+def _draw_paths(c: _Canvas, paths: Sequence[Path]) -> None:
+    for p in paths:
+        lat = np.array([pt[0] for pt in p.points])
+        lng = np.array([pt[1] for pt in p.points])
+        x, y = to_mercator(lng, lat)
+        rgba = parse_color(p.color, "path")
+        if rgba[3] == 1.0:
+            rgba = (*rgba[:3], 0.85)
+        codes = np.full(len(x), MplPath.LINETO, dtype=np.uint8)
+        codes[0] = MplPath.MOVETO
+        c.stroke(MplPath(np.column_stack([x, y]), codes), rgba, float(p.weight))
+
+
+def _draw_markers(c: _Canvas, markers: Sequence[Marker]) -> None:
+    s = c.vp.scale
+    pin = _pin_path(s)
+    # southern markers drawn last so they overlap the ones behind them
+    for m in sorted(markers, key=lambda m: -m.lat):
+        rgba = parse_color(m.color, "markers")
+        x, y = to_mercator(m.lng, m.lat)
+        dx, dy = c.vp.merc_to_display(x, y)
+        verts = pin.vertices + np.array([float(dx), float(dy)])
+        zo = c._next() + 20_000
+        c.fig.add_artist(PathPatch(
+            MplPath(verts, pin.codes), facecolor=rgba, edgecolor=_darker(rgba), linewidth=1.0,
+            transform=_IDENT, zorder=zo,
+        ))
+        lum = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
+        ink = "#000000" if lum > 0.6 else "#ffffff"
+        cy = float(dy) + 23.0 * s
+        if m.label:
+            c.fig.text(float(dx), cy, m.label, transform=_IDENT, fontsize=11, fontweight="bold",
+                       color=ink, ha="center", va="center_baseline", zorder=zo + 0.5)
+        else:
+            c.fig.add_artist(PathPatch(
+                MplPath.circle((float(dx), cy), 3.2 * s), facecolor=_darker(rgba, 0.45),
+                edgecolor="none", transform=_IDENT, zorder=zo + 0.5,
+            ))
+
+
+def _attribution(c: _Canvas) -> None:
+    s = c.vp.scale
+    W = c.vp.width * s
+    c.fig.text(
+        W - 3 * s, 3 * s, S.ATTRIBUTION, transform=_IDENT, fontsize=9 if c.vp.width >= 200 else 7,
+        color="#333333", ha="right", va="bottom", zorder=30_000,
+        bbox={"boxstyle": "square,pad=0.25", "facecolor": "white", "edgecolor": "none",
+              "alpha": 0.75},
+    )
+
+
+# ----------------------------------------------------------------------------------- public
+
+
+def render(stores: Iterable[LayerStore], vp: Viewport, markers: Sequence[Marker] = (),
+           paths: Sequence[Path] = (), fmt: str = "png") -> bytes:
+    """Draw the base map of every store meeting the viewport, then the overlays; image bytes.
+
+    Outside every store's coverage the image is the neutral background (plus overlays and the
+    attribution), still a valid image of the requested size.
+    """
+    fmt = "jpg" if fmt == "jpeg" else fmt
+    margin = 40 * vp.mpp
+    minx, miny, maxx, maxy = vp.bounds
+    window = (minx - margin, miny - margin, maxx + margin, maxy + margin)
+    hits = [st for st in stores if st.intersects(window)]
+    queried = [(st, _simplify(st.query(window, vp.zoom), vp.zoom, vp.mpp)) for st in hits]
+    with _LOCK:
+        c = _Canvas(vp)
+        for st, feats in queried:
+            _draw_base(c, st, feats)
+        labels = _Labels(c)
+        _draw_markers_boxes(labels, markers)
+        for _, feats in queried:
+            _place_labels(labels, feats)
+        for _, feats in queried:
+            _street_labels(labels, feats)
+        for _, feats in queried:
+            _area_labels(labels, feats)
+        _draw_paths(c, paths)
+        _draw_markers(c, markers)
+        _attribution(c)
+        return c.encode(fmt)
+
+
+def _draw_markers_boxes(labels: _Labels, markers: Sequence[Marker]) -> None:
+    """Reserve the markers' area and the attribution corner so labels stay clear of them."""
+    vp, s = labels.c.vp, labels.c.vp.scale
+    for m in markers:
+        x, y = to_mercator(m.lng, m.lat)
+        dx, dy = vp.merc_to_display(x, y)
+        labels.boxes.append((float(dx) - 11 * s, float(dy), float(dx) + 11 * s,
+                             float(dy) + 34 * s))
+    W = vp.width * s
+    labels.boxes.append((W - 180 * s, 0.0, W, 16 * s))

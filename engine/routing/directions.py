@@ -1,0 +1,201 @@
+"""Turn-by-turn steps for a leg: maneuvers, street names, distances, readable instructions.
+
+A new step starts where the street name changes, where the path turns by more than
+``TURN_MIN_DEG`` at a node that offers a choice, and on entering a roundabout (its step runs
+through the roundabout and counts the exits passed). Maneuver types: ``depart``, ``turn``,
+``new name`` (same direction, new street), ``continue`` (straight on at a junction),
+``roundabout`` (with ``exit``), ``arrive``; modifiers ``uturn``, ``sharp right``, ``right``,
+``slight right``, ``straight``, ``slight left``, ``left``, ``sharp left`` (OSRM's vocabulary).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.geo import bearing_deg, round_coord
+from engine.routing import profile as P
+
+TURN_MIN_DEG = 35.0
+_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
+_CARDINAL = ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")
+
+
+def modifier_for(angle: float) -> str:
+    """``angle``: signed turn in degrees, positive to the right, 0 straight on."""
+    a = abs(angle)
+    if a <= 15:
+        return "straight"
+    side = "right" if angle > 0 else "left"
+    if a <= 50:
+        return f"slight {side}"
+    if a <= 130:
+        return side
+    if a <= 170:
+        return f"sharp {side}"
+    return "uturn"
+
+
+def _ordinal(n: int) -> str:
+    return _ORDINAL.get(n, f"{n}th")
+
+
+def instruction(mtype: str, modifier: str, name: str, *, bearing_after: float = 0.0, exit_n: int = 0,
+                last: bool = True) -> str:
+    onto = f" onto {name}" if name else ""
+    if mtype == "depart":
+        heading = _CARDINAL[int(((bearing_after % 360) + 22.5) // 45) % 8]
+        return f"Head {heading}" + (f" on {name}" if name else "")
+    if mtype == "arrive":
+        return "You have arrived at your destination" if last else "You have arrived at your waypoint"
+    if mtype == "roundabout":
+        return f"Enter the roundabout and take the {_ordinal(exit_n)} exit{onto}"
+    if mtype == "new name":
+        return f"Continue onto {name}" if name else "Continue"
+    if mtype == "continue":
+        return f"Continue straight{onto}"
+    if modifier == "uturn":
+        return f"Make a U-turn{onto}"
+    if modifier == "straight":
+        return f"Go straight{onto}"
+    if modifier.startswith("slight"):
+        return f"Make a {modifier}{onto}"
+    if modifier.startswith("sharp"):
+        return f"Make a {modifier}{onto}"
+    return f"Turn {modifier}{onto}"
+
+
+# maneuver codes from _scan
+_NONE, _TURN, _RB_ENTER, _RB_EXIT = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag):
+    """Per position i (edge i entered from edge i-1): maneuver code, signed angle, turn seconds,
+    and for roundabouts the running count of exits passed."""
+    n = edges.shape[0]
+    code = np.zeros(n, np.int64)
+    angle = np.zeros(n, np.float64)
+    turn_s = np.zeros(n, np.float64)
+    exits = np.zeros(n, np.int64)
+    passed = 0
+    for i in range(1, n):
+        p = edges[i - 1]
+        e = edges[i]
+        choices = tfirst[p + 1] - tfirst[p]
+        for t in range(tfirst[p], tfirst[p + 1]):
+            if tto[t] == e:
+                turn_s[i] = tcost[t]
+                break
+        a = (bstart[e] - bend[p] + 540.0) % 360.0 - 180.0
+        angle[i] = a
+        rb_p = (flags[p] & rb_flag) != 0
+        rb = (flags[e] & rb_flag) != 0
+        if rb and not rb_p:
+            code[i] = _RB_ENTER
+            passed = 0
+        elif rb and rb_p:
+            for t in range(tfirst[p], tfirst[p + 1]):
+                if (flags[tto[t]] & rb_flag) == 0:
+                    passed += 1
+                    break
+        elif rb_p and not rb:
+            code[i] = _RB_EXIT
+            exits[i] = passed + 1
+        else:
+            name_change = name_ids[e] != name_ids[p]
+            if (abs(a) > turn_min and choices > 1) or (name_change and (name_ids[e] != 0 or abs(a) > turn_min)):
+                code[i] = _TURN
+    return code, angle, turn_s, exits
+
+
+def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
+    g = router.g
+    edges = leg.edges
+    n = edges.shape[0]
+    names = g.names
+    name_ids = router.name_ids
+    code, angle, turn_s, exits = _scan(edges, name_ids, router.flags, router.bstart, router.bend,
+                                       router.tfirst, router.tto, router.tcost, TURN_MIN_DEG,
+                                       P.FLAG_ROUNDABOUT)
+    frac = np.ones(n)
+    if n == 1:
+        frac[0] = max(leg.end - leg.start, 0.0)
+    else:
+        frac[0] = 1.0 - leg.start
+        frac[-1] = leg.end
+    dist_i = frac * router.length[edges]
+    dur_i = frac * router.duration[edges] + turn_s
+    cd = np.concatenate(([0.0], np.cumsum(dist_i)))
+    ct = np.concatenate(([0.0], np.cumsum(dur_i)))
+    o, d = leg.origin, leg.destination
+    first = int(edges[0])
+    b_after = float(router.bstart[first]) if leg.start <= 0.0 else _bearing_at(g, first, leg.start)
+    steps = [{
+        "type": "depart", "modifier": "", "exit": 0, "name": names[int(name_ids[first])],
+        "bearing_before": 0.0, "bearing_after": b_after, "i": 0, "lat": o.lat, "lng": o.lng,
+    }]
+    for i in np.nonzero(code)[0].tolist():
+        c = code[i]
+        e = int(edges[i])
+        name = names[int(name_ids[e])]
+        if c == _RB_EXIT:
+            cur = steps[-1]
+            if cur["type"] == "roundabout":
+                cur["exit"] = int(exits[i])
+                cur["name"] = name
+            continue
+        a = float(angle[i])
+        mod = modifier_for(a)
+        if c == _RB_ENTER:
+            mtype = "roundabout"
+        elif mod == "straight":
+            mtype = "new name" if name_ids[e] != name_ids[int(edges[i - 1])] else "continue"
+        else:
+            mtype = "turn"
+        node = int(g.edge_head[int(edges[i - 1])])
+        steps.append({
+            "type": mtype, "modifier": mod, "exit": 0, "name": name,
+            "bearing_before": float(router.bend[int(edges[i - 1])]), "bearing_after": float(router.bstart[e]),
+            "i": i, "lat": float(g.node_lat[node]), "lng": float(g.node_lng[node]),
+        })
+    last_e = int(edges[-1])
+    b_before = float(router.bend[last_e]) if leg.end >= 1.0 else _bearing_at(g, last_e, leg.end)
+    steps.append({
+        "type": "arrive", "modifier": "", "exit": 0, "name": names[int(name_ids[last_e])],
+        "bearing_before": b_before, "bearing_after": 0.0, "i": n, "lat": d.lat, "lng": d.lng,
+    })
+    out = []
+    for k, s in enumerate(steps):
+        i0 = s["i"]
+        i1 = steps[k + 1]["i"] if k + 1 < len(steps) else n
+        maneuver = {
+            "type": s["type"],
+            "bearing_before": int(round(s["bearing_before"])) % 360,
+            "bearing_after": int(round(s["bearing_after"])) % 360,
+        }
+        if s["modifier"]:
+            maneuver["modifier"] = s["modifier"]
+        if s["type"] == "roundabout":
+            maneuver["exit"] = max(1, s["exit"])
+        out.append({
+            "instruction": instruction(s["type"], s["modifier"], s["name"], bearing_after=s["bearing_after"],
+                                       exit_n=max(1, s["exit"]), last=last_leg),
+            "maneuver": maneuver,
+            "name": s["name"],
+            "distance": round(float(cd[i1] - cd[i0]), 1),
+            "duration": round(float(ct[i1] - ct[i0]), 1),
+            "location": {"lat": round_coord(s["lat"]), "lng": round_coord(s["lng"])},
+        })
+    return out
+
+
+def _bearing_at(g, edge: int, frac: float) -> float:
+    """Bearing of the segment of ``edge`` at ``frac``."""
+    a, b = int(g.edge_geom_first[edge]), int(g.edge_geom_first[edge + 1])
+    cum = g.geom_cum_m[a:b]
+    target = frac * float(cum[-1])
+    i = int(np.searchsorted(cum, target, side="right")) - 1
+    i = min(max(i, 0), b - a - 2)
+    return bearing_deg(float(g.geom_lat[a + i]), float(g.geom_lng[a + i]),
+                       float(g.geom_lat[a + i + 1]), float(g.geom_lng[a + i + 1]))

@@ -1,0 +1,296 @@
+"""The routing component of a dataset: snapping + CH queries + leg assembly.
+
+``Router.open(version_dir)`` is the dataset component (``COMPONENTS["router"]``): it memory-maps
+``graph/``, builds the edge snapper once, and keeps one CH workspace per thread. A *leg* is the
+best path between two snapped points: a list of road edges, the fraction where it starts on the
+first and ends on the last, and its weight; :meth:`Router.leg_summary` and
+:meth:`Router.leg_geometry` turn it into metres, seconds and points. Avoided classes (tolls,
+ferries, motorways) and alternatives use plain Dijkstra over the turn graph
+(:mod:`engine.routing.search`); the CH answers everything else.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from engine import layout
+from engine.routing import profile as P
+from engine.routing.ch import CHQuery
+from engine.routing.graph import RoadGraph
+from engine.routing.search import dijkstra, path_to
+from engine.routing.snap import EdgeSnapper, Snap
+
+INF = math.inf
+
+
+@dataclass
+class Leg:
+    edges: np.ndarray  # int64 road edge ids, in order
+    start: float  # fraction along edges[0] where the leg starts
+    end: float  # fraction along edges[-1] where it ends
+    weight: float
+    origin: Snap | None = None
+    destination: Snap | None = None
+    meta: dict = field(default_factory=dict)
+
+
+@njit(cache=True)
+def _summary(edges, a, b, length, duration, tfirst, tto, tcost):
+    n = edges.shape[0]
+    if n == 1:
+        return (b - a) * length[edges[0]], (b - a) * duration[edges[0]]
+    dist = (1.0 - a) * length[edges[0]] + b * length[edges[n - 1]]
+    dur = (1.0 - a) * duration[edges[0]] + b * duration[edges[n - 1]]
+    for i in range(1, n - 1):
+        dist += length[edges[i]]
+        dur += duration[edges[i]]
+    for i in range(n - 1):
+        e = edges[i]
+        f = edges[i + 1]
+        for t in range(tfirst[e], tfirst[e + 1]):
+            if tto[t] == f:
+                dur += tcost[t]
+                break
+    return dist, dur
+
+
+@njit(cache=True)
+def _cut(gf, glat, glng, gcum, e, frac, lat_out, lng_out):
+    """Interpolated point at ``frac`` of edge e and the index of the segment it falls on."""
+    s = gf[e]
+    t = gf[e + 1]
+    total = gcum[t - 1]
+    target = frac * total
+    i = s
+    while i < t - 2 and gcum[i + 1] < target:
+        i += 1
+    seg = gcum[i + 1] - gcum[i]
+    u = 0.0 if seg <= 0 else (target - gcum[i]) / seg
+    if u < 0.0:
+        u = 0.0
+    if u > 1.0:
+        u = 1.0
+    lat_out[0] = glat[i] + u * (glat[i + 1] - glat[i])
+    lng_out[0] = glng[i] + u * (glng[i + 1] - glng[i])
+    return i
+
+
+@njit(cache=True)
+def _geometry(edges, a, b, gf, glat, glng, gcum):
+    total = 0
+    for e in edges:
+        total += gf[e + 1] - gf[e]
+    lat = np.empty(total + 2, np.float64)
+    lng = np.empty(total + 2, np.float64)
+    p1 = np.empty(1, np.float64)
+    p2 = np.empty(1, np.float64)
+    n = edges.shape[0]
+    k = 0
+    for idx in range(n):
+        e = edges[idx]
+        s = gf[e]
+        t = gf[e + 1]
+        lo = s
+        hi = t - 1  # inclusive
+        if idx == 0:
+            i = _cut(gf, glat, glng, gcum, e, a, p1, p2)
+            lat[k] = p1[0]
+            lng[k] = p2[0]
+            k += 1
+            lo = i + 1
+        if idx == n - 1:
+            j = _cut(gf, glat, glng, gcum, e, b, p1, p2)
+            hi = j
+        for q in range(lo, hi + 1):
+            if k > 0 and lat[k - 1] == glat[q] and lng[k - 1] == glng[q]:
+                continue
+            lat[k] = glat[q]
+            lng[k] = glng[q]
+            k += 1
+        if idx == n - 1:
+            if not (lat[k - 1] == p1[0] and lng[k - 1] == p2[0]):
+                lat[k] = p1[0]
+                lng[k] = p2[0]
+                k += 1
+    if k == 1:
+        lat[1] = lat[0]
+        lng[1] = lng[0]
+        k = 2
+    return lat[:k], lng[:k]
+
+
+class Router:
+    def __init__(self, graph: RoadGraph) -> None:
+        self.g = graph
+        self.snapper = EdgeSnapper(graph)
+        self._local = threading.local()
+        g = graph
+        self.length = np.asarray(g.edge_length_m, dtype=np.float64)
+        self.duration = np.asarray(g.edge_duration_s, dtype=np.float64)
+        self.weight = np.asarray(g.edge_weight, dtype=np.float64)
+        self.twin = np.asarray(g.edge_twin, dtype=np.int64)
+        self.tfirst = np.asarray(g.turn_first_out, dtype=np.int64)
+        self.tto = np.asarray(g.turn_to, dtype=np.int64)
+        self.tcost = np.asarray(g.turn_cost_s, dtype=np.float64)
+        self.flags = np.asarray(g.edge_flags)
+        self.gf = np.asarray(g.edge_geom_first)
+        self.glat = np.asarray(g.geom_lat)
+        self.glng = np.asarray(g.geom_lng)
+        self.gcum = np.asarray(g.geom_cum_m, dtype=np.float64)
+        self.name_ids = np.asarray(g.edge_name, dtype=np.int64)
+        self.bstart = np.asarray(g.edge_bearing_start, dtype=np.float64)
+        self.bend = np.asarray(g.edge_bearing_end, dtype=np.float64)
+
+    @classmethod
+    def open(cls, version_dir: Path) -> Router:
+        return cls(RoadGraph.open(Path(version_dir) / layout.GRAPH_DIR))
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def _ch(self) -> CHQuery:
+        q = getattr(self._local, "ch", None)
+        if q is None:
+            q = self._local.ch = CHQuery(self.g)
+        return q
+
+    # -- snapping
+    def snap(self, lat: float, lng: float, max_distance_m: float = INF) -> Snap | None:
+        return self.snapper.snap(lat, lng, max_distance_m)
+
+    def _directed(self, s: Snap) -> list[tuple[int, float]]:
+        out = [(s.edge, s.fraction)]
+        tw = int(self.twin[s.edge])
+        if tw >= 0:
+            out.append((tw, 1.0 - s.fraction))
+        return out
+
+    def _endpoints(self, o: Snap, d: Snap, w: np.ndarray):
+        """Source successors (edge, cost, origin edge), target entries, direct candidates."""
+        src: dict[int, tuple[float, int]] = {}
+        for e, a in self._directed(o):
+            base = (1.0 - a) * w[e]
+            for t in range(self.tfirst[e], self.tfirst[e + 1]):
+                f = int(self.tto[t])
+                c = base + self.tcost[t] + w[f]
+                if f not in src or c < src[f][0]:
+                    src[f] = (c, e)
+        tgt = [(e, b) for e, b in self._directed(d)]
+        direct = []
+        for e, a in self._directed(o):
+            for f, b in tgt:
+                if e == f and b >= a:
+                    direct.append(((b - a) * w[e], e, a, b))
+        return src, tgt, direct
+
+    # -- legs
+    def leg(self, o: Snap, d: Snap, avoid_mask: int = 0) -> Leg | None:
+        w = self.weight
+        src, tgt, direct = self._endpoints(o, d, w)
+        best: Leg | None = None
+        for c, e, a, b in direct:
+            if best is None or c < best.weight:
+                best = Leg(np.array([e], np.int64), a, b, c, o, d)
+        if src:
+            srcs = np.fromiter(src.keys(), np.int64, len(src))
+            sd = np.array([v[0] for v in src.values()], np.float64)
+            tg = np.array([t for t, _ in tgt], np.int64)
+            rem = np.array([(1.0 - b) * w[t] for t, b in tgt], np.float64)
+            K = float(rem.max())
+            cost, path = self._ch.route(srcs, sd, tg, K - rem)
+            if path is not None and cost - K < INF:
+                cost -= K
+                if best is None or cost < best.weight:
+                    first = int(path[0])
+                    origin_edge = src[first][1]
+                    end_frac = dict(tgt)[int(path[-1])]
+                    edges = np.concatenate(([origin_edge], path)).astype(np.int64)
+                    best = Leg(edges, self._frac_of(o, origin_edge), end_frac, cost, o, d)
+        if best is not None and avoid_mask and (self.flags[best.edges] & avoid_mask).any():
+            return self.leg_dijkstra(o, d, avoid_mask)
+        return best
+
+    def _frac_of(self, s: Snap, edge: int) -> float:
+        return s.fraction if edge == s.edge else 1.0 - s.fraction
+
+    def leg_dijkstra(self, o: Snap, d: Snap, avoid_mask: int = 0, weight: np.ndarray | None = None) -> Leg | None:
+        """Reference search (plain Dijkstra); ``weight`` overrides edge weights (penalties)."""
+        w = self.weight if weight is None else weight
+        if avoid_mask:
+            w = np.where(self.flags & avoid_mask, INF, w)
+        src, tgt, direct = self._endpoints(o, d, w)
+        best: Leg | None = None
+        for c, e, a, b in direct:
+            if c < INF and (best is None or c < best.weight):
+                best = Leg(np.array([e], np.int64), a, b, c, o, d)
+        if not src:
+            return best
+        srcs = np.fromiter(src.keys(), np.int64, len(src))
+        sd = np.array([v[0] for v in src.values()], np.float64)
+        dist, par = dijkstra(self.tfirst, self.tto, self.tcost, w, srcs, sd, INF, -1)
+        for t, b in tgt:
+            if dist[t] == INF:
+                continue
+            c = dist[t] - (1.0 - b) * w[t]
+            if best is None or c < best.weight:
+                path = path_to(par, t)
+                origin_edge = src[path[0]][1]
+                best = Leg(np.array([origin_edge] + path, np.int64), self._frac_of(o, origin_edge), b, c, o, d)
+        return best
+
+    def alternatives(self, o: Snap, d: Snap, best: Leg, count: int, avoid_mask: int = 0) -> list[Leg]:
+        """Penalty method: re-route with the weights of used edges raised, keep routes that are
+        at most 40 % longer (in weight) and share at most 70 % of their length with any route
+        already kept."""
+        if count <= 0:
+            return []
+        w = self.weight.copy()
+        found: list[Leg] = []
+        last = best
+        for _ in range(count * 4):
+            w[last.edges] *= 1.6
+            cand = self.leg_dijkstra(o, d, avoid_mask, w)
+            if cand is None:
+                break
+            true_w = self._weight_of(cand)
+            if true_w > 1.4 * best.weight + 30:
+                break
+            cand.weight = true_w
+            last = cand
+            if all(self._shared(cand, other) <= 0.7 for other in [best, *found]):
+                found.append(cand)
+                if len(found) >= count:
+                    break
+        return found
+
+    def _weight_of(self, leg: Leg) -> float:
+        return float(_summary(leg.edges, leg.start, leg.end, self.weight, self.weight,
+                              self.tfirst, self.tto, self.tcost)[1])
+
+    def _shared(self, a: Leg, b: Leg) -> float:
+        sb = set(b.edges.tolist()) | set(int(x) for x in self.twin[b.edges] if x >= 0)
+        la = float(self.length[a.edges].sum()) or 1.0
+        shared = sum(float(self.length[e]) for e in a.edges.tolist() if e in sb)
+        return shared / la
+
+    def leg_summary(self, leg: Leg) -> tuple[float, float]:
+        """(distance m, duration s) of a leg."""
+        return _summary(leg.edges, leg.start, leg.end, self.length, self.duration,
+                        self.tfirst, self.tto, self.tcost)
+
+    def leg_geometry(self, leg: Leg) -> tuple[np.ndarray, np.ndarray]:
+        return _geometry(leg.edges, leg.start, leg.end, self.gf, self.glat, self.glng, self.gcum)
+
+
+def avoid_mask(avoid) -> int:
+    mask = 0
+    for name in avoid:
+        mask |= P.AVOID_FLAGS[name]
+    return mask

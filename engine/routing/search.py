@@ -1,0 +1,92 @@
+"""Plain Dijkstra over the turn graph (edge-based, restrictions respected), in numba.
+
+The oracle for the contraction hierarchy, the engine of alternative routes (penalty method) and
+a building block for one-to-many searches (isochrones, map-matching transitions).
+
+Labels are per *directed edge* with the convention of :mod:`engine.routing.graph`: ``dist[e]`` is
+the cost of reaching the end of edge ``e``; sources start with their remaining cost on their
+edge; ``cost(e -> f) = turn_cost[t] + edge_cost[f]``. Pass any per-edge cost vector
+(``edge_weight`` for routing, ``edge_duration_s`` for time, ``edge_length_m`` for distance) and
+the matching per-turn cost (``turn_cost_s``, or zeros for distance).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.routing.ch import _hpop, _hpush
+
+INF = np.inf
+
+
+@njit(cache=True)
+def dijkstra(turn_first, turn_to, turn_cost, edge_cost, srcs, sd, limit, stop_at):
+    """One-to-all (bounded by ``limit``) Dijkstra from edges ``srcs`` with initial costs ``sd``.
+
+    Returns (dist float64[E], parent int64[E]: previous edge or -1). Stops early once edge
+    ``stop_at`` (>= 0) is settled.
+    """
+    m = edge_cost.shape[0]
+    dist = np.full(m, INF)
+    par = np.full(m, -1, np.int64)
+    hk = np.empty(1024, np.float64)
+    hv = np.empty(1024, np.int64)
+    size = 0
+    for i in range(srcs.shape[0]):
+        e = srcs[i]
+        if sd[i] < dist[e]:
+            dist[e] = sd[i]
+            hk, hv, size = _hpush(hk, hv, size, sd[i], e)
+    while size > 0:
+        d, e, size = _hpop(hk, hv, size)
+        if d > dist[e]:
+            continue
+        if d > limit:
+            break
+        if e == stop_at:
+            break
+        for t in range(turn_first[e], turn_first[e + 1]):
+            f = turn_to[t]
+            nd = d + turn_cost[t] + edge_cost[f]
+            if nd < dist[f]:
+                dist[f] = nd
+                par[f] = e
+                hk, hv, size = _hpush(hk, hv, size, nd, f)
+    return dist, par
+
+
+def path_to(par: np.ndarray, edge: int) -> list[int]:
+    """Edge sequence ending at ``edge`` from a parent array."""
+    out = [edge]
+    while par[out[-1]] >= 0:
+        out.append(int(par[out[-1]]))
+    out.reverse()
+    return out
+
+
+def route_p2p(graph, srcs, sd, tgts, tfrac_cost, edge_cost=None, turn_cost=None):
+    """Reference point-to-point search: sources as in :func:`dijkstra` (the router passes the
+    *successors* of the origin's edge, so that a target on the origin's own edge is reached by
+    going round); each target edge ``t`` is reached at ``dist[t] - edge_cost[t] + tfrac_cost``
+    (the part of ``t`` up to the point).
+
+    Returns (best cost, edge path) or (inf, None).
+    """
+    ec = np.asarray(graph.edge_weight if edge_cost is None else edge_cost, dtype=np.float64)
+    tc = np.asarray(graph.turn_cost_s if turn_cost is None else turn_cost, dtype=np.float64)
+    dist, par = dijkstra(
+        np.asarray(graph.turn_first_out), np.asarray(graph.turn_to), tc, ec,
+        np.asarray(srcs, dtype=np.int64), np.asarray(sd, dtype=np.float64), INF, -1,
+    )
+    best, best_t = INF, -1
+    for t, c in zip(tgts, tfrac_cost):
+        if dist[t] == INF:
+            continue
+        # reaching t means having paid all of edge t (unless t is a source edge itself)
+        val = dist[t] - ec[t] + c
+        if val < best:
+            best, best_t = val, t
+    if best_t < 0:
+        return INF, None
+    return best, path_to(par, best_t)

@@ -1,0 +1,264 @@
+"""Snap a point onto the nearest drivable edge (projected point on a segment, not the nearest node).
+
+:class:`EdgeSnapper` is built once per process per graph (``Router`` holds one): the segments of
+every road piece (one directed edge per piece; the twin shares it) in a local metric projection,
+bucketed in a uniform grid of :data:`CELL_M` metre cells (CSR: cell -> segments overlapping it).
+A query scans rings of cells around the point, projecting it exactly on each segment, and stops
+as soon as the best distance is below the distance to the next ring: the exact nearest segment.
+Measured on Monaco (35k segments): grid + numba 3-4 us per snap; the first version, a scipy
+``cKDTree`` over densified segment points with exact re-projection in numpy, took 48 us, a third
+of the whole route budget. Building the grid takes ~10 ms.
+
+Well-connected first: ``snap`` prefers edges whose nodes lie in a *big* strongly connected
+component (at least ``min(BIG_COMPONENT, largest component)`` nodes) and falls back to any edge
+only when no big one is within the limit: a point beside an isolated parking loop snaps to the
+street network, as OSRM does with its small-component flag.
+
+API for other engines (map matching uses ``candidates``)::
+
+    s = EdgeSnapper(graph)
+    hit = s.snap(lat, lng, max_distance_m=1000)   # Snap or None
+    hit.edge, hit.fraction, hit.lat, hit.lng, hit.distance_m
+    s.candidates(lat, lng, radius_m=50, limit=8)   # list[Snap], nearest first, one per road piece
+
+``Snap.edge`` is one directed edge of the piece; its twin (``graph.edge_twin[edge]``, -1 for a
+one-way) runs the other way, at fraction ``1 - fraction``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from engine.geo import LocalProjection
+
+CELL_M = 64.0
+BIG_COMPONENT = 100
+
+
+@dataclass(frozen=True)
+class Snap:
+    edge: int
+    fraction: float  # 0 at the edge's tail, 1 at its head
+    lat: float
+    lng: float
+    distance_m: float
+
+
+@njit(cache=True)
+def _grid_fill(x0, y0, x1, y1, minx, miny, cell, nx, ny):
+    n = x0.shape[0]
+    counts = np.zeros(nx * ny + 1, np.int64)
+    for pass_ in range(2):
+        if pass_ == 1:
+            for i in range(nx * ny):
+                counts[i + 1] += counts[i]
+            fill = counts[:-1].copy()
+            items = np.empty(counts[nx * ny], np.int64)
+        for i in range(n):
+            ax = int((min(x0[i], x1[i]) - minx) / cell)
+            bx = int((max(x0[i], x1[i]) - minx) / cell)
+            ay = int((min(y0[i], y1[i]) - miny) / cell)
+            by = int((max(y0[i], y1[i]) - miny) / cell)
+            for cx in range(ax, bx + 1):
+                for cy in range(ay, by + 1):
+                    c = cy * nx + cx
+                    if pass_ == 0:
+                        counts[c + 1] += 1
+                    else:
+                        items[fill[c]] = i
+                        fill[c] += 1
+    return counts, items
+
+
+@njit(cache=True, inline="always")
+def _dist(x0, y0, x1, y1, i, x, y):
+    dx = x1[i] - x0[i]
+    dy = y1[i] - y0[i]
+    l2 = dx * dx + dy * dy
+    t = 0.0
+    if l2 > 0:
+        t = ((x - x0[i]) * dx + (y - y0[i]) * dy) / l2
+        if t < 0.0:
+            t = 0.0
+        elif t > 1.0:
+            t = 1.0
+    px = x0[i] + t * dx
+    py = y0[i] + t * dy
+    return math.sqrt((px - x) ** 2 + (py - y) ** 2), t
+
+
+@njit(cache=True)
+def _nearest(x0, y0, x1, y1, allowed, first, items, minx, miny, cell, nx, ny, x, y, max_d):
+    cx = int(math.floor((x - minx) / cell))
+    cy = int(math.floor((y - miny) / cell))
+    best = np.inf
+    best_i = -1
+    best_t = 0.0
+    # distance from the point to its own cell's border region: rings beyond r are >= (r - off) cells
+    r = 0
+    rmax = max(nx, ny) + abs(cx) + abs(cy) + 1
+    while r <= rmax:
+        # the nearest point of ring r is at least (r - 1) * cell away (point anywhere in its cell;
+        # for a point outside the grid this still holds relative to the clamped scan)
+        if (r - 1) * cell > min(best, max_d):
+            break
+        for gx in range(cx - r, cx + r + 1):
+            if gx < 0 or gx >= nx:
+                continue
+            edge_row = gx == cx - r or gx == cx + r
+            gy = cy - r
+            while gy <= cy + r:
+                if 0 <= gy < ny:
+                    c = gy * nx + gx
+                    for k in range(first[c], first[c + 1]):
+                        i = items[k]
+                        if not allowed[i]:
+                            continue
+                        d, t = _dist(x0, y0, x1, y1, i, x, y)
+                        if d < best:
+                            best = d
+                            best_i = i
+                            best_t = t
+                if edge_row:
+                    gy += 1
+                else:
+                    gy += 2 * r if r > 0 else 1
+        r += 1
+    if best > max_d:
+        return -1, 0.0, np.inf
+    return best_i, best_t, best
+
+
+@njit(cache=True)
+def _within(x0, y0, x1, y1, first, items, minx, miny, cell, nx, ny, x, y, radius):
+    ax = max(int(math.floor((x - radius - minx) / cell)), 0)
+    bx = min(int(math.floor((x + radius - minx) / cell)), nx - 1)
+    ay = max(int(math.floor((y - radius - miny) / cell)), 0)
+    by = min(int(math.floor((y + radius - miny) / cell)), ny - 1)
+    out_i = np.empty(64, np.int64)
+    out_t = np.empty(64, np.float64)
+    out_d = np.empty(64, np.float64)
+    n = 0
+    for gx in range(ax, bx + 1):
+        for gy in range(ay, by + 1):
+            c = gy * nx + gx
+            for k in range(first[c], first[c + 1]):
+                i = items[k]
+                d, t = _dist(x0, y0, x1, y1, i, x, y)
+                if d <= radius:
+                    if n >= out_i.shape[0]:
+                        m = out_i.shape[0] * 2
+                        a1 = np.empty(m, np.int64)
+                        a2 = np.empty(m, np.float64)
+                        a3 = np.empty(m, np.float64)
+                        a1[:n] = out_i[:n]
+                        a2[:n] = out_t[:n]
+                        a3[:n] = out_d[:n]
+                        out_i, out_t, out_d = a1, a2, a3
+                    out_i[n] = i
+                    out_t[n] = t
+                    out_d[n] = d
+                    n += 1
+    return out_i[:n], out_t[:n], out_d[:n]
+
+
+class EdgeSnapper:
+    def __init__(self, graph) -> None:
+        self.g = graph
+        m = graph.n_edges
+        twin = np.asarray(graph.edge_twin)
+        rep = np.nonzero((twin < 0) | (np.arange(m) < twin))[0]
+        if m:
+            lat0 = float(np.mean(graph.node_lat))
+            lng0 = float(np.mean(graph.node_lng))
+        else:
+            lat0 = lng0 = 0.0
+        self.proj = LocalProjection(lat0, lng0)
+        gf = np.asarray(graph.edge_geom_first)
+        starts = gf[rep]
+        ends = gf[rep + 1]
+        counts = ends - starts - 1  # segments per edge
+        seg_edge = np.repeat(rep, counts)
+        offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        p0 = (np.arange(len(seg_edge)) + offs).astype(np.int64)
+        x, y = self.proj.to_xy(np.asarray(graph.geom_lat), np.asarray(graph.geom_lng))
+        self.x0, self.y0 = np.ascontiguousarray(x[p0]), np.ascontiguousarray(y[p0])
+        self.x1, self.y1 = np.ascontiguousarray(x[p0 + 1]), np.ascontiguousarray(y[p0 + 1])
+        cum = np.asarray(graph.geom_cum_m, dtype=np.float64)
+        self.c0 = cum[p0]
+        self.c1 = cum[p0 + 1]
+        self.seg_edge = seg_edge.astype(np.int64)
+        self.edge_len = np.asarray(graph.edge_length_m, dtype=np.float64)
+        n = len(seg_edge)
+        if n:
+            self.minx = float(min(self.x0.min(), self.x1.min()))
+            self.miny = float(min(self.y0.min(), self.y1.min()))
+            maxx = float(max(self.x0.max(), self.x1.max()))
+            maxy = float(max(self.y0.max(), self.y1.max()))
+        else:
+            self.minx = self.miny = maxx = maxy = 0.0
+        self.nx = int((maxx - self.minx) / CELL_M) + 1
+        self.ny = int((maxy - self.miny) / CELL_M) + 1
+        self.first, self.items = _grid_fill(self.x0, self.y0, self.x1, self.y1, self.minx, self.miny,
+                                            CELL_M, self.nx, self.ny)
+        # big components
+        comp = np.asarray(graph.node_component)
+        size = np.asarray(graph.component_size)
+        head = np.asarray(graph.edge_head)
+        tail = np.asarray(graph.edge_tail)
+        biggest = int(size.max()) if len(size) else 0
+        threshold = min(BIG_COMPONENT, biggest)
+        big_edge = (size[comp[head]] >= threshold) & (size[comp[tail]] >= threshold) if m else np.zeros(0, bool)
+        self.big_edge = big_edge
+        self.seg_big = np.ascontiguousarray(big_edge[seg_edge]) if n else np.zeros(0, bool)
+        self.seg_all = np.ones(n, dtype=np.bool_)
+
+    def _make(self, seg: int, t: float, d: float) -> Snap:
+        e = int(self.seg_edge[seg])
+        along = self.c0[seg] + t * (self.c1[seg] - self.c0[seg])
+        L = self.edge_len[e]
+        frac = float(along / L) if L > 0 else 0.0
+        px = self.x0[seg] + t * (self.x1[seg] - self.x0[seg])
+        py = self.y0[seg] + t * (self.y1[seg] - self.y0[seg])
+        lat, lng = self.proj.to_latlng(px, py)
+        return Snap(e, min(max(frac, 0.0), 1.0), float(lat), float(lng), float(d))
+
+    def _xy(self, lat: float, lng: float) -> tuple[float, float]:
+        p = self.proj
+        return (lng - p.lng0) * p.kx, (lat - p.lat0) * p.ky
+
+    def snap(self, lat: float, lng: float, max_distance_m: float = math.inf) -> Snap | None:
+        """Nearest edge of the well-connected network within the limit, else nearest of any."""
+        if not len(self.seg_edge):
+            return None
+        x, y = self._xy(lat, lng)
+        for allowed in (self.seg_big, self.seg_all):
+            i, t, d = _nearest(self.x0, self.y0, self.x1, self.y1, allowed, self.first, self.items,
+                               self.minx, self.miny, CELL_M, self.nx, self.ny, x, y, float(max_distance_m))
+            if i >= 0:
+                return self._make(int(i), float(t), float(d))
+        return None
+
+    def candidates(self, lat: float, lng: float, radius_m: float, limit: int = 8) -> list[Snap]:
+        """Every road piece within ``radius_m``, its nearest point each, nearest first."""
+        if not len(self.seg_edge):
+            return []
+        x, y = self._xy(lat, lng)
+        ii, tt, dd = _within(self.x0, self.y0, self.x1, self.y1, self.first, self.items, self.minx,
+                             self.miny, CELL_M, self.nx, self.ny, x, y, float(radius_m))
+        order = np.argsort(dd, kind="stable")
+        out: list[Snap] = []
+        seen: set[int] = set()
+        for j in order.tolist():
+            e = int(self.seg_edge[ii[j]])
+            if e in seen:
+                continue
+            seen.add(e)
+            out.append(self._make(int(ii[j]), float(tt[j]), float(dd[j])))
+            if len(out) >= limit:
+                break
+        return out

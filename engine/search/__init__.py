@@ -1,0 +1,1 @@
+"""Search index (built by engine.ingest.search, read by engine.search.index) and query matching."""

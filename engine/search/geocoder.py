@@ -1,0 +1,405 @@
+"""Matching a query against one region's SearchIndex: candidates with a score in [0, 1].
+
+A query is normalised into tokens; numbers are house numbers (or postcodes, 5 digits); every
+other token is expanded to vocabulary words (exact, typo within edit distance 1-2, prefix for
+the last token while typing). FTS5 finds the names holding any of those words; each name is
+then aligned with the query: how much of the name the query covers (weighted, so 'rue' and
+'de' matter less than 'grimaldi'), and whether the query tokens left over are explained by the
+feature's context (city, district, postcode, country). A street with a house number becomes
+the address (exact), or an interpolated point between the known numbers around it.
+
+Ranking: exact address > interpolated address > street > place/POI, each scaled by the text
+match; ``near`` adds a small distance bias.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from shapely.geometry import LineString, Point
+from shapely.ops import linemerge
+
+from engine.geo import haversine_m, round_coord
+from engine.search.index import SearchIndex
+from engine.search.normalize import STOPWORDS, is_number, normalize_housenumber, number_value, tokens
+
+GENERIC = frozenset(
+    "rue avenue boulevard quai place chemin route impasse allee square esplanade promenade "
+    "passage montee descente escaliers escalier traverse cours voie sentier rond point "
+    "katu tie kuja polku tori puistikko ranta silta aukio kaari gatan vagen "
+    "street road lane way".split()
+)
+COUNTRY_WORDS = {
+    "MCO": {"monaco", "monako", "mc", "mco"},
+    "FRA": {"france", "frankreich", "ranska", "fr", "fra"},
+    "FIN": {"finland", "suomi", "finlande", "finnland", "fi", "fin"},
+}
+TYPE_BASE_WITH_NUMBER = {"address": 1.0, "interpolated": 0.9, "street": 0.75, "place": 0.68,
+                         "poi": 0.7}
+TYPE_BASE = {"street": 0.96, "place": 0.97, "poi": 0.95, "address": 0.96}
+UNEXPLAINED = 0.6  # factor per query word nothing explains
+COMMON_WORD = 40  # names holding a word this often: left out of the FTS query when possible
+
+
+@dataclass
+class Query:
+    words: list[str]  # free words: name or context
+    number: str | None = None  # normalised house number
+    postcode: str | None = None
+    city_words: list[str] = field(default_factory=list)  # structured city: context only
+    prefix: bool = False  # the last word is being typed
+    extra_numbers: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.words
+
+
+def parses(text: str | None, **kw) -> list[Query]:
+    """The parse, plus one per other number taken as the house number ('Avenue du 3 Septembre
+    126': 126 is the number, 3 belongs to the name)."""
+    first = parse(text, **kw)
+    out = [first]
+    if first.number and first.extra_numbers and not kw.get("number"):
+        for alt in first.extra_numbers:
+            q = parse(text, **kw)
+            q.words = [*q.words, q.number, *[n for n in q.extra_numbers if n != alt]]
+            q.number = normalize_housenumber(alt)
+            q.extra_numbers = []
+            out.append(q)
+        first.words = [*first.words, *first.extra_numbers]
+        first.extra_numbers = []
+    return out
+
+
+def parse(text: str | None, *, street: str | None = None, number: str | None = None,
+          city: str | None = None, postcode: str | None = None, prefix: bool = False) -> Query:
+    toks = list(tokens(text or "")) + list(tokens(street or ""))
+    words: list[str] = []
+    numbers: list[str] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if is_number(t):
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
+            if nxt and len(nxt) == 1 and nxt.isalpha() and not t[-1].isalpha():
+                t += nxt  # '5 b' -> '5b'
+                i += 1
+            numbers.append(t)
+        else:
+            words.append(t)
+        i += 1
+    q = Query(words=words, prefix=prefix)
+    if postcode:
+        q.postcode = postcode.strip().replace(" ", "").lower()
+    for n in numbers:
+        if len(n) >= 5 and n.isdigit() and q.postcode is None:
+            q.postcode = n
+        elif q.number is None and len(n) <= 6:
+            q.number = normalize_housenumber(n)
+        else:
+            q.extra_numbers.append(n)
+    if number:
+        q.number = normalize_housenumber(number)
+    if city:
+        q.city_words = [t for t in tokens(city) if t not in STOPWORDS]
+    return q
+
+
+def _weight(tok: str) -> float:
+    if tok in STOPWORDS:
+        return 0.15
+    if tok in GENERIC:
+        return 0.5
+    return 1.0
+
+
+def _context_words(f: dict) -> set[str]:
+    words: set[str] = set()
+    for key in ("city", "district"):
+        if f.get(key):
+            words.update(tokens(f[key]))
+    if f.get("postcode"):
+        words.add(f["postcode"].replace(" ", "").lower())
+    words |= COUNTRY_WORDS.get(f.get("country") or "", set())
+    return words
+
+
+class Matcher:
+    def __init__(self, index: SearchIndex, region: str) -> None:
+        self.index = index
+        self.region = region
+
+    # -- candidate names -----------------------------------------------------------------------
+    def _expansions(self, q: Query) -> list[dict[str, float]]:
+        out = []
+        for i, w in enumerate(q.words):
+            last = i == len(q.words) - 1
+            out.append(self.index.expand(w, prefix=q.prefix and last))
+        return out
+
+    def _joined(self, q: Query) -> dict[int, dict[str, float]]:
+        """Adjacent words written apart that a name writes as one: 'etela esplanadi'."""
+        out: dict[int, dict[str, float]] = {}
+        for i in range(len(q.words) - 1):
+            a, b = q.words[i], q.words[i + 1]
+            if a in STOPWORDS or b in STOPWORDS:
+                continue
+            last = i + 1 == len(q.words) - 1
+            found = self.index.expand(a + b, prefix=q.prefix and last, fuzzy=False)
+            if found:
+                out[i] = {w: s * 0.97 for w, s in found.items()}
+        return out
+
+    def _align(self, norm: str, q: Query, exps: list[dict[str, float]], joined=None):
+        """-> (coverage of the name, set of query word indexes used)."""
+        name_toks = norm.split()
+        used: set[int] = set()
+        total = matched = 0.0
+        strong = False
+        for n in name_toks:
+            w = _weight(n)
+            total += w
+            best, best_i, pair = 0.0, -1, False
+            for i, e in enumerate(exps):
+                if i in used:
+                    continue
+                s = e.get(n, 0.0)
+                if s > best:
+                    best, best_i, pair = s, i, False
+                if joined and i in joined and i + 1 not in used:
+                    s = joined[i].get(n, 0.0)
+                    if s > best:
+                        best, best_i, pair = s, i, True
+            if best_i >= 0:
+                used.add(best_i)
+                if pair:
+                    used.add(best_i + 1)
+                matched += w * best
+                if w >= 1.0 or len(name_toks) == 1:
+                    strong = True
+        if not used or total == 0:
+            return 0.0, used
+        cov = matched / total
+        if not strong and any(_weight(n) >= 1.0 for n in name_toks):
+            cov *= 0.5
+        return cov, used
+
+    def match(self, q: Query, *, country: str | None = None, bbox=None, near=None,
+              limit: int = 5, types: set[str] | None = None, lang: str | None = None) -> list[dict]:
+        if q.empty:
+            return []
+        exps = self._expansions(q)
+        joined = self._joined(q)
+        alts = set()
+        for e in [*exps, *joined.values()]:
+            alts.update(e)
+        if not alts:
+            return []
+        # very common words ('rue', 'katu') only slow FTS down when rarer words are there;
+        # they still count in the alignment below
+        vocab = self.index.vocab
+        rare = {w for w in alts if vocab.get(w, 0) <= COMMON_WORD}
+        if rare:
+            alts = rare
+        match = " OR ".join(f'"{w}"' for w in sorted(alts))
+        rows = self.index.search_entries(match, limit=150 if len(alts) > 3 else 100)
+        if not rows:
+            return []
+        best_entry: dict[int, tuple[float, set[int], str]] = {}
+        for _eid, fid, norm in rows:
+            cov, used = self._align(norm, q, exps, joined)
+            if cov <= 0.2:
+                continue
+            prev = best_entry.get(fid)
+            if prev is None or cov > prev[0]:
+                best_entry[fid] = (cov, used, norm)
+        if not best_entry:
+            return []
+        feats = self.index.features(best_entry)
+        results: list[dict] = []
+        for fid, (cov, used, _norm) in best_entry.items():
+            f = feats.get(fid)
+            if f is None:
+                continue
+            if country and f["country"] and f["country"] != country:
+                continue
+            if country and not f["country"]:
+                continue
+            if types and f["type"] not in types and not (f["type"] == "street" and "address" in types):
+                continue
+            ctx = _context_words(f)
+            factor = 1.0
+            ctx_hits = 0
+            for i, w in enumerate(q.words):
+                if i in used or w in STOPWORDS:
+                    continue
+                if w in ctx or any(x in ctx for x in exps[i] if exps[i][x] >= 0.85):
+                    ctx_hits += 1
+                elif q.prefix and i == len(q.words) - 1 and any(c.startswith(w) for c in ctx):
+                    ctx_hits += 1
+                else:
+                    factor *= UNEXPLAINED
+            for w in q.city_words:
+                if w in ctx:
+                    ctx_hits += 1
+                else:
+                    factor *= UNEXPLAINED
+            if q.postcode:
+                pc = (f.get("postcode") or "").replace(" ", "").lower()
+                if pc == q.postcode:
+                    ctx_hits += 1
+                elif pc:
+                    factor *= 0.75
+            for _ in q.extra_numbers:
+                factor *= 0.9
+            text_score = cov * factor * min(1.06, 1.0 + 0.02 * ctx_hits)
+            results.extend(self._resolve(f, q, text_score))
+        out = []
+        for r in results:
+            lat, lng = r["lat"], r["lng"]
+            if bbox and not (bbox[0] <= lng <= bbox[2] and bbox[1] <= lat <= bbox[3]):
+                continue
+            if near:
+                d = haversine_m(near[0], near[1], lat, lng)
+                r["score"] *= 1.0 - 0.08 * min(1.0, d / 20_000.0)
+                r["_near_d"] = d
+            out.append(r)
+        out.sort(key=lambda r: (-r["score"], r.get("_near_d", 0.0), r["feature"]["id"]))
+        return self._dedupe(out, limit, lang)
+
+    # -- house numbers -------------------------------------------------------------------------
+    def _resolve(self, f: dict, q: Query, text_score: float) -> list[dict]:
+        imp = 0.02 * (f.get("importance") or 0.0)
+        t = f["type"]
+        if q.number is None:
+            return [self._cand(f, t, (TYPE_BASE.get(t, 0.9) + imp) * text_score)]
+        if t == "poi" and f.get("hn_norm") == q.number:
+            return [self._cand(f, t, (1.0 + imp) * text_score)]
+        if t != "street":
+            return [self._cand(f, t, (TYPE_BASE_WITH_NUMBER[t] + imp) * text_score)]
+        addrs = self.index.addresses_on_street(f["id"])
+        exact = [a for a in addrs if a["hn_norm"] == q.number]
+        if exact:
+            return [self._cand(a, "address", (1.0 + imp) * text_score, street=f) for a in exact]
+        point = interpolate(self.index, f, addrs, q.number)
+        if point is not None:
+            lat, lng = point
+            cand = self._cand(f, "address", (TYPE_BASE_WITH_NUMBER["interpolated"] + imp) * text_score,
+                              street=f)
+            cand.update(lat=lat, lng=lng, interpolated=True, number=q.number)
+            return [cand]
+        return [self._cand(f, "street", (TYPE_BASE_WITH_NUMBER["street"] + imp) * text_score)]
+
+    def _cand(self, f: dict, t: str, score: float, street: dict | None = None) -> dict:
+        return {"feature": f, "type": t, "score": score, "lat": f["lat"], "lng": f["lng"],
+                "interpolated": False, "number": f.get("housenumber"), "street": street}
+
+    def _dedupe(self, cands: list[dict], limit: int, lang: str | None) -> list[dict]:
+        out: list[dict] = []
+        seen: set = set()
+        for c in cands:
+            f = c["feature"]
+            key = (c["type"], f.get("street_key") or f.get("name"), c["number"] if c["type"] == "address" else None,
+                   round(c["lat"], 3), round(c["lng"], 3))
+            ident = (f["osm_type"], f["osm_id"], c["type"], c["number"])
+            if key in seen or (f["osm_id"] and ident in seen):
+                continue
+            seen.add(key)
+            seen.add(ident)
+            out.append(self.render(c, lang))
+            if len(out) >= limit:
+                break
+        return out
+
+    def render(self, c: dict, lang: str | None = None) -> dict:
+        f = c["feature"]
+        t = c["type"]
+        street_f = c.get("street")
+        name = f.get("name")
+        if lang and f.get("names"):
+            import json  # noqa: PLC0415
+
+            names = json.loads(f["names"]) if isinstance(f["names"], str) else f["names"]
+            name = names.get(f"name:{lang}", name)
+        if t == "address":
+            street = f.get("street") or (street_f or {}).get("name")
+            name = f.get("name") if not c["interpolated"] else None
+        elif t == "street":
+            street = name
+        else:
+            street = f.get("street")
+        number = c["number"] if t in ("address", "poi") else None
+        cid = f"{self.region}:{f['id']}" + (f":{c['number']}" if c["interpolated"] else "")
+        postcode = f.get("postcode") or ((street_f or {}).get("postcode") if c["interpolated"] else None)
+        return {
+            "id": cid,
+            "type": t,
+            "score": round(max(0.0, min(1.0, c["score"])), 4),
+            "interpolated": bool(c["interpolated"]),
+            "name": name,
+            "address": {
+                "country": f.get("country"),
+                "city": f.get("city"),
+                "district": f.get("district"),
+                "street": street,
+                "number": number,
+                "postcode": postcode,
+            },
+            "coord": {"lat": round_coord(c["lat"]), "lng": round_coord(c["lng"])},
+            "osm": {"type": f.get("osm_type"), "id": f.get("osm_id")} if f.get("osm_id") else None,
+            "region": self.region,
+            **({"category": f.get("category")} if t == "poi" else {}),
+        }
+
+
+def interpolate(index: SearchIndex, street: dict, addrs: list[dict], number: str):
+    """(lat, lng) of a missing house number between the known ones on the street, or None."""
+    target = number_value(number)
+    if target is None:
+        return None
+    geom = index.street_geometry(street["id"])
+    if geom is None:
+        return None
+    known = [(number_value(a["hn_norm"]), a) for a in addrs]
+    known = [(v, a) for v, a in known if v is not None]
+    if len(known) < 2:
+        return None
+    proj = index.proj
+    lines = []
+    for part in getattr(geom, "geoms", [geom]):
+        arr = np.asarray(part.coords)
+        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+        lines.append(LineString(np.column_stack([x, y])))
+    merged = linemerge(lines)
+    parts = list(getattr(merged, "geoms", [merged]))
+    same = [(v, a) for v, a in known if v % 2 == target % 2] or known
+    lower = max((k for k in same if k[0] < target), default=None, key=lambda k: k[0])
+    upper = min((k for k in same if k[0] > target), default=None, key=lambda k: k[0])
+    if lower is None or upper is None:
+        return None
+    pts = []
+    for _v, a in (lower, upper):
+        x, y = proj.to_xy(a["lat"], a["lng"])
+        pts.append(Point(float(x), float(y)))
+    line = min(parts, key=lambda ln: ln.distance(pts[0]) + ln.distance(pts[1]))
+    if line.distance(pts[0]) > 150 or line.distance(pts[1]) > 150:
+        return None
+    p0, p1 = line.project(pts[0]), line.project(pts[1])
+    frac = (target - lower[0]) / (upper[0] - lower[0])
+    if abs(p1 - p0) < 1e-6:
+        x = pts[0].x + frac * (pts[1].x - pts[0].x)
+        y = pts[0].y + frac * (pts[1].y - pts[0].y)
+    else:
+        at = line.interpolate(p0 + frac * (p1 - p0))
+        # keep the side of the street the houses are on: offset like the known neighbours
+        a0, a1 = line.interpolate(p0), line.interpolate(p1)
+        ox = (pts[0].x - a0.x) * (1 - frac) + (pts[1].x - a1.x) * frac
+        oy = (pts[0].y - a0.y) * (1 - frac) + (pts[1].y - a1.y) * frac
+        x, y = at.x + ox, at.y + oy
+    lat, lng = proj.to_latlng(x, y)
+    if not (math.isfinite(float(lat)) and math.isfinite(float(lng))):
+        return None
+    return float(lat), float(lng)

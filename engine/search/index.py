@@ -1,0 +1,247 @@
+"""Read side of search.sqlite: opened read-only, shared by every request of a process.
+
+SQLite connections are per thread (``mode=ro`` URI, memory-mapped), so gunicorn threads and
+Celery threads share the page cache. The vocabulary (every normalised word of every name, a few
+thousand words for a city) is loaded once into a symmetric-delete table for typo tolerance
+(edit distance 1, 2 for words of 8+ letters) and a sorted list for prefixes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import shapely
+from rapidfuzz import process
+from rapidfuzz.distance import OSA, Levenshtein
+
+from engine import layout
+from engine.geo import LocalProjection
+
+FEATURE_COLUMNS = (
+    "id, type, name, names, housenumber, hn_norm, street, street_key, street_id, city, district, "
+    "postcode, country, lat, lng, osm_type, osm_id, category, tags, importance"
+)
+_FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+class SearchIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        conn = self._conn()
+        self.vocab: dict[str, int] = dict(conn.execute("SELECT word, freq FROM vocab"))
+        self.sorted_words = sorted(self.vocab)
+        self._del: dict[str, list[str]] = {}
+        for w in self.vocab:
+            if len(w) >= 4 and not w.isdigit():
+                for d in _deletes(w):
+                    self._del.setdefault(d, []).append(w)
+        # prefixes (4..10 letters) by their one-letter deletes: typos while typing
+        self._pdel: dict[str, set[str]] = {}
+        for w in self.vocab:
+            if len(w) >= 5 and not w.isdigit():
+                for n in range(4, min(len(w), 10) + 1):
+                    pre = w[:n]
+                    for d in _deletes(pre) | {pre}:
+                        self._pdel.setdefault(d, set()).add(w)
+        self._by_len: dict[int, list[str]] = {}
+        for w in self.vocab:
+            if not w.isdigit():
+                self._by_len.setdefault(len(w), []).append(w)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
+        self.proj = LocalProjection(lat0, lng0)
+        self._street_geoms: dict[int, object] = {}
+        self._expand_cache: dict[tuple, dict[str, float]] = {}
+        self._geom_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, version_dir: Path) -> SearchIndex:
+        return cls(Path(version_dir) / layout.SEARCH_DB)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("PRAGMA mmap_size = 268435456")
+            conn.execute("PRAGMA query_only = 1")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def execute(self, sql: str, args=()):
+        return self._conn().execute(sql, args)
+
+    # -- vocabulary ----------------------------------------------------------------------------
+    def expand(self, tok: str, prefix: bool = False, fuzzy: bool = True) -> dict[str, float]:
+        """Vocabulary words a query token may stand for, with a match quality in (0, 1]."""
+        key = (tok, prefix, fuzzy)
+        found = self._expand_cache.get(key)
+        if found is None:
+            found = self._expand(tok, prefix, fuzzy)
+            if len(self._expand_cache) > 100_000:
+                self._expand_cache.clear()
+            self._expand_cache[key] = found
+        return found
+
+    def _expand(self, tok: str, prefix: bool, fuzzy: bool) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if tok in self.vocab:
+            out[tok] = 1.0
+        if prefix and len(tok) >= 2:
+            i = bisect.bisect_left(self.sorted_words, tok)
+            n = 0
+            while i < len(self.sorted_words) and self.sorted_words[i].startswith(tok) and n < 40:
+                w = self.sorted_words[i]
+                if w != tok:
+                    out.setdefault(w, 0.75 + 0.2 * len(tok) / len(w))
+                i += 1
+                n += 1
+        if prefix and fuzzy and len(tok) >= 4 and len(out) < 3 and not tok.isdigit():
+            head = tok[:10]
+            maxd = 1 if len(tok) < 8 else 2
+            for key in _deletes(head) | {head}:
+                for w in self._pdel.get(key, ()):
+                    if w in out:
+                        continue
+                    n = len(tok)
+                    d = min(Levenshtein.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
+                    if d <= maxd:
+                        out[w] = 0.7
+        if fuzzy and len(tok) >= 4 and not tok.isdigit() and tok not in self.vocab:
+            maxd = 2 if len(tok) >= 8 else 1
+            keys = {tok} | _deletes(tok)
+            if maxd == 2:
+                keys |= {d2 for d in _deletes(tok) for d2 in _deletes(d)}
+            for key in keys:
+                for w in self._del.get(key, ()):
+                    if w in out:
+                        continue
+                    d = OSA.distance(tok, w, score_cutoff=maxd)
+                    if d <= maxd:
+                        out[w] = 0.85 if d == 1 else 0.7
+                w_exact = key if key in self.vocab and key != tok else None
+                if w_exact and w_exact not in out and len(w_exact) >= 3:
+                    d = OSA.distance(tok, w_exact, score_cutoff=maxd)
+                    if d <= maxd:
+                        out[w_exact] = 0.85 if d == 1 else 0.7
+            if not out and len(tok) >= 7:
+                # two edits the delete table cannot see (e.g. a swap and a substitution)
+                for n in range(len(tok) - 2, len(tok) + 3):
+                    pool = self._by_len.get(n)
+                    if pool:
+                        for w, d, _ in process.extract(tok, pool, scorer=OSA.distance,
+                                                       score_cutoff=2, limit=4):
+                            out.setdefault(w, 0.85 if d == 1 else 0.7)
+        return out
+
+    # -- features ------------------------------------------------------------------------------
+    @staticmethod
+    def row_to_feature(row) -> dict:
+        return dict(zip(_FIELDS, row, strict=True))
+
+    def features(self, ids) -> dict[int, dict]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        q = ",".join("?" * len(ids))
+        rows = self.execute(f"SELECT {FEATURE_COLUMNS} FROM features WHERE id IN ({q})", ids)
+        return {r[0]: self.row_to_feature(r) for r in rows}
+
+    def search_entries(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
+        """(entry id, feature id, norm) of entries matching an FTS5 expression, best first."""
+        sql = (
+            "SELECT e.id, e.feature_id, e.norm FROM entries_fts f JOIN entries e ON e.id = f.rowid "
+            "WHERE entries_fts MATCH ? ORDER BY f.rank LIMIT ?"
+        )
+        try:
+            return list(self.execute(sql, (match, limit)))
+        except sqlite3.OperationalError:
+            return []
+
+    def addresses_on_street(self, street_id: int) -> list[dict]:
+        rows = self.execute(
+            f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id = ?",
+            (street_id,),
+        )
+        return [self.row_to_feature(r) for r in rows]
+
+    def street_geometry(self, street_id: int):
+        geom = self._street_geoms.get(street_id)
+        if geom is None:
+            row = self.execute("SELECT geom FROM features WHERE id = ?", (street_id,)).fetchone()
+            if row is None or row[0] is None:
+                return None
+            geom = shapely.from_wkb(row[0])
+            with self._geom_lock:
+                self._street_geoms[street_id] = geom
+        return geom
+
+    def points_in_box(self, min_lng, min_lat, max_lng, max_lat, types=None, limit=None):
+        sql = (
+            f"SELECT {', '.join('f.' + c for c in _FIELDS)} FROM points_rtree r "
+            "JOIN features f ON f.id = r.id "
+            "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ?"
+        )
+        args: list = [max_lng, min_lng, max_lat, min_lat]
+        if types:
+            sql += f" AND f.type IN ({','.join('?' * len(types))})"
+            args += list(types)
+        if limit:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [self.row_to_feature(r) for r in self.execute(sql, args)]
+
+    def street_parts_in_box(self, min_lng, min_lat, max_lng, max_lat):
+        sql = (
+            "SELECT p.street_id, p.geom FROM parts_rtree r JOIN street_parts p ON p.id = r.id "
+            "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ?"
+        )
+        return list(self.execute(sql, (max_lng, min_lng, max_lat, min_lat)))
+
+    def category_counts(self) -> dict[str, int]:
+        rows = self.execute(
+            "SELECT category, COUNT(*) FROM features WHERE type = 'poi' AND category IS NOT NULL "
+            "GROUP BY category"
+        )
+        return dict(rows)
+
+
+class PoiArrays:
+    """POI coordinates per category in numpy arrays, for nearest-by-category in microseconds."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        import numpy as np  # noqa: PLC0415
+
+        rows = index.execute(
+            "SELECT id, category, lat, lng FROM features WHERE type = 'poi' AND category IS NOT NULL"
+        ).fetchall()
+        by_cat: dict[str, list] = {}
+        for fid, cat, lat, lng in rows:
+            by_cat.setdefault(cat, []).append((fid, lat, lng))
+        self.arrays = {
+            cat: (np.array([r[0] for r in items], dtype=np.int64),
+                  np.array([r[1] for r in items]), np.array([r[2] for r in items]))
+            for cat, items in by_cat.items()
+        }
+
+
+def poi_arrays(index: SearchIndex) -> PoiArrays:
+    found = getattr(index, "_poi_arrays", None)
+    if found is None:
+        found = PoiArrays(index)
+        index._poi_arrays = found
+    return found

@@ -1,0 +1,75 @@
+"""Geocoding: free text or structured address -> candidates from every loaded region.
+
+Params are already validated by the web layer (limit within Limits.geocode_limit, coordinates in
+range); this function only raises InvalidParameter for what needs the data (an unknown country).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.countries import normalize_country
+from engine.dataset import DatasetRegistry
+from engine.errors import InvalidParameter
+from engine.search.geocoder import Matcher, parses
+
+
+@dataclass(frozen=True)
+class GeocodeParams:
+    query: str | None = None
+    street: str | None = None
+    number: str | None = None
+    city: str | None = None
+    postcode: str | None = None
+    country: str | None = None  # alpha-2 or alpha-3
+    limit: int = 5
+    near: tuple[float, float] | None = None  # (lat, lng) bias
+    bbox: tuple[float, float, float, float] | None = None  # (min_lng, min_lat, max_lng, max_lat)
+    lang: str | None = None
+
+
+def matcher_for(dataset) -> Matcher:
+    """One Matcher per loaded search index (kept on the index object, built once)."""
+    index = dataset.search
+    m = getattr(index, "_matcher", None)
+    if m is None:
+        m = Matcher(index, dataset.region)
+        index._matcher = m
+    return m
+
+
+def _overlaps(ds_bbox, bbox) -> bool:
+    return not (
+        bbox[2] < ds_bbox.min_lng or bbox[0] > ds_bbox.max_lng
+        or bbox[3] < ds_bbox.min_lat or bbox[1] > ds_bbox.max_lat
+    )
+
+
+def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
+    if not (params.query and params.query.strip()) and not (params.street or params.city or params.postcode):
+        raise InvalidParameter("give a query or a structured address (street, city, postcode)",
+                               parameter="query")
+    country = normalize_country(params.country)
+    queries = parses(params.query, street=params.street, number=params.number, city=params.city,
+                     postcode=params.postcode)
+    for q in queries:
+        if q.empty and q.city_words:
+            q.words, q.city_words = q.city_words, []  # only a city: search it as a place
+        if q.empty and q.postcode:
+            q.words = [q.postcode]
+    merged: list[dict] = []
+    for ds in datasets.all():
+        if params.bbox and not _overlaps(ds.bbox, params.bbox):
+            continue
+        m = matcher_for(ds)
+        for q in queries:
+            merged.extend(m.match(q, country=country, bbox=params.bbox, near=params.near,
+                                  limit=params.limit, lang=params.lang))
+    if len(queries) > 1:  # the same candidate from two parses: keep the best
+        best: dict[str, dict] = {}
+        for c in merged:
+            if c["id"] not in best or c["score"] > best[c["id"]]["score"]:
+                best[c["id"]] = c
+        merged = list(best.values())
+    merged.sort(key=lambda c: -c["score"])
+    return {"candidates": merged[: params.limit]}

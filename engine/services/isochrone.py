@@ -1,0 +1,135 @@
+"""Isochrones: areas reachable by car from a point within times (minutes) or distances (m).
+
+Exactly one of ``times`` / ``distances`` (1..``Limits.isochrone_contours`` values, each
+``<= isochrone_max_minutes`` / ``isochrone_max_distance_m``). The origin is snapped like a
+route origin (nearest edge of the well-connected network within ``Limits.snap_max_distance_m``,
+else 400 naming ``lat``). See :mod:`engine.isochrone.compute` for the method.
+
+Result: a GeoJSON FeatureCollection, one (Multi)Polygon feature per contour, largest first::
+
+    {"type": "FeatureCollection",
+     "features": [{"type": "Feature",
+                   "properties": {"contour": 15.0, "metric": "time", "area_m2": 2345678.0},
+                   "geometry": {"type": "Polygon", "coordinates": [[[lng, lat], ...], ...]}}],
+     "origin": {"lat", "lng"}}          # the snapped origin
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import shapely
+
+from config.settings import Limits
+from engine.dataset import DatasetRegistry
+from engine.errors import DatasetError, InvalidParameter
+from engine.geo import round_coord
+from engine.isochrone.compute import IsoOptions, TurnGraph, contours, reach
+
+PROFILES = ("car",)
+
+
+@dataclass(frozen=True)
+class IsochroneParams:
+    lat: float
+    lng: float
+    times: tuple[float, ...] = ()  # minutes
+    distances: tuple[float, ...] = ()  # metres
+    profile: str = "car"
+
+
+def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...], str]:
+    if not (math.isfinite(p.lat) and -90 <= p.lat <= 90):
+        raise InvalidParameter("lat must be a latitude in [-90, 90]", parameter="lat")
+    if not (math.isfinite(p.lng) and -180 <= p.lng <= 180):
+        raise InvalidParameter("lng must be a longitude in [-180, 180]", parameter="lng")
+    if p.profile not in PROFILES:
+        raise InvalidParameter(f"profile must be one of {', '.join(PROFILES)}", parameter="profile")
+    if bool(p.times) == bool(p.distances):
+        raise InvalidParameter("give exactly one of time (minutes) or distance (m)", parameter="time")
+    if p.times:
+        metric, values, name, top = "time", p.times, "time", limits.isochrone_max_minutes
+    else:
+        metric, values, name, top = "distance", p.distances, "distance", limits.isochrone_max_distance_m
+    if len(values) > limits.isochrone_contours:
+        raise InvalidParameter(
+            f"{name}: at most {limits.isochrone_contours} contours", parameter=name
+        )
+    for v in values:
+        if not (math.isfinite(v) and 0 < v <= top):
+            raise InvalidParameter(f"{name}: each value must be in (0, {top:g}]", parameter=name)
+    return metric, tuple(sorted(set(float(v) for v in values), reverse=True)), name
+
+
+def _component(datasets: DatasetRegistry, lat: float, lng: float):
+    for ds in datasets.covering(lat, lng, margin_deg=0.01):
+        try:
+            return ds.component("roadnet")
+        except DatasetError:
+            continue
+    raise InvalidParameter(f"lat: no road data covers {lat},{lng}", parameter="lat")
+
+
+def _turns(comp) -> TurnGraph:
+    turns = getattr(comp, "_iso_turns", None)
+    if turns is None:
+        g = comp.graph
+        turns = TurnGraph(
+            np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
+            np.ascontiguousarray(g.turn_to, dtype=np.int32),
+            np.ascontiguousarray(g.turn_cost_s, dtype=np.float64),
+        )
+        comp._iso_turns = turns
+    return turns
+
+
+def _ring(net, ring) -> list:
+    xy = shapely.get_coordinates(ring)
+    lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
+    return np.column_stack([np.round(lng, 6), np.round(lat, 6)]).tolist()
+
+
+def _geojson(geom: shapely.Geometry, net) -> dict:
+    polys = list(geom.geoms) if geom.geom_type in ("MultiPolygon", "GeometryCollection") else [geom]
+    polys = [p for p in polys if p.geom_type == "Polygon" and not p.is_empty]
+    coords = [[_ring(net, p.exterior)] + [_ring(net, r) for r in p.interiors] for p in polys]
+    if len(coords) == 1:
+        return {"type": "Polygon", "coordinates": coords[0]}
+    return {"type": "MultiPolygon", "coordinates": coords}
+
+
+def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None,
+        options: IsoOptions = IsoOptions()) -> dict:
+    limits = limits or Limits()
+    metric, values, name = _validate(params, limits)
+    comp = _component(datasets, params.lat, params.lng)
+    net = comp.network
+    hit = comp.snapper.snap(params.lat, params.lng, limits.snap_max_distance_m)
+    if hit is None:
+        raise InvalidParameter(
+            f"lat: no road within {limits.snap_max_distance_m:.0f} m of {params.lat},{params.lng}",
+            parameter="lat",
+        )
+    edge = int(hit.edge)
+    offset = float(hit.fraction) * float(net.length[edge])
+    twin = int(comp.twin[edge])
+    if metric == "time":
+        cost, budgets, use_turns = net.duration, [v * 60.0 for v in values], True
+    else:
+        cost, budgets, use_turns = net.length, list(values), False
+    entry = reach(net, _turns(comp), cost, use_turns, edge, offset, twin, max(budgets))
+    polys = contours(net, entry, cost, budgets, options)
+    features = []
+    for value, poly in zip(values, polys):
+        features.append({
+            "type": "Feature",
+            "properties": {"contour": value, "metric": metric, "area_m2": round(float(poly.area), 1)},
+            "geometry": _geojson(poly, net),
+        })
+    return {
+        "type": "FeatureCollection",
+        "features": features,
+        "origin": {"lat": round_coord(hit.lat), "lng": round_coord(hit.lng)},
+    }

@@ -1,0 +1,80 @@
+"""Proximity: the nearest POIs of any of the given categories, by straight-line distance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.categories import resolve
+from engine.dataset import DatasetRegistry
+from engine.geo import haversine_m, haversine_m_np
+from engine.search.index import poi_arrays
+from engine.services.poi import poi_result
+
+
+@dataclass(frozen=True)
+class NearestParams:
+    lat: float
+    lng: float
+    categories: tuple[str, ...]
+    limit: int = 10
+    radius: float = 5000.0  # metres
+
+
+def run(datasets: DatasetRegistry, params: NearestParams) -> dict:
+    ids, raw = resolve(params.categories, parameter="categories")
+    if not ids and not raw:
+        from engine.errors import InvalidParameter  # noqa: PLC0415
+
+        raise InvalidParameter("give at least one category", parameter="categories")
+    margin = params.radius / 111_000.0
+    found: list[tuple[float, object, int]] = []
+    for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
+        index = ds.search
+        arrays = poi_arrays(index)
+        for cat in ids:
+            entry = arrays.arrays.get(cat)
+            if entry is None:
+                continue
+            fids, lats, lngs = entry
+            d = haversine_m_np(params.lat, params.lng, lats, lngs)
+            sel = np.nonzero(d <= params.radius)[0]
+            if len(sel) > params.limit:
+                sel = sel[np.argpartition(d[sel], params.limit - 1)[: params.limit]]
+            found.extend((float(d[i]), ds, int(fids[i])) for i in sel)
+        for tag in raw:  # raw OSM tags: the R*Tree box, then the tag
+            dlat = params.radius / 111_000.0
+            dlng = dlat / max(0.05, np.cos(np.radians(params.lat)))
+            rows = index.execute(
+                f"SELECT f.id, f.lat, f.lng FROM points_rtree r JOIN features f ON f.id = r.id "
+                "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ? "
+                "AND f.type = 'poi' AND instr(f.tags, ?) > 0",
+                (params.lng + dlng, params.lng - dlng, params.lat + dlat, params.lat - dlat,
+                 tag_needle(tag)),
+            ).fetchall()
+            for fid, lat, lng in rows:
+                d = haversine_m(params.lat, params.lng, lat, lng)
+                if d <= params.radius:
+                    found.append((d, ds, fid))
+    found.sort(key=lambda t: (t[0], t[2]))
+    seen: set = set()
+    results = []
+    for d, ds, fid in found:
+        if (ds.region, fid) in seen:
+            continue
+        seen.add((ds.region, fid))
+        f = ds.search.features([fid])[fid]
+        results.append(poi_result(f, ds.region, d))
+        if len(results) >= params.limit:
+            break
+    return {"results": results}
+
+
+def tag_needle(tag: str) -> str:
+    """'amenity=cafe' -> '|amenity=cafe|' ; 'shop=*' -> '|shop=' (features.tags is '|k=v|k=v|')."""
+    k, v = tag.split("=", 1)
+    return f"|{k}=" if v == "*" else f"|{k}={v}|"
+
+
+__all__ = ["NearestParams", "run", "tag_needle"]

@@ -1,0 +1,177 @@
+"""Driving directions (``cmd=routing``, ``/v1/routing``): snapped points, legs, steps, geometry.
+
+Result::
+
+    {"routes": [{"distance": m, "duration": s, "geometry": <polyline str | GeoJSON LineString>,
+                 "legs": [{"distance", "duration", "steps": [{"instruction", "maneuver": {"type",
+                           "modifier", "exit", "bearing_before", "bearing_after"}, "name",
+                           "distance", "duration", "location": {"lat", "lng"}}]}]}],
+     "waypoints": [{"location": {"lat", "lng"}, "snap_distance": m, "name": street}]}
+
+The first route is the best; alternatives (only without intermediate waypoints) follow.
+Errors: a point farther than ``Limits.snap_max_distance_m`` from any drivable road ->
+InvalidParameter naming ``origin`` / ``destination`` / ``waypoints``; no region covering the
+points or no path between them -> NotFound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from config.settings import Limits
+from engine.errors import InvalidParameter, NotFound
+from engine.geo import round_coord
+from engine.routing import polyline
+from engine.routing.directions import build_steps
+from engine.routing.router import avoid_mask
+
+AVOIDABLE = ("tolls", "ferries", "motorways")
+GEOMETRIES = ("polyline", "polyline6", "geojson")
+
+
+@dataclass(frozen=True)
+class RoutingParams:
+    origin: tuple[float, float]  # (lat, lng)
+    destination: tuple[float, float]
+    waypoints: tuple[tuple[float, float], ...] = ()
+    alternatives: int = 0
+    avoid: frozenset[str] = field(default_factory=frozenset)
+    steps: bool = True
+    geometry: str = "polyline"
+
+
+def _check(params: RoutingParams, limits: Limits) -> None:
+    if len(params.waypoints) > limits.routing_waypoints:
+        raise InvalidParameter(
+            f"at most {limits.routing_waypoints} waypoints are allowed", parameter="waypoints"
+        )
+    if not 0 <= params.alternatives <= limits.routing_alternatives:
+        raise InvalidParameter(
+            f"alternatives must be between 0 and {limits.routing_alternatives}",
+            parameter="alternatives",
+        )
+    bad = set(params.avoid) - set(AVOIDABLE)
+    if bad:
+        raise InvalidParameter(
+            f"avoid accepts {', '.join(AVOIDABLE)}; got {', '.join(sorted(bad))}", parameter="avoid"
+        )
+    if params.geometry not in GEOMETRIES:
+        raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
+
+
+def _candidates(datasets, points, names, limits: Limits) -> list:
+    """Datasets covering every point (within the snap distance), smallest bbox first.
+
+    A point outside every region is farther than the snap limit from any road we know: 400
+    naming it. Points each covered but by no common region: 404 (no route across regions)."""
+    common: set[str] | None = None
+    for (lat, lng), pname in zip(points, names):
+        margin = limits.snap_max_distance_m / 111_320.0 / max(math.cos(math.radians(lat)), 0.1)
+        found = {d.region for d in datasets.covering(lat, lng, margin)}
+        if not found:
+            raise InvalidParameter(
+                f"{pname} ({lat:.6f},{lng:.6f}) is farther than {limits.snap_max_distance_m:.0f} m "
+                "from any drivable road (outside every imported region)",
+                parameter=pname,
+            )
+        common = found if common is None else common & found
+    if not common:
+        raise NotFound("no imported region contains all the route points: no route between them")
+    lat, lng = points[0]
+    return [d for d in datasets.covering(lat, lng, 1.0) if d.region in common]
+
+
+def _snap_all(router, points, names, limits: Limits):
+    snaps = []
+    for (lat, lng), pname in zip(points, names):
+        s = router.snap(lat, lng, limits.snap_max_distance_m)
+        if s is None:
+            raise InvalidParameter(
+                f"{pname} ({lat:.6f},{lng:.6f}) is farther than {limits.snap_max_distance_m:.0f} m "
+                "from any drivable road",
+                parameter=pname,
+            )
+        snaps.append(s)
+    return snaps
+
+
+def _geometry(lat, lng, kind: str):
+    if kind == "geojson":
+        return {
+            "type": "LineString",
+            "coordinates": [[round_coord(x), round_coord(y)] for y, x in zip(lat.tolist(), lng.tolist())],
+        }
+    return polyline.encode(lat, lng, 6 if kind == "polyline6" else 5)
+
+
+def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:
+    limits = limits or Limits()
+    _check(params, limits)
+    points = [params.origin, *params.waypoints, params.destination]
+    names = ["origin", *["waypoints"] * len(params.waypoints), "destination"]
+    first_error: InvalidParameter | None = None
+    for dataset in _candidates(datasets, points, names, limits):
+        router = dataset.router
+        try:
+            snaps = _snap_all(router, points, names, limits)
+            break
+        except InvalidParameter as exc:  # overlapping regions: try the next one
+            first_error = first_error or exc
+    else:
+        raise first_error or NotFound("no imported region covers all the route points")
+    mask = avoid_mask(params.avoid)
+    legs = []
+    for i in range(len(snaps) - 1):
+        leg = router.leg(snaps[i], snaps[i + 1], mask)
+        if leg is None:
+            what = "origin and destination" if len(snaps) == 2 else f"points {i} and {i + 1}"
+            extra = f" while avoiding {', '.join(sorted(params.avoid))}" if params.avoid else ""
+            raise NotFound(f"no drivable route between the {what}{extra}")
+        legs.append(leg)
+    routes = [legs]
+    if params.alternatives and len(legs) == 1:
+        for alt in router.alternatives(snaps[0], snaps[1], legs[0], params.alternatives, mask):
+            routes.append([alt])
+    out_routes = [_route(router, r, params) for r in routes]
+    g = router.g
+    waypoints = [
+        {
+            "location": {"lat": round_coord(s.lat), "lng": round_coord(s.lng)},
+            "snap_distance": round(s.distance_m, 1),
+            "name": g.name(s.edge),
+        }
+        for s in snaps
+    ]
+    return {"routes": out_routes, "waypoints": waypoints}
+
+
+def _route(router, legs, params: RoutingParams) -> dict:
+    import numpy as np
+
+    out_legs = []
+    lats, lngs = [], []
+    total_d = total_t = 0.0
+    for i, leg in enumerate(legs):
+        dist, dur = router.leg_summary(leg)
+        total_d += dist
+        total_t += dur
+        item = {"distance": round(dist, 1), "duration": round(dur, 1)}
+        if params.steps:
+            item["steps"] = build_steps(router, leg, last_leg=i == len(legs) - 1)
+        else:
+            item["steps"] = []
+        out_legs.append(item)
+        la, ln = router.leg_geometry(leg)
+        if lats:
+            la, ln = la[1:], ln[1:]
+        lats.append(la)
+        lngs.append(ln)
+    lat = np.concatenate(lats)
+    lng = np.concatenate(lngs)
+    return {
+        "distance": round(total_d, 1),
+        "duration": round(total_t, 1),
+        "geometry": _geometry(lat, lng, params.geometry),
+        "legs": out_legs,
+    }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make run`: Redis, sample import (when not yet imported), a fresh key, then web + worker from
+# the Procfile under honcho.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export REDIS_URL=$(bash scripts/ensure-redis.sh)
+for f in data/samples/monaco.osm.pbf data/samples/helsinki.osm.pbf; do meridian import "$f"; done
+KEY=$(meridian keys create --account demo --plan standard --label "make run" 2>/dev/null)
+cat <<MSG
+
+Meridian on http://localhost:$PORT  (Redis: $REDIS_URL)
+  Swagger UI   http://localhost:$PORT/api
+  OpenAPI      http://localhost:$PORT/api-json
+  Health       http://localhost:$PORT/v1/health/ready
+  Queue monitor (Flower) http://127.0.0.1:5555
+
+  API key (plan standard): $KEY
+
+  curl -s -H 'Authorization: Bearer $KEY' 'http://localhost:$PORT/services/json?cmd=geocoding&addr=Mannerheimintie%205%2C%20Helsinki'
+  curl -s -H 'X-API-Key: $KEY' 'http://localhost:$PORT/v1/geocoding?query=6%20Quai%20Antoine%201er%2C%20Monaco'
+
+MSG
+exec honcho start -f Procfile

@@ -1,0 +1,59 @@
+"""The one task behind every heavy function (isochrones, static maps, geometry downloads).
+
+The web process (``app/dispatch.py``) sends the service function's name, its encoded parameters
+and the cache key; the task computes, stores the result under the cache key (so identical
+requests are answered from Redis without the queue) and returns a small status. Idempotent: a
+redelivered task recomputes the same value into the same key.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from engine.codec import decode
+from engine.errors import ErrorKind, MeridianError
+from tasks.base import datasets, redis_client, settings
+from tasks.results import store_result
+
+log = logging.getLogger("meridian.tasks")
+ALLOWED_SERVICES = ("engine.services.",)
+
+
+def _resolve(ref: str):
+    module, _, name = ref.partition(":")
+    if not module.startswith(ALLOWED_SERVICES):
+        raise ValueError(f"not a service function: {ref}")
+    return getattr(importlib.import_module(module), name)
+
+
+ERROR_TTL_S = 30
+
+
+def _error(kind: ErrorKind, message: str, parameter: str | None = None) -> dict:
+    return {"__error__": {"kind": kind.name, "message": message, "parameter": parameter}}
+
+
+@shared_task(name="meridian.heavy", acks_late=True, reject_on_worker_lost=True)
+def run_heavy(service_ref: str, encoded_params: dict, cache_key: str) -> dict:
+    client = redis_client()
+    try:
+        result = _resolve(service_ref)(datasets(), decode(encoded_params))
+        store_result(client, cache_key, result, settings().cache_ttl_s)
+        return {"ok": True}
+    except MeridianError as exc:
+        store_result(client, cache_key, _error(exc.kind, exc.message, exc.parameter), ERROR_TTL_S)
+        return {"ok": False, "kind": exc.kind.name}
+    except SoftTimeLimitExceeded:
+        store_result(client, cache_key, _error(ErrorKind.UNAVAILABLE, "the computation ran over its time limit"),
+                     ERROR_TTL_S)
+        return {"ok": False, "kind": ErrorKind.UNAVAILABLE.name}
+    except Exception:
+        log.exception("heavy task %s failed", service_ref)
+        store_result(client, cache_key, _error(ErrorKind.INTERNAL, "internal error in a worker"), 10)
+        raise
+    finally:
+        client.delete(f"{cache_key}:inflight")

@@ -1,0 +1,15 @@
+"""Operational tasks: a worker's view of itself (used by tests and ops to prove the wiring)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import shared_task
+
+from tasks.base import datasets
+
+
+@shared_task(name="meridian.ping")
+def ping() -> dict:
+    """The worker's pid and the regions it has loaded."""
+    return {"pid": os.getpid(), "regions": sorted(datasets().regions())}

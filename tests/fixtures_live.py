@@ -1,0 +1,219 @@
+"""Fixtures for tests that talk to real services: Redis, a Celery worker, gunicorn, the Flask app.
+
+- Redis: ``REDIS_URL`` (``make test`` exports one that answers, starting its own redis-server if
+  needed); tests use database 15 and the service name ``meridiantest`` so they never touch a
+  deployment's keys.
+- The Celery worker and gunicorn run as real subprocesses with the test settings in their
+  environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import redis
+import requests
+
+from accounts.store import AccountStore
+from config.settings import PROJECT_ROOT, Settings
+
+TEST_SERVICE = "meridiantest"
+TEST_REDIS_DB = 15
+
+
+def _test_redis_url() -> str:
+    base = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    parts = urlsplit(base)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{TEST_REDIS_DB}", "", ""))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(url, timeout=1).status_code < 500:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout} s")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = _test_redis_url()
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"no Redis at {url} ({exc}); run the tests with `make test`, which starts one")
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir, redis_url, tmp_path_factory) -> Settings:
+    db = tmp_path_factory.mktemp("accounts") / "meridian.db"
+    return Settings.from_env(
+        {
+            "DATA_DIR": str(data_dir),
+            "DATABASE_URL": f"sqlite:///{db}",
+            "REDIS_URL": redis_url,
+            "SERVICE_NAME": TEST_SERVICE,
+            "NODE_ENV": "test",
+            "TASK_WAIT_TIMEOUT": "20",
+            "AUTH_CACHE_TTL": "1",
+        }
+    )
+
+
+def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATA_DIR=str(settings.data_dir),
+        DATABASE_URL=settings.database_url,
+        REDIS_URL=settings.redis_url,
+        SERVICE_NAME=settings.service_name,
+        NODE_ENV=settings.environment,
+        AUTH_CACHE_TTL=str(settings.auth_cache_ttl_s),
+        PYTHONPATH=str(PROJECT_ROOT),
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def store(settings) -> AccountStore:
+    s = AccountStore(settings.database_url)
+    s.create_schema()
+    return s
+
+
+@pytest.fixture(scope="session")
+def app(settings, store):
+    from app import create_app
+
+    return create_app(settings)
+
+
+@pytest.fixture()
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture(scope="session")
+def api_key(store) -> str:
+    return store.create_key("tests", "pro", label="session key").key
+
+
+def start_worker(settings: Settings, log_path: Path, queues: str = "default,isochrone,staticmap,geometry,batch",
+                 concurrency: int = 1, name: str = "test") -> subprocess.Popen:
+    log = open(log_path, "ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", queues,
+         "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h",
+         "--without-gossip", "--without-mingle"],
+        cwd=PROJECT_ROOT, env=settings_env(settings), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def wait_worker(settings: Settings, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    from workers.celery_app import make_celery
+
+    celery = make_celery(settings)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {proc.returncode}")
+        if celery.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("celery worker did not answer ping in time")
+
+
+@pytest.fixture(scope="session")
+def celery_worker(settings, tmp_path_factory):
+    proc = start_worker(settings, tmp_path_factory.mktemp("logs") / "worker.log")
+    try:
+        wait_worker(settings, proc)
+        yield proc
+    finally:
+        stop(proc)
+
+
+def start_gunicorn(settings: Settings, port: int, log_path: Path, workers: int = 2, **env: str) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_ROOT / "config" / "gunicorn.py"), "app.wsgi:app"],
+        cwd=PROJECT_ROOT,
+        env=settings_env(settings, PORT=str(port), WEB_CONCURRENCY=str(workers), **env),
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    wait_http(f"http://127.0.0.1:{port}/v1/health/live", proc=proc)
+    return proc
+
+
+@pytest.fixture(scope="session")
+def live_server(settings, store, tmp_path_factory):
+    """gunicorn with 2 workers on a free port, in-process engine; yields its base URL."""
+    port = free_port()
+    proc = start_gunicorn(settings, port, tmp_path_factory.mktemp("logs") / "gunicorn.log")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+PG_ADMIN_URL = os.environ.get("MERIDIAN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A fresh PostgreSQL database for the session (dropped at the end); skips with the reason
+    when no PostgreSQL answers at MERIDIAN_TEST_PG (default 127.0.0.1:5432, user postgres)."""
+    import uuid
+
+    try:
+        import psycopg
+
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except Exception as exc:  # no server, auth refused, driver missing
+        pytest.skip(f"PostgreSQL not available at {PG_ADMIN_URL}: {exc}")
+    name = f"meridian_test_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(PG_ADMIN_URL)
+    url = urlunsplit(("postgresql+psycopg", parts.netloc, f"/{name}", "", ""))
+    try:
+        yield url
+    finally:
+        from sqlalchemy import create_engine
+
+        create_engine(url).dispose()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()

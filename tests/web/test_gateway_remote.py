@@ -1,0 +1,150 @@
+"""The gateway in HTTP mode in front of a real core (gunicorn on another port).
+
+Retries are proven with a real local proxy that answers 503 to the first N calls and then
+forwards to the core; a core that is down gives 503 within the documented bound.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from tests.fixtures_live import free_port
+
+pytestmark = pytest.mark.integration
+
+
+class FlakyProxy:
+    """Answers ``status`` to the first ``failures`` requests, then forwards to ``target``."""
+
+    def __init__(self, target: str, failures: int, status: int = 503) -> None:
+        self.target, self.failures, self.status = target, failures, status
+        self.calls: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                proxy.calls.append(self.path)
+                if len(proxy.calls) <= proxy.failures:
+                    body = b'{"error": "flaky"}'
+                    self.send_response(proxy.status)
+                    self.send_header("Content-Type", "application/json")
+                else:
+                    upstream = requests.get(proxy.target + self.path, headers={
+                        "Authorization": self.headers.get("Authorization", "")}, timeout=10)
+                    body = upstream.content
+                    self.send_response(upstream.status_code)
+                    self.send_header("Content-Type", upstream.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def remote_gateway(settings, base_url: str, service_key: str, **overrides):
+    from app import create_app
+
+    remote = settings.with_overrides(
+        service_base_url=f"{base_url}/services/v2/json",
+        service_suggest_url=f"{base_url}/suggest/json",
+        service_api_key=service_key,
+        **overrides,
+    )
+    return create_app(remote).test_client()
+
+
+@pytest.fixture(scope="module")
+def service_key(store):
+    return store.create_key("gateway-service", "pro", label="gateway -> core").key
+
+
+def test_remote_mode_matches_in_process(client, live_server, settings, service_key, api_key):
+    gateway = remote_gateway(settings, live_server, service_key)
+    path = "/v1/geocoding?query=Aleksanterinkatu%2052&limit=3"
+    remote = gateway.get(path, headers={"X-API-Key": api_key})
+    local = client.get(path, headers={"X-API-Key": api_key})
+    assert remote.status_code == local.status_code == 200
+    assert remote.get_json() == local.get_json()
+
+
+def test_remote_404_and_400_pass_through(live_server, settings, service_key, api_key):
+    gateway = remote_gateway(settings, live_server, service_key)
+    resp = gateway.get("/v1/geocoding?query=Xqzvbnmwq%20Pzxqjkv", headers={"X-API-Key": api_key})
+    assert resp.status_code == 404 and resp.get_json()["statusCode"] == 404
+
+
+def test_backend_auth_failure_maps_to_401(live_server, settings, api_key):
+    gateway = remote_gateway(settings, live_server, "mrd_AAAAAAAAAA_" + "c" * 32)
+    resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
+    assert resp.status_code == 401 and resp.get_json()["statusCode"] == 401
+
+
+def test_retries_until_core_answers(live_server, settings, service_key, api_key):
+    proxy = FlakyProxy(live_server, failures=2, status=503)
+    try:
+        gateway = remote_gateway(settings, proxy.url, service_key, backend_retries=3)
+        resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
+        assert resp.status_code == 200, resp.get_json()
+        assert len(proxy.calls) == 3  # two 503s, then success
+    finally:
+        proxy.close()
+
+
+def test_gives_up_after_bounded_attempts(live_server, settings, service_key, api_key):
+    proxy = FlakyProxy(live_server, failures=100, status=502)
+    try:
+        gateway = remote_gateway(settings, proxy.url, service_key, backend_retries=2)
+        resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
+        assert resp.status_code == 503 and resp.headers["Retry-After"]
+        assert len(proxy.calls) == 3  # first attempt + 2 retries
+    finally:
+        proxy.close()
+
+
+def test_no_retry_on_4xx(live_server, settings, service_key, api_key):
+    proxy = FlakyProxy(live_server, failures=0)
+    try:
+        gateway = remote_gateway(settings, proxy.url, service_key)
+        resp = gateway.get("/v1/geocoding?query=Xqzvbnmwq%20Pzxqjkv", headers={"X-API-Key": api_key})
+        assert resp.status_code == 404
+        assert len(proxy.calls) == 1
+    finally:
+        proxy.close()
+
+
+def test_invalid_parameters_never_reach_backend(live_server, settings, service_key, api_key):
+    proxy = FlakyProxy(live_server, failures=0)
+    try:
+        gateway = remote_gateway(settings, proxy.url, service_key)
+        resp = gateway.get("/v1/geocoding?query=x&near=100,0", headers={"X-API-Key": api_key})
+        assert resp.status_code == 400
+        assert proxy.calls == []
+    finally:
+        proxy.close()
+
+
+def test_core_down_503_within_bound(settings, service_key, api_key):
+    dead = f"http://127.0.0.1:{free_port()}"
+    gateway = remote_gateway(settings, dead, service_key, backend_retries=3, backend_total_timeout_s=3.0)
+    t0 = time.monotonic()
+    resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
+    elapsed = time.monotonic() - t0
+    assert resp.status_code == 503
+    assert resp.get_json()["statusCode"] == 503 and "backend unavailable" in resp.get_json()["message"]
+    assert elapsed < 3.0 + 0.5

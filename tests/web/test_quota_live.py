@@ -1,0 +1,123 @@
+"""Quotas under real concurrency (2 gunicorn workers, both faces) and with Redis going away."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+import requests
+
+from tests.fixtures_live import free_port
+
+pytestmark = pytest.mark.integration
+
+QUOTA = 40
+CLIENTS = 8
+REQUESTS = 100
+
+
+def test_parallel_clients_spend_exactly_the_quota(live_server, store):
+    store.set_plan("exact40", per_minute=0, per_day=QUOTA, per_month=0, services=["*"])
+    key = store.create_key("concurrency", "exact40").key
+    urls = [
+        (f"{live_server}/v1/geocoding?query=Aleksanterinkatu%2052", {"X-API-Key": key}),
+        (f"{live_server}/services/json?cmd=geocoding&addr=Aleksanterinkatu%2052", {"Authorization": f"Bearer {key}"}),
+    ]
+
+    def hit(i):
+        url, headers = urls[i % 2]
+        with requests.Session() as s:
+            return s.get(url, headers=headers, timeout=30).status_code
+
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        statuses = Counter(pool.map(hit, range(REQUESTS)))
+    print(f"\n{CLIENTS} clients, {REQUESTS} requests, quota {QUOTA}: {dict(statuses)}")
+    assert statuses[200] == QUOTA
+    assert statuses[429] == REQUESTS - QUOTA
+
+
+@pytest.fixture()
+def own_redis(tmp_path):
+    """A redis-server of our own, so the test can stop it for real."""
+    if not shutil.which("redis-server"):
+        pytest.skip("redis-server binary not available")
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in range(50):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.RedisError:
+            time.sleep(0.1)
+    yield proc, url, port
+    proc.terminate()
+    proc.wait(5)
+
+
+def _app(settings, url, **overrides):
+    from app import create_app
+
+    return create_app(settings.with_overrides(redis_url=url, **overrides)).test_client()
+
+
+def test_redis_down_fails_open_with_log_line(settings, store, own_redis, caplog):
+    proc, url, _ = own_redis
+    client = _app(settings, url, quota_fail_open=True)
+    key = store.create_key("redis-down", "pro").key
+    path = "/v1/geocoding?query=Aleksanterinkatu%2052"
+    assert client.get(path, headers={"X-API-Key": key}).status_code == 200
+    proc.terminate()
+    proc.wait(5)
+    with caplog.at_level(logging.WARNING, logger="meridian.access"):
+        t0 = time.monotonic()
+        resp = client.get(path, headers={"X-API-Key": key})
+        elapsed = time.monotonic() - t0
+    assert resp.status_code == 200
+    assert "RateLimit-Limit" not in resp.headers  # nothing was counted
+    assert any("fail open" in r.getMessage() for r in caplog.records)
+    assert elapsed < 3.0
+
+
+def test_redis_down_fails_closed_when_configured(settings, store, own_redis):
+    proc, url, _ = own_redis
+    client = _app(settings, url, quota_fail_open=False)
+    key = store.create_key("redis-down-closed", "pro").key
+    proc.terminate()
+    proc.wait(5)
+    resp = client.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": key})
+    assert resp.status_code == 503 and resp.headers["Retry-After"]
+    assert resp.get_json()["statusCode"] == 503
+
+
+def test_quota_recovers_when_redis_returns(settings, store, own_redis, tmp_path):
+    proc, url, port = own_redis
+    client = _app(settings, url)
+    key = store.create_key("redis-back", "pro").key
+    path = "/v1/geocoding?query=Aleksanterinkatu%2052"
+    proc.terminate()
+    proc.wait(5)
+    assert client.get(path, headers={"X-API-Key": key}).status_code == 200
+    back = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            try:
+                redis.Redis.from_url(url).ping()
+                break
+            except redis.RedisError:
+                time.sleep(0.1)
+        resp = client.get(path, headers={"X-API-Key": key})
+        assert resp.status_code == 200 and "RateLimit-Remaining" in resp.headers
+    finally:
+        back.terminate()
+        back.wait(5)

@@ -1,0 +1,1 @@
+"""The Celery application (broker and result backend on Redis), configured from ``config/``."""
