@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from accounts.models import Account, ApiKey, Base, Plan, utcnow
+from accounts import fences as _fences  # noqa: F401  (geofence tables join Base.metadata)
 from config.plans import DEFAULT_PLANS, SERVICES
 
 KEY_PREFIX = "mrd"

@@ -17,7 +17,21 @@ from config.settings import Settings
 log = logging.getLogger("meridian.request")
 
 # One module per function; each registers its Function and defines its gateway blueprint `blp`.
-FUNCTION_MODULES = ("app.functions.geocoding",)
+FUNCTION_MODULES = (
+    "app.functions.geocoding",
+    "app.functions.reverse_geocoding",
+    "app.functions.suggest",
+    "app.functions.poi",
+    "app.functions.proximity",
+    "app.functions.routing",
+    "app.functions.snaptoroad",
+    "app.functions.isochrone",
+    "app.functions.staticmap",
+    "app.functions.geometry",
+    "app.functions.geofencing",
+    "app.functions.batch",
+    "app.functions.jobs",
+)
 
 API_DESCRIPTION = """Meridian: geocoding, reverse geocoding, suggest, routing, isochrones, POI search,
 proximity, static maps, geometry download, snap to road and geofencing over OpenStreetMap data.
@@ -75,12 +89,13 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     )
     rt = runtime or Runtime.build(settings)
     app.extensions["meridian"] = rt
-    from workers.celery_app import make_celery
-
-    app.extensions["celery"] = make_celery(settings)
+    app.extensions["celery"] = rt.celery
 
     errors.register(app)
     _register_request_hooks(app, settings)
+    from app import metrics
+
+    metrics.init_app(app)  # /metrics and the per-request counters
 
     from app import core, docs, health
 

@@ -37,9 +37,10 @@ def gateway_key() -> str:
 
 def admit(service: str, key: str, cost: int = 1) -> None:
     """Authenticate, authorize and count one request (raises 401/403/429)."""
-    record, decision = runtime().access.check(key, service, cost)
-    g.api_key = record
-    g.quota = decision
+    access = runtime().access
+    record = g.api_key = access.authenticate(key)
+    access.authorize(record, service)
+    g.quota = access.spend(record, service, cost)
 
 
 def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:

@@ -60,7 +60,7 @@ class RemoteCore:
         parts = urlsplit(self.settings.service_base_url)
         return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
 
-    def get(self, url: str, params: dict[str, str], request_id: str | None = None) -> requests.Response:
+    def get(self, url: str, params: list[tuple[str, str]], request_id: str | None = None) -> requests.Response:
         deadline = time.monotonic() + self.settings.backend_total_timeout_s
         headers = {"X-Request-Id": request_id} if request_id else {}
         attempt = 0
@@ -85,10 +85,10 @@ class RemoteCore:
             log.info("backend %s: %s, retry %d in %.0f ms", url, reason, attempt, sleep * 1000)
             time.sleep(sleep)
 
-    def call(self, function, args: dict[str, str], request_id: str | None = None) -> Any:
-        params = {function.gateway_to_core.get(k, k): v for k, v in args.items()}
+    def call(self, function, args: list[tuple[str, str]], request_id: str | None = None) -> Any:
+        params = [(function.gateway_to_core.get(k, k), v) for k, v in args]
         if function.remote != "suggest" or not self.settings.service_suggest_url:
-            params["cmd"] = function.cmd
+            params.append(("cmd", function.cmd))
         resp = self.get(self.url_for(function.remote), params, request_id)
         content_type = resp.headers.get("Content-Type", "")
         if resp.status_code == 200 and not content_type.startswith("application/json"):

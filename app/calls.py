@@ -22,16 +22,15 @@ from engine.errors import NotFound
 
 
 def _etag(function: Function) -> str:
-    rt = runtime()
-    versions = ",".join(sorted(f"{d.region}:{d.version}" for d in rt.datasets.all()))
+    versions = runtime().dataset_versions()
     args = sorted((k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS)
     raw = json.dumps([function.cmd, versions, args], separators=(",", ":"))
-    return '"' + hashlib.sha1(raw.encode()).hexdigest() + '"'
+    return hashlib.sha1(raw.encode()).hexdigest()
 
 
 def _cache_headers(resp: Response, function: Function, etag: str | None) -> Response:
     if function.cacheable and etag:
-        resp.headers["ETag"] = etag
+        resp.set_etag(etag)
         resp.headers["Cache-Control"] = f"public, max-age={runtime().settings.http_max_age_s}"
     else:
         resp.headers["Cache-Control"] = "private, no-store"
@@ -42,7 +41,7 @@ def _not_modified(function: Function) -> tuple[str | None, Response | None]:
     if not function.cacheable:
         return None, None
     etag = _etag(function)
-    if etag in request.if_none_match:
+    if request.if_none_match.contains(etag):
         return etag, _cache_headers(Response(status=304), function, etag)
     return etag, None
 
@@ -59,7 +58,7 @@ def gateway_answer(function: Function, params) -> Response:
         return early
     rt = runtime()
     if rt.backend is not None:
-        args = {k: v for k, v in request.args.items() if k not in TRANSPORT_PARAMETERS}
+        args = [(k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS]
         result = rt.backend.call(function, args, getattr(g, "request_id", None))
     else:
         result = function.run(rt, params)

@@ -82,6 +82,24 @@ class Dispatcher:
         except redis.RedisError as exc:
             raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
 
+    def submit_job(self, call: HeavyCall, dataset_versions: str, job_key: str, ttl_s: int) -> bool:
+        """``async=true`` (app/jobs.py): the result goes to ``<job_key>:result`` (kept ``ttl_s``)
+        instead of being waited for. A cached result is copied there at once (True); otherwise
+        ``meridian.heavy_job`` is queued on the kind's queue (False) and also fills the cache."""
+        key = cache_key(self.ns, call, dataset_versions)
+        try:
+            raw = self.redis.get(key)
+            if raw is not None:
+                self.redis.set(f"{job_key}:result", raw, ex=ttl_s)
+                return True
+            self.celery.send_task(
+                "meridian.heavy_job", args=[call.service_ref, encode(call.params), key, job_key, ttl_s],
+                queue=call.kind,
+            )
+            return False
+        except redis.RedisError as exc:
+            raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
+
     def _wait(self, key: str):
         deadline = time.monotonic() + self.wait_timeout_s
         pause = POLL_START_S

@@ -18,7 +18,7 @@ from http import HTTPStatus
 from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import HTTPException
 
-from engine.errors import ErrorKind, MeridianError
+from engine.errors import DatasetError, ErrorKind, MeridianError
 
 log = logging.getLogger("meridian.errors")
 CORE_PREFIXES = ("/services/", "/suggest/")
@@ -111,6 +111,12 @@ def render_http_exception(exc: HTTPException) -> Response:
     return resp
 
 
+def render_dataset_error(exc: DatasetError) -> Response:
+    log.error("dataset unusable on %s %s: %s", request.method, request.path, exc)
+    return error_response(503, "the dataset for this area cannot be read; an operator must re-import it",
+                          code=ErrorKind.UNAVAILABLE.code, retry_after=60)
+
+
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
@@ -119,5 +125,6 @@ def render_unexpected(exc: Exception) -> Response:
 
 def register(app: Flask) -> None:
     app.register_error_handler(MeridianError, render_meridian_error)
+    app.register_error_handler(DatasetError, render_dataset_error)
     app.register_error_handler(HTTPException, render_http_exception)
     app.register_error_handler(Exception, render_unexpected)

@@ -11,6 +11,7 @@ from flask import Blueprint, current_app
 
 from app.calls import json_body
 from app.errors import error_response
+from app.metrics import queue_check
 from app.runtime import runtime
 
 bp = Blueprint("health", __name__)
@@ -75,6 +76,7 @@ def readiness() -> dict[str, dict]:
     except Exception as exc:
         checks["redis"] = {"ok": False, "detail": f"Redis unreachable: {type(exc).__name__}"}
     checks["workers"] = _check_workers()
+    checks["queues"] = queue_check()  # depth per queue and active workers (informative)
     if rt.backend is not None:
         ok = rt.backend.ping()
         checks["backend"] = {"ok": ok, "url": rt.settings.service_base_url}

@@ -7,12 +7,14 @@ import time
 from dataclasses import dataclass, field
 
 import redis
+from celery import Celery
 from flask import current_app
 
 from accounts.access import AccessControl
 from accounts.quota import QuotaCounter
 from accounts.store import AccountStore
 from app.backend import RemoteCore
+from app.dispatch import Dispatcher, HeavyCall
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
 
@@ -33,6 +35,8 @@ class Runtime:
     redis: redis.Redis
     access: AccessControl
     backend: RemoteCore | None
+    celery: Celery
+    dispatcher: Dispatcher
     started: float = field(default_factory=time.time)
     _datasets_checked: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -49,7 +53,14 @@ class Runtime:
             fail_open=settings.quota_fail_open,
         )
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
-        return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend)
+        from workers.celery_app import make_celery
+
+        celery = make_celery(settings)
+        dispatcher = Dispatcher(client, celery, settings.service_name, settings.task_wait_timeout_s)
+        return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend, celery, dispatcher)
+
+    def dataset_versions(self) -> str:
+        return ",".join(sorted(f"{d.region}:{d.version}" for d in self.datasets.all()))
 
     def refresh_datasets(self) -> None:
         """Pick up a re-imported region (its ``current`` link moved) within DATASET_RECHECK_S."""
@@ -60,6 +71,15 @@ class Runtime:
             if now - self._datasets_checked >= DATASET_RECHECK_S:
                 self._datasets_checked = now
                 self.datasets.reload()
+
+
+def heavy(kind: str, service_ref: str):
+    """``Function.run`` for a heavy function: cache, else a Celery worker on queue ``kind``."""
+
+    def run(rt: Runtime, params):
+        return rt.dispatcher.run(HeavyCall(kind, service_ref, params), rt.dataset_versions())
+
+    return run
 
 
 def runtime() -> Runtime:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import marshmallow as ma
 from marshmallow import Schema, ValidationError, post_load
 from webargs.flaskparser import FlaskParser
+from webargs.multidictproxy import MultiDictProxy
 
 from engine.errors import InvalidParameter
 
@@ -23,6 +24,9 @@ TRANSPORT_PARAMETERS = frozenset({"cmd"})
 def _first(messages: Any, path: str = "") -> tuple[str, str]:
     if isinstance(messages, Mapping):
         for key, value in messages.items():
+            if isinstance(key, int):  # an item of a repeated parameter: name the parameter
+                name, message = _first(value, path)
+                return name, f"item {key}: {message}"
             name = path if key == "_schema" else (f"{path}.{key}" if path else str(key))
             return _first(value, name)
     if isinstance(messages, list | tuple) and messages:
@@ -58,9 +62,14 @@ class ParamsSchema(Schema):
         return self.params_class(**data) if self.params_class is not None else data
 
 
-def load_params(schema: Schema, args: Mapping[str, str]):
-    """Validate a flat mapping of query arguments (the core face)."""
-    data = {k: v for k, v in args.items() if k not in TRANSPORT_PARAMETERS}
+def load_params(schema: Schema, args):
+    """Validate query arguments (the core face); a MultiDict keeps repeated parameters for list
+    fields, like the gateway's webargs parser."""
+    if hasattr(args, "getlist"):
+        data = MultiDictProxy(args.__class__((k, v) for k, v in args.items(multi=True)
+                                             if k not in TRANSPORT_PARAMETERS), schema)
+    else:
+        data = {k: v for k, v in args.items() if k not in TRANSPORT_PARAMETERS}
     try:
         return schema.load(data)
     except ValidationError as exc:

@@ -16,7 +16,6 @@ import json
 import math
 import random
 from collections import defaultdict
-from pathlib import Path
 
 import osmium
 from unidecode import unidecode
@@ -56,6 +55,7 @@ def read(region: str):
         name = t.get("name")
         if o.is_way() and t.get("highway") and name:
             streets[name].extend(pts)
+            streets[name + "\0lines"].append(pts)
             streets[name + "\0variants"].append({k: v for k, v in t if k.startswith("name:")})
             continue
         lat, lng = _mean(pts)
@@ -65,9 +65,11 @@ def read(region: str):
                               "postcode": t.get("addr:postcode"), "city": t.get("addr:city")})
         if name and t.get("place"):
             places.append({"name": name, "lat": lat, "lng": lng})
-        elif name and any(k in t for k in POI_KEYS):
+        elif any(k in t for k in POI_KEYS):
             cat = next(f"{k}={t[k]}" for k in POI_KEYS if k in t)
-            pois.append({"name": name, "lat": lat, "lng": lng, "tag": cat})
+            pois.append({"name": name, "lat": lat, "lng": lng, "tag": cat,
+                         "tags": [f"{k}={t[k]}" for k in POI_KEYS if k in t],
+                         "osm": ("n" if o.is_node() else "w") + str(o.id)})
     return addresses, streets, places, pois
 
 
@@ -122,7 +124,7 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
                     "tolerance_m": tol, "kind": kind, **extra})
 
     picks = uniq[: n_per_kind * 3]
-    for i, a in enumerate(picks[:n_per_kind]):
+    for a in picks[:n_per_kind]:
         add(f"{a['street']} {a['number']}, {a['city'] or city}", a["lat"], a["lng"], "exact")
     for a in picks[n_per_kind: 2 * n_per_kind]:
         add(f"{a['street']} {a['number']}".lower(), a["lat"], a["lng"], "lowercase")
@@ -176,9 +178,10 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
         if ext <= 1500:
             add(v, c[0], c[1], "name_variant", tol=max(60.0, ext + 30.0))
     counts = defaultdict(int)
-    for p in pois:
+    named = [p for p in pois if p["name"]]
+    for p in named:
         counts[p["name"]] += 1
-    upois = [p for p in pois if counts[p["name"]] == 1 and len(p["name"]) >= 4]
+    upois = [p for p in named if counts[p["name"]] == 1 and len(p["name"]) >= 4]
     rng.shuffle(upois)
     for p in upois[:n_per_kind]:
         add(p["name"], p["lat"], p["lng"], "poi", tol=60.0)
@@ -196,22 +199,59 @@ def _dist(a, b) -> float:
     return math.hypot(dx, dy)
 
 
+GENERIC_WORDS = {
+    "rue", "avenue", "boulevard", "place", "chemin", "route", "quai", "impasse", "allée", "square",
+    "escalier", "escaliers", "montée", "passage", "ruelle", "sentier", "traverse", "descente",
+    "esplanade", "promenade", "tunnel", "bretelle", "parking", "sortie", "entrée", "de", "du",
+    "des", "la", "le", "les", "l'", "d'", "the", "hotel", "café", "cafe", "restaurant", "bar",
+}
+
+
+def _prefix_of(name: str, rng: random.Random) -> str | None:
+    """What a user has typed: the generic words in full, then 2-6 letters of the first
+    distinctive word ('Rue Malb' for 'Rue Malbousquet')."""
+    words = name.split(" ")
+    typed = []
+    for w in words:
+        if w.lower() in GENERIC_WORDS or len(w) <= 2:
+            typed.append(w)
+            continue
+        k = rng.randint(2, min(6, len(w)))
+        if len(" ".join(typed + [w[:k]])) < 3:
+            k = min(len(w), 3)
+        typed.append(w[:k])
+        return " ".join(typed)
+    return None
+
+
 def suggest_queries(region: str, rng: random.Random, n: int = 200) -> list[dict]:
     _addresses, streets, places, pois = read(region)
-    names = [s for s in streets if "\0" not in s and len(s) >= 6]
-    names += [p["name"] for p in pois if len(p["name"]) >= 6]
+    names = [s for s in streets if "\0" not in s and len(s) >= 5]
+    names += [p["name"] for p in pois if p["name"] and len(p["name"]) >= 5]
     names += [p["name"] for p in places if len(p["name"]) >= 5]
     names = sorted(set(names))
     rng.shuffle(names)
     out = []
-    for name in names[:n]:
-        k = rng.randint(3, min(10, len(name) - 1))
-        prefix = name[:k]
-        out.append({"prefix": prefix, "expect_text": name, "kind": "prefix"})
-    for name in names[n: n + n // 4]:
-        k = rng.randint(6, min(12, len(name)))
-        out.append({"prefix": typo(name[:k], rng) if k >= 6 else name[:k], "expect_text": name,
-                    "kind": "prefix_typo"})
+    for name in names:
+        if len(out) >= n:
+            break
+        prefix = _prefix_of(name, rng)
+        if prefix:
+            out.append({"prefix": prefix, "expect_text": name, "kind": "prefix"})
+    typos = 0
+    for name in names[::-1]:
+        if typos >= n // 4:
+            break
+        words = name.split(" ")
+        distinct = [w for w in words if w.lower() not in GENERIC_WORDS and len(w) >= 6]
+        if not distinct:
+            continue
+        w = distinct[0]
+        head = " ".join(words[: words.index(w)])
+        k = rng.randint(5, min(9, len(w)))
+        prefix = (head + " " if head else "") + typo(w[:k], rng)
+        out.append({"prefix": prefix, "expect_text": name, "kind": "prefix_typo"})
+        typos += 1
     return out
 
 
@@ -224,39 +264,65 @@ def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]
                     "kind": "address"})
     names = [s for s in streets if "\0" not in s]
     rng.shuffle(names)
-    for name in names[:n]:
-        pts = streets[name]
-        if len(pts) < 2:
+    from shapely import STRtree  # noqa: PLC0415
+    from shapely.geometry import LineString, Point  # noqa: PLC0415
+
+    k = math.cos(math.radians(addresses[0]["lat"] if addresses else 45.0))
+    lines, owners = [], []
+    for name in names:
+        for pts in streets[name + "\0lines"]:
+            if len(pts) >= 2:
+                lines.append(LineString([(lo * k, la) for la, lo in pts]))
+                owners.append(name)
+    tree = STRtree(lines)
+    for name in names:
+        if sum(q["kind"] == "street" for q in out) >= n:
+            break
+        way = rng.choice(streets[name + "\0lines"])
+        if len(way) < 2:
             continue
-        i = rng.randrange(len(pts) - 1)
-        (la, lo), (lb, lob) = pts[i], pts[i + 1]
+        i = rng.randrange(len(way) - 1)
+        (la, lo), (lb, lob) = way[i], way[i + 1]
         f = rng.random()
         lat, lng = la + f * (lb - la), lo + f * (lob - lo)
         # 5-10 m beside the street
         off = rng.uniform(5, 10) / 111_195.0
         lat += off * rng.choice((-1, 1)) * 0.7
+        # not at a junction: no other street within 15 m (the answer would be a coin toss)
+        p = Point(lng * k, lat)
+        near = tree.query(p, predicate="dwithin", distance=15.0 / 111_195.0)
+        if any(owners[j] != name for j in near):
+            continue
         out.append({"lat": round(lat, 7), "lng": round(lng, 7), "expect_street": name, "kind": "street"})
     return out
 
 
-def nearest_queries(region: str, rng: random.Random, n: int = 100) -> list[dict]:
-    """A point and a category; expect the nearest tagged node/way of that OSM tag (brute force)."""
+def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float = 5000.0) -> list[dict]:
+    """A point and an OSM tag; expect the nearest object with that tag (named or not), brute force."""
     _a, _s, _p, pois = read(region)
     by_tag = defaultdict(list)
     for p in pois:
-        by_tag[p["tag"]].append(p)
-    tags = [t for t, v in by_tag.items() if len(v) >= 3 and t.split("=")[0] in ("amenity", "shop", "tourism")]
+        for tag in p["tags"]:
+            by_tag[tag].append(p)
+    tags = sorted(t for t, v in by_tag.items() if len(v) >= 3 and t.split("=")[0] in ("amenity", "shop", "tourism"))
     lats = [p["lat"] for p in pois]
     lngs = [p["lng"] for p in pois]
     out = []
-    for _ in range(n):
-        tag = rng.choice(sorted(tags))
+    while len(out) < n:
+        tag = rng.choice(tags)
         lat = rng.uniform(min(lats), max(lats))
         lng = rng.uniform(min(lngs), max(lngs))
-        best = min(by_tag[tag], key=lambda p: _dist((lat, lng), (p["lat"], p["lng"])))
+        ranked = sorted(by_tag[tag], key=lambda p: _dist((lat, lng), (p["lat"], p["lng"])))
+        best = ranked[0]
+        d0 = _dist((lat, lng), (best["lat"], best["lng"]))
+        if d0 > radius * 0.9:
+            continue
+        if len(ranked) > 1 and _dist((lat, lng), (ranked[1]["lat"], ranked[1]["lng"])) - d0 < 10.0:
+            continue  # a tie within the precision of a centroid: not a fair question
         out.append({"lat": round(lat, 7), "lng": round(lng, 7), "category": tag,
                     "expect": {"lat": round(best["lat"], 7), "lng": round(best["lng"], 7)},
-                    "tolerance_m": 10.0, "expect_name": best["name"]})
+                    "tolerance_m": 25.0, "expect_osm": best["osm"], "expect_name": best["name"],
+                    "kind": "nearest"})
     return out
 
 

@@ -64,7 +64,8 @@ def meridian_answer(mode: str, item: dict, datasets) -> dict:
             lat=item["lat"], lng=item["lng"], categories=(item["category"],), limit=1, radius=5000.0,
         ))["results"]
         ms = (time.perf_counter() - t0) * 1000
-        return {"coords": [[r["coord"]["lat"], r["coord"]["lng"]] for r in res], "ms": ms}
+        return {"coords": [[r["coord"]["lat"], r["coord"]["lng"]] for r in res],
+                "osm": [(r["osm"]["type"] or "?")[0] + str(r["osm"]["id"]) for r in res], "ms": ms}
     raise ValueError(mode)
 
 
@@ -75,6 +76,9 @@ def _norm(s: str | None) -> str:
 
 
 def score(mode: str, item: dict, answer: dict) -> dict[str, bool]:
+    if mode == "nearest" and item.get("expect_osm") and answer.get("osm"):
+        ok = answer["osm"][0] == item["expect_osm"]
+        return {"hit@1": ok, "hit@5": item["expect_osm"] in answer["osm"][:5]}
     if mode in ("geocode", "nearest"):
         e = item["expect"]
         ok = [haversine_m(e["lat"], e["lng"], lat, lng) <= item.get("tolerance_m", 50.0)
@@ -156,6 +160,18 @@ def open_datasets(data_dir: Path | None):
     return DatasetRegistry(data_dir)
 
 
+def rss_mb() -> float:
+    """Resident memory of this process (MB), from /proc (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
 def run_meridian(mode: str, items: list[dict], datasets, warmup: int = 20) -> list[dict]:
     for item in items[:warmup]:
         meridian_answer(mode, item, datasets)
@@ -177,20 +193,30 @@ def main(argv=None) -> None:
     ap.add_argument("--show-misses", type=int, default=0, help="print up to N misses")
     args = ap.parse_args(argv)
     items = json.loads(args.queries.read_text(encoding="utf-8"))
+    import engine.services.geocoding  # noqa: F401, PLC0415 - code loaded before the baseline
+    import engine.services.proximity  # noqa: F401, PLC0415
+    import engine.services.reverse_geocoding  # noqa: F401, PLC0415
     datasets = open_datasets(args.data_dir)
+    base = rss_mb()
     answers = run_meridian(args.mode, items, datasets)
     summary = summarize(args.mode, items, answers)
+    summary["memory_mb"] = {"process_rss": round(rss_mb(), 1),
+                            "search_indexes_and_caches": round(rss_mb() - base, 1)}
     print_table(f"{args.mode} — {args.queries.name} ({len(items)} queries)", {"meridian": summary})
     if args.show_misses:
         shown = 0
         for item, ans in zip(items, answers, strict=True):
             s = score(args.mode, item, ans)
-            if not s.get("hit@1", s.get("hit@5")) and shown < args.show_misses:
+            primary = "hit@5" if args.mode == "suggest" else "hit@1"
+            if not s[primary] and shown < args.show_misses:
                 shown += 1
                 print("MISS", json.dumps(item, ensure_ascii=False), "->",
                       json.dumps({k: v for k, v in ans.items() if k != "ms"}, ensure_ascii=False)[:300])
     out = write_result(args.mode, args.queries, {"mode": args.mode, "queries": str(args.queries),
                                                   "engines": {"meridian": summary}})
+    mem = summary["memory_mb"]
+    print(f"memory: process RSS {mem['process_rss']} MB, of which the loaded search indexes and "
+          f"their caches {mem['search_indexes_and_caches']} MB")
     print(f"written {out.relative_to(PROJECT_ROOT)}")
 
 

@@ -16,3 +16,6 @@ timeout = 60
 graceful_timeout = 20
 keepalive = 5
 accesslog = None  # the app writes one structured line per request
+# gunicorn >= 24 opens a control socket at one fixed path per user: several servers on one host
+# (tests, a core and a gateway side by side) would fight over it. Meridian does not use it.
+control_socket_disable = True

@@ -85,7 +85,7 @@ class Limits:
     routing_alternatives: int = 3
     snap_max_distance_m: float = 1_000.0  # a point farther than this from any road -> 400
     snaptoroad_points: int = 1000
-    snaptoroad_max_radius_m: float = 100.0  # GPS accuracy (sigma) a client may declare
+    snaptoroad_max_radius_m: float = 200.0  # GPS accuracy (sigma) a client may declare
     isochrone_contours: int = 4
     isochrone_max_minutes: float = 60.0
     isochrone_max_distance_m: float = 50_000.0

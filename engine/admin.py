@@ -116,9 +116,9 @@ def address_parts(areas: list[AdminArea]) -> dict[str, str | None]:
         if 7 <= a.level <= 8:
             city, city_level = a.name, a.level  # level 8 (municipality) wins over 7
     for a in areas:
-        if a.level > (city_level or 8) and a.level <= 11 and a.level in (9, 10, 11):
-            if district is None or a.level == 10:
-                district = a.name
+        # district: level 10 if any, else 9 or 11, below the city
+        if a.level > (city_level or 8) and a.level in (9, 10, 11) and (district is None or a.level == 10):
+            district = a.name
     if country is None:
         for a in areas:
             if a.country:

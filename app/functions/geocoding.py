@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from flask.views import MethodView
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.calls import gateway_answer
 from app.functions import Function, register
-from app.gateway.base import GatewayBlueprint, gateway_call
+from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.schemas.common import AddressSchema, LatLngSchema, OsmRefSchema, ResponseSchema
 from app.validation import ParamsSchema
@@ -110,16 +108,11 @@ EXAMPLE = {
 }
 
 
-@blp.route("/geocoding")
-class GeocodingView(MethodView):
-    @gateway_call(FUNCTION)
-    @blp.arguments(GeocodingArgs, location="query", as_kwargs=False)
-    @blp.response(200, GeocodingResult, description="Candidates, best first.", example=EXAMPLE)
-    @blp.error_responses(404)
-    @blp.doc(
-        summary="Geocode an address",
-        description="Free text in any order (`query`) or structured parameters (`street`, `number`, `city`, "
-        "`postcode`); optional `country`, `near` bias and `bbox` filter. 404 when nothing matches.",
-    )
-    def get(self, params):
-        return gateway_answer(FUNCTION, params)
+blp.function_route(
+    "/geocoding", FUNCTION, GeocodingArgs,
+    response_schema=GeocodingResult, example=EXAMPLE, errors=(404,),
+    summary="Geocode an address",
+    description="Free text in any order (`query`) or structured parameters (`street`, `number`, `city`, "
+    "`postcode`); optional `country`, `near` bias and `bbox` filter. Candidates carry a score 0-1 and are "
+    "ranked exact house number > interpolated number > street > place/POI. 404 when nothing matches.",
+)

@@ -52,6 +52,41 @@ class ErrorBodySchema(Schema):
 class GatewayBlueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = MeridianParser()
 
+    def function_route(
+        self,
+        path: str,
+        function: Function,
+        args_schema,
+        *,
+        summary: str,
+        description: str,
+        response_schema=None,
+        example: dict | None = None,
+        errors: tuple[int, ...] = (),
+        responses: dict | None = None,
+        location: str = "query",
+        method: str = "get",
+    ):
+        """Register the standard view of a function: admit, validate, answer (see module doc)."""
+        from flask.views import MethodView
+
+        from app.calls import gateway_answer
+
+        def handler(self_view, params):
+            return gateway_answer(function, params)
+
+        handler = self.error_responses(*errors)(handler)
+        if response_schema is not None:
+            handler = self.response(200, response_schema, example=example)(handler)
+        handler = self.doc(summary=summary, description=description, **({"responses": responses} if responses else {}))(
+            handler
+        )
+        handler = self.arguments(args_schema, location=location, as_kwargs=False)(handler)
+        handler = gateway_call(function)(handler)
+        view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,), {method: handler})
+        self.route(path)(view)
+        return view
+
     def error_responses(self, *extra: int):
         statuses = sorted(set(COMMON_ERRORS) | set(extra))
 

@@ -75,7 +75,8 @@ class Point(fields.String):
 
 
 class PointList(fields.String):
-    """``lat,lng|lat,lng|...`` -> tuple of (lat, lng), with a configured maximum count."""
+    """``lat,lng|lat,lng|...`` -> tuple of (lat, lng), with a configured maximum count; also an
+    encoded polyline behind ``polyline:`` (precision 5) or ``polyline6:`` (precision 6)."""
 
     def __init__(self, *, min_points: int = 1, max_points: int = 1000, **kwargs):
         self.min_points, self.max_points = min_points, max_points
@@ -84,6 +85,9 @@ class PointList(fields.String):
 
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs).strip()
+        for prefix, precision in (("polyline6:", 6), ("polyline:", 5)):
+            if text.startswith(prefix):
+                return self._check_count(self._decode(text[len(prefix):], precision))
         items = [p for p in text.split("|") if p.strip()] if text else []
         if len(items) < self.min_points:
             raise ValidationError(f"expected at least {self.min_points} point(s) as lat,lng|lat,lng")
@@ -96,6 +100,26 @@ class PointList(fields.String):
             except ValidationError as exc:
                 raise ValidationError(f"point {i}: {exc.messages[0]}") from None
         return tuple(out)
+
+    def _check_count(self, points):
+        if len(points) < self.min_points:
+            raise ValidationError(f"expected at least {self.min_points} point(s)")
+        if len(points) > self.max_points:
+            raise ValidationError(f"at most {self.max_points} points, got {len(points)}")
+        return points
+
+    @staticmethod
+    def _decode(encoded: str, precision: int):
+        from engine.polyline import decode
+
+        try:
+            points = decode(encoded, precision)
+        except (ValueError, IndexError):
+            raise ValidationError("not a valid encoded polyline") from None
+        for lat, lng in points:
+            check_lat(lat)
+            check_lng(lng)
+        return tuple((float(lat), float(lng)) for lat, lng in points)
 
 
 class BBox(fields.String):
@@ -175,3 +199,49 @@ class Text(fields.String):
         if "\x00" in text:
             raise ValidationError("must not contain NUL characters")
         return text
+
+
+class Parsed(fields.String):
+    """A string parsed by an engine parser (which raises ``InvalidParameter``), e.g. the static
+    map's ``markers`` and ``path`` mini-languages."""
+
+    def __init__(self, parser, **kwargs):
+        self.parser = parser
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        from engine.errors import InvalidParameter
+
+        try:
+            return self.parser(super()._deserialize(value, attr, data, **kwargs))
+        except InvalidParameter as exc:
+            raise ValidationError(exc.message) from None
+
+
+class NumberList(fields.String):
+    """``a,b,c`` -> tuple of floats within (lo, hi], at most ``max_items``; ascending and unique
+    unless ``keep_order`` (e.g. timestamps, one per point)."""
+
+    def __init__(self, *, lo: float, hi: float, max_items: int, keep_order: bool = False, **kwargs):
+        self.lo, self.hi, self.max_items, self.keep_order = lo, hi, max_items, keep_order
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        items = [p.strip() for p in text.split(",") if p.strip()]
+        if not items:
+            raise ValidationError("expected a comma-separated list of numbers")
+        if len(items) > self.max_items:
+            raise ValidationError(f"at most {self.max_items} values, got {len(items)}")
+        values = [_number(p, "value") for p in items]
+        bad = [v for v in values if not self.lo < v <= self.hi]
+        if bad:
+            raise ValidationError(f"each value must be > {self.lo:g} and <= {self.hi:g}, got {bad[0]:g}")
+        return tuple(values) if self.keep_order else tuple(sorted(set(values)))
+
+
+class Flag(fields.Boolean):
+    """true/false, 1/0, yes/no."""
+
+    truthy = {"true", "1", "yes", "on", "True", "TRUE"}
+    falsy = {"false", "0", "no", "off", "False", "FALSE"}

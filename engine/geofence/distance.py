@@ -148,8 +148,8 @@ class Frames:
         qx, qy = ax + t * dx, ay + t * dy
         d2 = (gx - qx) ** 2 + (gy - qy) ** 2
         mins = np.minimum.reduceat(d2, offs)
-        hit = np.flatnonzero(d2 == mins[group])
-        first = hit[np.unique(group[hit], return_index=True)[1]]
+        # first segment reaching each polygon's minimum
+        first = np.minimum.reduceat(np.where(d2 == mins[group], np.arange(total), total), offs)
         return qx[first], qy[first]
 
     def _nearest_shapely(self, idx, px, py):

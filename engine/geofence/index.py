@@ -77,6 +77,7 @@ class FenceIndex:
                 raise ValueError(f"duplicate fence id {f.id!r}")
             self._ids.append(f.id)
             self._pos[f.id] = i
+        self._names = [f.name for f in self._fences]
         # per position: (lat, lng, radius) for circles, None for polygons (hot-path lookups)
         self._circles: list[tuple[float, float, float] | None] = [
             (f.center[0], f.center[1], f.radius) if f.is_circle else None for f in self._fences
@@ -217,11 +218,9 @@ class FenceIndex:
         if fence_ids is None:
             order = np.lexsort((pos, dist, ~inside))
             pos, inside, dist = pos[order], inside[order], dist[order]
-        fences, ids = self._fences, self._ids
-        return [
-            FenceStatus(ids[p], fences[p].name, i, d)
-            for p, i, d in zip(pos.tolist(), inside.tolist(), dist.tolist(), strict=True)
-        ]
+        ids, names, pl = self._ids, self._names, pos.tolist()
+        rows = zip([ids[p] for p in pl], [names[p] for p in pl], inside.tolist(), dist.tolist(), strict=True)
+        return list(map(FenceStatus._make, rows))
 
     def _inside_and_distance(self, pos: np.ndarray, lat: float, lng: float):
         n = len(pos)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import shapely
 from shapely.geometry import MultiPolygon, Polygon, mapping, shape
 from shapely.geometry.base import BaseGeometry
@@ -181,7 +182,7 @@ def _parse_polygon(rings: Any, index: int, budget: list[int], multi: bool):
     return out[0], out[1:]
 
 
-def _parse_ring(ring: Any, where: str, budget: list[int]) -> list[tuple[float, float]]:
+def _parse_ring(ring: Any, where: str, budget: list[int]) -> np.ndarray:
     if not isinstance(ring, list | tuple):
         raise InvalidParameter(f"{where} must be an array of positions", parameter="geometry")
     budget[0] -= len(ring)
@@ -195,12 +196,28 @@ def _parse_ring(ring: Any, where: str, budget: list[int]) -> list[tuple[float, f
             f"{where} has {len(ring)} positions; a ring needs at least 4 (closed, first = last)",
             parameter="geometry",
         )
-    pts = [_position(p, where) for p in ring]
-    if pts[0] != pts[-1]:
+    pts = _fast_positions(ring)
+    if pts is None:  # something is wrong: find it position by position, for the message
+        pts = np.array([_position(p, where) for p in ring], dtype=float)
+    if not np.array_equal(pts[0], pts[-1]):
         raise InvalidParameter(
             f"{where} is not closed: its first and last positions differ", parameter="geometry"
         )
     return pts
+
+
+def _fast_positions(ring: list | tuple) -> np.ndarray | None:
+    """The ring as an (n, 2) array of [lng, lat] if every position is 2-3 plain numbers, finite and
+    in range; None otherwise (booleans and numeric strings are not numbers here)."""
+    try:
+        if not {type(v) for p in ring for v in p} <= {int, float} or not {len(p) for p in ring} <= {2, 3}:
+            return None
+    except TypeError:  # a position that is not a sequence
+        return None
+    arr = np.array([p[:2] for p in ring], dtype=float)
+    if not np.isfinite(arr).all() or (np.abs(arr[:, 0]) > 180).any() or (np.abs(arr[:, 1]) > 90).any():
+        return None
+    return arr
 
 
 def _position(p: Any, where: str) -> tuple[float, float]:

@@ -9,6 +9,7 @@ visible to every process within that bound, and a check costs no Redis round tri
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -18,6 +19,8 @@ from typing import Any
 from engine.geofence.index import FenceIndex
 from engine.geofence.model import Fence
 from engine.geofence.transitions import DEFAULT_PREFIX
+
+log = logging.getLogger("meridian.geofence")
 
 
 class RedisFenceVersions:
@@ -68,22 +71,37 @@ class FenceIndexCache:
         self._build_locks: dict[str, threading.Lock] = {}
 
     def get(self, account_id: str) -> FenceIndex:
+        """The account's index. While one thread rebuilds a changed index, the others keep
+        answering from the previous one (they never wait for a rebuild, except the first build)."""
         account_id = str(account_id)
-        now = self._clock()
         with self._lock:
             entry = self._entries.get(account_id)
             if entry is not None:
                 self._entries.move_to_end(account_id)
-                if now - entry.checked_at < self._interval:
+                if self._clock() - entry.checked_at < self._interval:
                     return entry.index
             build_lock = self._build_locks.setdefault(account_id, threading.Lock())
-        with build_lock:  # one build per account at a time; others wait and reuse it
+        if entry is not None:
+            if not build_lock.acquire(blocking=False):
+                return entry.index  # being refreshed by another thread
+        else:
+            build_lock.acquire()
+        try:
             with self._lock:
                 entry = self._entries.get(account_id)
                 if entry is not None and self._clock() - entry.checked_at < self._interval:
                     return entry.index
-            version = self._version(account_id)  # read before loading: a change during the
-            if entry is not None and entry.version == version:  # load triggers the next rebuild
+            # the version is read before loading, so a change made during the load is seen as a
+            # new version at the next check and rebuilt then
+            try:
+                version = self._version(account_id)
+            except Exception:  # noqa: BLE001 - e.g. Redis down: keep serving what we have
+                if entry is None:
+                    raise
+                log.warning("fence version of account %s unreadable; serving the cached index", account_id)
+                entry.checked_at = self._clock()
+                return entry.index
+            if entry is not None and entry.version == version:
                 entry.checked_at = self._clock()
                 return entry.index
             index = FenceIndex(self._load(account_id))
@@ -94,6 +112,8 @@ class FenceIndexCache:
                     old, _ = self._entries.popitem(last=False)
                     self._build_locks.pop(old, None)
             return index
+        finally:
+            build_lock.release()
 
     def invalidate(self, account_id: str | None = None) -> None:
         """Drop one account's index (or all): the next ``get`` rebuilds it."""

@@ -22,7 +22,7 @@ import sqlite3
 
 import osmium
 import shapely
-from shapely.geometry import LineString, MultiPolygon, Point, Polygon, box
+from shapely.geometry import LineString, MultiPolygon, Point, box
 from shapely.ops import linemerge, polygonize, unary_union
 
 from engine import layout
@@ -256,7 +256,7 @@ def build_areas(pbf_path, bbox: list[float] | None, log=None) -> list[AdminArea]
             lines = [piece for w in rel["ways"] for piece in way_coords.get(w, [])]
             if lines:
                 geom = _partial_area(lines, bbox_poly, anchors, outside)
-            else:
+            else:  # no boundary crosses the extract: it covers all of it or none of it
                 geom = bbox_poly if anchors else None
             if geom is not None:
                 geoms[rid] = geom
@@ -307,8 +307,9 @@ def write_db(path, areas: list[AdminArea]) -> None:
         CREATE VIRTUAL TABLE admin_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
         """
     )
-    from engine.geo import EARTH_RADIUS_M  # noqa: PLC0415
     import math  # noqa: PLC0415
+
+    from engine.geo import EARTH_RADIUS_M  # noqa: PLC0415
 
     for a in areas:
         minx, miny, maxx, maxy = a.geometry.bounds

@@ -16,9 +16,8 @@ def names_of(tags, all_langs: bool = False) -> dict[str, str]:
         if not value:
             continue
         base, _, lang = key.partition(":")
-        if base in NAME_KEYS:
-            if not lang or all_langs or lang in NAME_LANGS:
-                out[key] = value
+        if base in NAME_KEYS and (not lang or all_langs or lang in NAME_LANGS):
+            out[key] = value
     return out
 
 

@@ -87,6 +87,21 @@ def region_name_for(pbf_path: Path) -> str:
     return name.lower().replace(" ", "-")
 
 
+ENGINE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_fingerprint() -> str:
+    """A hash of the engine's source: a dataset built by other code is rebuilt on re-import,
+    even when the source file and the format version did not change."""
+    digest = hashlib.sha256()
+    for path in sorted(ENGINE_ROOT.rglob("*.py")):
+        if "services" in path.parts:
+            continue  # query-time code does not shape the dataset
+        digest.update(str(path.relative_to(ENGINE_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def read_manifest(version_dir: Path) -> dict:
     with open(version_dir / layout.MANIFEST, encoding="utf-8") as fh:
         return json.load(fh)
@@ -106,13 +121,16 @@ def import_pbf(
         raise DatasetError(f"region name must be letters, digits, '-' or '_': {region!r}")
     check_source(pbf_path)
     source_hash = sha256_file(pbf_path)
+    fingerprint = code_fingerprint()
 
     current = layout.current_link(data_dir, region)
     if current.exists() and not force:
         previous = read_manifest(current.resolve())
         if previous.get("source", {}).get("sha256") == source_hash and previous.get(
             "format_version"
-        ) == layout.FORMAT_VERSION and previous.get("stages_run") == [s.name for s in stages]:
+        ) == layout.FORMAT_VERSION and previous.get("stages_run") == [s.name for s in stages] and previous.get(
+            "code"
+        ) == fingerprint:
             log.info("region %s is up to date (version %s)", region, previous["version"])
             return ImportResult(region, previous["version"], current.resolve(), previous, True)
 
@@ -146,6 +164,7 @@ def import_pbf(
             raise DatasetError(f"empty extract: nothing to serve in {pbf_path.name}")
         manifest = {
             "format_version": layout.FORMAT_VERSION,
+            "code": fingerprint,
             "region": region,
             "version": version,
             "source": {

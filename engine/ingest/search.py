@@ -7,7 +7,8 @@ country/city/district from its addr:* tags or, when missing, from the admin area
 address of the same street that has one (within 300 m).
 
 Tables (see engine.search.index for the reader):
-    features      one row per address / street / place / poi (+ street geometry as WKB)
+    features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat)
+                  or an address's building outline (WKB, metres in the projection of meta 'proj')
     entries       one row per searchable name variant (normalised), with entries_fts (FTS5)
     vocab         every normalised word with its frequency (typo tolerance works on it)
     points_rtree  R*Tree over addresses, places, POIs;  street_parts + parts_rtree over streets
@@ -35,7 +36,7 @@ from engine.ingest.osm_tags import housenumbers, name_variants, names_of
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
 STREET_HIGHWAYS_EXCLUDED = {
-    "bus_stop", "platform", "proposed", "construction", "elevator", "street_lamp", "abandoned",
+    "bus_stop", "platform", "proposed", "elevator", "street_lamp", "abandoned",
     "razed", "traffic_signals", "crossing", "turning_circle", "emergency_access_point",
 }
 DRIVABLE = {
@@ -49,8 +50,10 @@ PLACE_IMPORTANCE = {
     "neighbourhood": 0.5, "hamlet": 0.5, "island": 0.5, "square": 0.45, "locality": 0.4,
     "islet": 0.35, "city_block": 0.3, "plot": 0.2, "farm": 0.2, "isolated_dwelling": 0.2,
 }
+RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "emergency")
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
 POSTCODE_FILL_M = 300.0
+ORPHAN_M = 50.0  # a house number without a street: the nearest named street this close
 
 
 class _Collector:
@@ -65,7 +68,7 @@ class _Collector:
         t = tags
         hn = t.get("addr:housenumber")
         street = t.get("addr:street") or t.get("addr:place")
-        if hn and street:
+        if hn:
             for number in housenumbers(hn):
                 self.addresses.append({
                     "osm_type": osm_type, "osm_id": osm_id, "lat": lat, "lng": lng,
@@ -73,7 +76,7 @@ class _Collector:
                     "city": t.get("addr:city"), "district": t.get("addr:suburb")
                     or t.get("addr:district"), "country": t.get("addr:country"),
                     "entrance": osm_type == "node" and "entrance" in t,
-                    "building": "building" in t, "name": t.get("name"),
+                    "building": "building" in t, "name": t.get("name"), "footprint": geom,
                 })
         name = t.get("name")
         place = t.get("place")
@@ -86,7 +89,8 @@ class _Collector:
             return
         category = categorize(t)
         raw = poi_tags(t)
-        if (category or (name and raw)) and not (osm_type == "way" and t.get("highway")):
+        unnamed_ok = any(t.get(k) for k in RAW_POI_KEYS)  # benches, post boxes: raw-tag search
+        if (category or (raw and (name or unnamed_ok))) and not (osm_type == "way" and t.get("highway") and not category):
             if category == "bus_stop" and not name:
                 return
             self.pois.append({
@@ -137,17 +141,20 @@ def collect(pbf_path) -> _Collector:
             hw = tags.get("highway")
             name = tags.get("name")
             if hw and hw not in STREET_HIGHWAYS_EXCLUDED and (name or tags.get("ref")):
-                if hw == "platform" or tags.get("area") == "yes":
-                    pass
-                elif name:
+                if hw != "platform" and name:
                     names = names_of(tags)
+                    closed = len(coords) >= 4 and coords[0] == coords[-1]
                     col.streets[normalize(name)].append({
                         "osm_id": o.id, "coords": coords, "name": name, "names": names,
                         "highway": hw, "postcode": tags.get("postal_code"),
+                        # a square (highway=pedestrian + area=yes): inside it is on it
+                        "area": closed and tags.get("area") == "yes",
                     })
-                    continue
+                    if not (closed and tags.get("area") == "yes"):
+                        continue  # a square may also be a place or a POI (a market square)
             lat, lng = _way_point(coords)
-            col.take(("way", o.id), tags, lat, lng)
+            footprint = coords if len(coords) >= 4 and coords[0] == coords[-1] else None
+            col.take(("way", o.id), tags, lat, lng, footprint)
         elif o.is_area():
             if o.from_way():
                 continue  # ways were taken above
@@ -210,7 +217,8 @@ CREATE TABLE entries (id INTEGER PRIMARY KEY, feature_id INTEGER NOT NULL, norm 
 CREATE VIRTUAL TABLE entries_fts USING fts5 (norm, content='entries', content_rowid='id',
                                               prefix='2 3 4');
 CREATE TABLE vocab (word TEXT PRIMARY KEY, freq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL, geom BLOB NOT NULL);
+CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL,
+                           geom BLOB NOT NULL);  -- a way: LineString; a square: Polygon
 CREATE VIRTUAL TABLE points_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
 CREATE VIRTUAL TABLE parts_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
@@ -253,6 +261,7 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
 
     # -- streets ------------------------------------------------------------------------------
     street_by_key: dict[str, list[tuple[int, object, float, float]]] = defaultdict(list)
+    street_names: dict[int, tuple[str, object]] = {}
     for key, ways in col.streets.items():
         for group in _cluster_ways(ways, proj):
             fid = next_id
@@ -279,12 +288,18 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
                 group[0]["osm_id"], None, None, importance, shapely.to_wkb(multi),
             ))
             add_entries(fid, [name, *name_variants(names)], True)
-            for line in lines:
+            for w, line in zip(group, lines, strict=True):
                 pid = len(street_parts) + 1
-                street_parts.append((pid, fid, shapely.to_wkb(line), line.bounds))
+                part = Polygon(w["coords"]) if w.get("area") else line
+                if not part.is_valid:
+                    part = line
+                street_parts.append((pid, fid, shapely.to_wkb(part), line.bounds))
             street_by_key[key].append((fid, multi, rep.y, rep.x))
+            street_names[fid] = (name, multi)
 
     # -- addresses ----------------------------------------------------------------------------
+    # a number without addr:street belongs to the nearest named street within ORPHAN_M
+    col.addresses = _adopt_orphans(col.addresses, street_names, proj)
     # dedupe: one address per (street, number) within 60 m; buildings beat entrances beat nodes
     addrs = sorted(
         col.addresses,
@@ -356,7 +371,7 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
             fid, "address", a["name"], None, a["number"], a["hn_norm"], a["street"], a["street_key"],
             a["street_id"], a["city"] or p["city"], a["district"] or p["district"], a["postcode"],
             _country(a["country"]) or p["country"], a["lat"], a["lng"], a["osm_type"], a["osm_id"],
-            None, None, 0.5, None,
+            None, None, 0.5, _footprint_wkb(a["footprint"], proj),
         ))
         point_boxes.append((fid, a["lng"], a["lng"], a["lat"], a["lat"]))
 
@@ -455,6 +470,43 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         "addresses": counts["address"], "streets": counts["street"], "places": counts["place"],
         "pois": counts["poi"],
     }
+
+
+def _adopt_orphans(addresses: list[dict], street_names: dict[int, tuple[str, object]],
+                   proj: LocalProjection) -> list[dict]:
+    """Numbers without addr:street/addr:place take the nearest named street within ORPHAN_M
+    (as Nominatim's parent street); the others are dropped (nothing to search them by)."""
+    orphans = [a for a in addresses if not a["street"]]
+    kept = [a for a in addresses if a["street"]]
+    if not orphans or not street_names:
+        return kept
+    lines, owner = [], []
+    for name, multi in street_names.values():
+        for part in multi.geoms:
+            arr = np.asarray(part.coords)
+            x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+            lines.append(LineString(np.column_stack([x, y])))
+            owner.append(name)
+    tree = shapely.STRtree(lines)
+    for a in orphans:
+        x, y = proj.to_xy(a["lat"], a["lng"])
+        p = Point(float(x), float(y))
+        i = tree.nearest(p)
+        if i is not None and lines[int(i)].distance(p) <= ORPHAN_M:
+            a["street"] = owner[int(i)]
+            kept.append(a)
+    return kept
+
+
+def _footprint_wkb(coords, proj: LocalProjection):
+    """The building outline of an address in the index's metric projection (meta 'proj'):
+    reverse geocoding measures distances to it in metres, 0 inside."""
+    if not coords:
+        return None
+    arr = np.asarray(coords)
+    x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+    poly = Polygon(np.column_stack([x, y]))
+    return shapely.to_wkb(poly) if poly.is_valid and poly.area > 0 else None
 
 
 def _country(code: str | None) -> str | None:

@@ -219,23 +219,92 @@ def _path_edges(first_out, head, tail, length, src, dst, bound):
     return res
 
 
-@dataclass
-class MatchedPoint:
-    index: int  # index of the input point
-    edge: int
-    offset: float
-    distance: float  # metres from the input point to its snapped position
-    x: float
-    y: float
+@numba.njit(cache=True)
+def _push(buf_x, buf_y, buf_e, n, x, y, e):
+    if n > 0 and abs(buf_x[n - 1] - x) < 1e-6 and abs(buf_y[n - 1] - y) < 1e-6:
+        return n
+    buf_x[n] = x
+    buf_y[n] = y
+    buf_e[n] = e
+    return n + 1
+
+
+@numba.njit(cache=True)
+def _grow(buf_x, buf_y, buf_e, n, need):
+    if n + need <= buf_x.size:
+        return buf_x, buf_y, buf_e
+    size = max(2 * buf_x.size, n + need)
+    nx = np.empty(size)
+    ny = np.empty(size)
+    ne = np.empty(size, np.int64)
+    nx[:n] = buf_x[:n]
+    ny[:n] = buf_y[:n]
+    ne[:n] = buf_e[:n]
+    return nx, ny, ne
+
+
+@numba.njit(cache=True)
+def _assemble(first_out, head, tail, length, geom_first, gx, gy, gcum, edges, offs, pxs, pys,
+              back_tol, radius):
+    """The matched path of one segment: vertices (x, y), the edge each vertex was reached on,
+    and for each matched point the index of its vertex."""
+    n = edges.size
+    buf_x = np.empty(256)
+    buf_y = np.empty(256)
+    buf_e = np.empty(256, np.int64)
+    at = np.empty(n, np.int64)
+    k = _push(buf_x, buf_y, buf_e, 0, pxs[0], pys[0], edges[0])
+    at[0] = 0
+    for i in range(n - 1):
+        ep, op, eq, oq = edges[i], offs[i], edges[i + 1], offs[i + 1]
+        if ep == eq and oq >= op - back_tol:
+            a, b = geom_first[ep], geom_first[ep + 1]
+            buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, b - a + 1)
+            for v in range(a, b):
+                if gcum[v] > op and gcum[v] < oq:
+                    k = _push(buf_x, buf_y, buf_e, k, gx[v], gy[v], ep)
+        else:
+            a, b = geom_first[ep], geom_first[ep + 1]
+            buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, b - a)
+            for v in range(a, b):
+                if gcum[v] > op:
+                    k = _push(buf_x, buf_y, buf_e, k, gx[v], gy[v], ep)
+            gc = math.hypot(pxs[i + 1] - pxs[i], pys[i + 1] - pys[i])
+            path = _path_edges(first_out, head, tail, length, np.int64(head[ep]),
+                               np.int64(tail[eq]), 2.0 * gc + 2.0 * radius + 101.0)
+            for e in path:
+                a, b = geom_first[e], geom_first[e + 1]
+                buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, b - a)
+                for v in range(a + 1, b):
+                    k = _push(buf_x, buf_y, buf_e, k, gx[v], gy[v], e)
+            a, b = geom_first[eq], geom_first[eq + 1]
+            buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, b - a)
+            for v in range(a + 1, b):
+                if gcum[v] < oq:
+                    k = _push(buf_x, buf_y, buf_e, k, gx[v], gy[v], eq)
+        buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, 1)
+        k = _push(buf_x, buf_y, buf_e, k, pxs[i + 1], pys[i + 1], eq)
+        at[i + 1] = k - 1
+    return buf_x[:k].copy(), buf_y[:k].copy(), buf_e[:k].copy(), at
 
 
 @dataclass
 class MatchedSegment:
-    points: list[MatchedPoint]
-    # the matched path as polyline pieces: (edge, xy array) in travel order
-    pieces: list[tuple[int, np.ndarray]]
-    # for each matched point, the index in ``pieces`` where the path leaving it starts
-    piece_at_point: list[int]
+    """One matched chain: its points (arrays, one entry per matched input point) and path."""
+
+    index: np.ndarray  # input point index
+    edge: np.ndarray
+    offset: np.ndarray  # metres from the edge start
+    distance: np.ndarray  # metres from the input point to its snapped position
+    x: np.ndarray  # snapped position
+    y: np.ndarray
+    path_x: np.ndarray  # the matched path, vertices in travel order
+    path_y: np.ndarray
+    path_edge: np.ndarray  # edge each vertex lies on
+    point_vertex: np.ndarray  # vertex of each matched point in the path
+
+    def __len__(self) -> int:
+        return int(self.index.size)
 
 
 @dataclass(frozen=True)
@@ -282,60 +351,25 @@ def match(
     )
     segments: list[MatchedSegment] = []
     starts = list(np.flatnonzero(chain_start)) + [kept.size]
-    for s, e in zip(starts[:-1], starts[1:]):
-        members = [i for i in range(s, e) if not skipped[i]]
-        end = members[-1]
-        last = cand_first[end] + int(np.argmax(score[cand_first[end] : cand_first[end + 1]]))
-        chosen = [last]
+    for s, e in zip(starts[:-1], starts[1:], strict=False):
+        end = s + int(np.flatnonzero(~skipped[s:e])[-1])
+        c = cand_first[end] + int(np.argmax(score[cand_first[end] : cand_first[end + 1]]))
+        chosen = [c]
         while back[chosen[-1]] >= 0:
             chosen.append(int(back[chosen[-1]]))
-        chosen.reverse()
-        assert len(chosen) == len(members)
-        points = [
-            MatchedPoint(int(cands.point[c]), int(cands.edge[c]), float(cands.offset[c]),
-                         float(cands.distance[c]), float(cands.x[c]), float(cands.y[c]))
-            for c in chosen
-        ]
-        segments.append(_assemble(net, points, back_tol, radius))
+        sel = np.array(chosen[::-1], dtype=np.int64)
+        px, py, pe, at = _assemble(
+            net.first_out, net.head, net.tail, net.length, net.geom_first, net.geom_x,
+            net.geom_y, net.geom_cum, cands.edge[sel], cands.offset[sel], cands.x[sel],
+            cands.y[sel], float(back_tol), float(radius),
+        )
+        segments.append(MatchedSegment(
+            cands.point[sel], cands.edge[sel], cands.offset[sel], cands.distance[sel],
+            cands.x[sel], cands.y[sel], px, py, pe, at,
+        ))
     return segments
 
 
-def _assemble(net: RoadNetwork, points: list[MatchedPoint], back_tol: float,
-              radius: float) -> MatchedSegment:
-    pieces: list[tuple[int, np.ndarray]] = []
-    at: list[int] = []
-    for i, p in enumerate(points):
-        at.append(len(pieces))
-        if i + 1 == len(points):
-            break
-        q = points[i + 1]
-        if q.edge == p.edge and q.offset >= p.offset - back_tol:
-            if q.offset > p.offset:
-                pieces.append((p.edge, net.edge_polyline(p.edge, p.offset, q.offset)))
-            continue
-        pieces.append((p.edge, net.edge_polyline(p.edge, p.offset)))
-        src, dst = int(net.head[p.edge]), int(net.tail[q.edge])
-        gc = math.hypot(q.x - p.x, q.y - p.y)
-        bound = 2.0 * gc + 2.0 * radius + 101.0
-        for edge in _path_edges(net.first_out, net.head, net.tail, net.length, src, dst, bound):
-            pieces.append((int(edge), net.edge_polyline(int(edge))))
-        pieces.append((q.edge, net.edge_polyline(q.edge, 0.0, q.offset)))
-    return MatchedSegment(points, pieces, at)
-
-
 def segment_polyline(seg: MatchedSegment) -> np.ndarray:
-    """The matched path of a segment as one (k, 2) array without repeated vertices."""
-    if not seg.pieces:
-        p = seg.points[0]
-        return np.array([[p.x, p.y]])
-    pts = np.concatenate([pc for _, pc in seg.pieces])
-    keep = np.ones(len(pts), dtype=bool)
-    keep[1:] = np.any(np.abs(np.diff(pts, axis=0)) > 1e-6, axis=1)
-    return pts[keep]
-
-
-def route_length(seg: MatchedSegment) -> float:
-    poly = segment_polyline(seg)
-    return float(np.hypot(*np.diff(poly, axis=0).T).sum()) if len(poly) > 1 else 0.0
-
-
+    """The matched path of a segment as a (k, 2) array."""
+    return np.column_stack([seg.path_x, seg.path_y])

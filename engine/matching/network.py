@@ -489,5 +489,5 @@ class MatchingComponent:
 
         graph = RoadGraph.open(Path(version_dir) / layout.GRAPH_DIR)
         net = from_routing_graph(graph)
-        net.grid  # build the spatial index now, not on the first request
+        _ = net.grid  # build the spatial index now, not on the first request
         return cls(graph, net)

@@ -46,7 +46,7 @@ def sample_trace(net: RoadNetwork, edges: np.ndarray, spacing: float, sigma: flo
     at = np.arange(spacing / 2, total, spacing)
     idx = np.clip(np.searchsorted(starts, at, side="right") - 1, 0, edges.size - 1)
     tx, ty = np.empty(at.size), np.empty(at.size)
-    for k, (i, s) in enumerate(zip(idx, at)):
+    for k, (i, s) in enumerate(zip(idx, at, strict=False)):
         tx[k], ty[k] = net.point_at(int(edges[i]), float(s - starts[i]))
     durations = net.duration[edges]
     t_starts = np.concatenate([[0.0], np.cumsum(durations)])

@@ -133,6 +133,10 @@ class _Canvas:
         img = img.convert("RGB")
         out = io.BytesIO()
         if fmt == "png":
+            # 8-bit palette PNG ("png256" of tile servers): a map has few colours, so this is
+            # visually the same, ~4x smaller and faster to compress than 24-bit
+            img = img.quantize(colors=256, method=Image.Quantize.FASTOCTREE,
+                               dither=Image.Dither.NONE)
             img.save(out, format="PNG", compress_level=6)
         else:
             img.save(out, format="JPEG", quality=88, optimize=False)
@@ -154,7 +158,9 @@ def _simplify(feats: Features, zoom: int, mpp: float) -> Features:
 
 
 def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
-    vp, z = c.vp, c.vp.zoom
+    """One dataset's base map: its coverage in land colour, then every layer in draw order.
+    (Regions are assumed not to overlap: a second region's land would cover the first's map.)"""
+    z = c.vp.zoom
     if store.coverage is not None:
         x0, y0, x1, y1 = store.coverage
         c.ax.add_artist(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none",
@@ -229,7 +235,6 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
             c.stroke(_line_path(g), S.ADMIN_COLOUR, w * 3.5, alpha=0.15, cap="butt")
         c.stroke(_line_path(g), S.ADMIN_COLOUR, w, dash=(6.0, 3.0) if bucket <= 4 else (4, 2.5),
                  alpha=0.8)
-    del vp
 
 
 # ---------------------------------------------------------------------------------- labels

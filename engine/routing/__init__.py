@@ -1,0 +1,15 @@
+"""Car routing: profile, road graph, contraction hierarchy, snapping, directions.
+
+    profile.py     OSM tags -> drivable? which directions, speed, flags (the car profile)
+    build.py       PBF -> RoadGraph (import time; the "roads" stage in engine/ingest/roads.py)
+    graph.py       RoadGraph: the numpy arrays under <version>/graph/, memory-mapped (READ THIS
+                   first to build on the graph: array names, dtypes, cost conventions)
+    ch.py          contraction hierarchy over the turn graph (build + numba query)
+    search.py      plain numba Dijkstra over the turn graph (oracle, alternatives, one-to-many)
+    snap.py        EdgeSnapper: nearest drivable edge (projected point), candidates in a radius
+    router.py      Router (dataset component "router"): legs, summaries, geometry, alternatives
+    directions.py  turn-by-turn steps and instructions
+    polyline.py    encoded polylines (precision 5/6)
+
+The service function is engine/services/routing.py.
+"""

@@ -5,13 +5,21 @@ only sees ways with ``highway``/``route``, tagged nodes and relations with ``typ
 profile (:mod:`engine.routing.profile`) on every way, ways split at graph nodes, then the turn
 graph with restrictions, strongly connected components and the contraction hierarchy.
 
-Why not osmnx for the topology (the foundation issue suggested ``osmnx.graph_from_xml``): measured
-on the Monaco sample (2026-11-22, this machine), PBF -> XML with pyosmium then
-``osmnx.graph_from_xml(simplify=True)`` took ~6 s and keeps neither node penalties (signals,
-barriers) nor the restriction relations, and its ``oneway`` handling differs from the profile we
-need (it drops ``access`` per direction, treats ``-1`` by reversing); the direct pyosmium pass
-below does the whole graph in ~0.4 s (Monaco) with the profile applied per direction, and keeps
-OSM way ids, names and full geometry. networkx is not used at query time either way.
+Why not osmnx for the topology (the foundation issue suggested ``osmnx.graph_from_xml``), measured
+on this machine (2026-11-22; highway ways + back-referenced nodes
+written to XML with ``osmium.BackReferenceWriter``, then ``graph_from_xml(simplify=True)``):
+
+=========  ===================================  ==========================================
+sample     osmnx                                this module (pyosmium, profile, turns, SCC)
+=========  ===================================  ==========================================
+Monaco     1.07 s PBF->XML + 3.97 s osmnx       0.47 s (CH +0.1 s)
+Helsinki   fails: "Some edges missing nodes,     0.30 s; ways cut by the extract boundary keep
+           possibly due to input data clipping"  their runs of known nodes
+=========  ===================================  ==========================================
+
+osmnx would also still need the profile per direction (access:forward, oneway=-1, maxspeed
+zones), node penalties/barriers and the restriction relations, which it does not read. networkx
+is not used at query time either way.
 """
 
 from __future__ import annotations
@@ -164,7 +172,7 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
         name_id = names.setdefault(prof.name, len(names))
         cls = P.CLASS_CODE[prof.highway]
         cuts = [0] + [i for i in range(1, len(w.refs) - 1) if w.refs[i] in is_graph] + [len(w.refs) - 1]
-        for a, b in zip(cuts[:-1], cuts[1:]):
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
             if b <= a:
                 continue
             plat, plng = lat[a : b + 1], lng[a : b + 1]
@@ -254,7 +262,7 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
     arrays["component_size"] = sizes_c
 
     t1 = time.perf_counter()
-    turn_first_out, turn_to, turn_cost, n_restricted, start_b, end_b = _build_turns(
+    turn_first_out, turn_to, turn_cost, turn_weight, n_restricted, start_b, end_b = _build_turns(
         arrays, node_pen, node_osm, restrictions
     )
     arrays["edge_bearing_start"] = start_b.astype(np.float32)
@@ -262,6 +270,19 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
     arrays["turn_first_out"] = turn_first_out
     arrays["turn_to"] = turn_to
     arrays["turn_cost_s"] = turn_cost
+    arrays["turn_weight"] = turn_weight
+    # strongly connected components of the turn graph: the real connectivity (one-ways, turn
+    # restrictions, barriers); snapping prefers the big ones
+    if m:
+        tmat = csr_matrix(
+            (np.ones(turn_to.shape[0]), turn_to, turn_first_out), shape=(m, m)
+        )
+        _, elabels = connected_components(tmat, directed=True, connection="strong")
+        arrays["edge_component"] = elabels.astype(np.int32)
+        arrays["edge_component_size"] = np.bincount(elabels).astype(np.int32)
+    else:
+        arrays["edge_component"] = np.zeros(0, dtype=np.int32)
+        arrays["edge_component_size"] = np.zeros(0, dtype=np.int32)
     t_turns = time.perf_counter() - t1
 
     all_lat = arrays["geom_lat"]
@@ -286,6 +307,7 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
 
         t2 = time.perf_counter()
         ch_arrays = ch.build(graph)
+        meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
         for k, v in ch_arrays.items():
             setattr(graph, k, v)
         graph.has_ch = True
@@ -326,13 +348,25 @@ def _build_turns(a: dict, node_pen: dict, node_osm: list[int], restrictions):
             deg[edge_tail[e]] += 1
             deg[edge_head[e]] += 1
 
+    # a restriction counts only when its from and to ways are drivable and meet at the via node
+    # (an only_* toward a way the car may not use would otherwise trap every arrival; OSRM drops
+    # such relations too)
+    node_id = {osm: i for i, osm in enumerate(node_osm)}
+    ways_at: dict[int, set[int]] = defaultdict(set)
+    for e in range(m):
+        ways_at[int(edge_head[e])].add(int(edge_way[e]))
+        ways_at[int(edge_tail[e])].add(int(edge_way[e]))
     by_via: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
     for kind, frm, via, to in restrictions:
+        v = node_id.get(via)
+        if v is None or frm not in ways_at[v] or to not in ways_at[v]:
+            continue
         by_via[via].append((kind, frm, to))
 
     t_first = np.zeros(m + 1, dtype=np.int64)
     t_to: list[int] = []
     t_cost: list[float] = []
+    t_extra: list[float] = []
     removed = 0
     for e in range(m):
         v = int(edge_head[e])
@@ -367,18 +401,25 @@ def _build_turns(a: dict, node_pen: dict, node_osm: list[int], restrictions):
                     continue
                 t_to.append(f)
                 t_cost.append(P.turn_duration_s(180.0, n_roads=int(deg[v]), uturn=True, roundabout=False))
+                t_extra.append(0.0)
         for f in cands:
             angle = (start_b[f] - end_b[e] + 540.0) % 360.0 - 180.0
             rb = bool((edge_flags[e] | edge_flags[f]) & P.FLAG_ROUNDABOUT)
             cost = P.turn_duration_s(angle, n_roads=int(deg[v]), uturn=False, roundabout=rb)
             t_to.append(f)
             t_cost.append(cost + (pen or 0.0))
+            t_extra.append(
+                P.RESTRICTED_ENTRY_S
+                if (edge_flags[f] & P.FLAG_RESTRICTED) and not (edge_flags[e] & P.FLAG_RESTRICTED)
+                else 0.0
+            )
         t_first[e + 1] = len(t_to)
     del in_edges, first_in, edge_weight
     return (
         t_first,
         np.asarray(t_to, dtype=np.int32),
         np.asarray(t_cost, dtype=np.float32),
+        (np.asarray(t_cost, dtype=np.float64) + np.asarray(t_extra, dtype=np.float64)).astype(np.float32),
         removed,
         start_b,
         end_b,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.geo import bearing_deg, round_coord
+from engine.geo import bearing_deg
 from engine.routing import profile as P
 
 TURN_MIN_DEG = 35.0
@@ -124,78 +124,76 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
     else:
         frac[0] = 1.0 - leg.start
         frac[-1] = leg.end
-    dist_i = frac * router.length[edges]
-    dur_i = frac * router.duration[edges] + turn_s
-    cd = np.concatenate(([0.0], np.cumsum(dist_i)))
-    ct = np.concatenate(([0.0], np.cumsum(dur_i)))
+    cd = np.concatenate(([0.0], np.cumsum(frac * router.length[edges]))).tolist()
+    ct = np.concatenate(([0.0], np.cumsum(frac * router.duration[edges] + turn_s))).tolist()
+    idx = np.nonzero(code)[0]
+    # everything the loop reads, as Python lists (no numpy scalars in the loop)
+    e_at = edges[idx].tolist()
+    prev_at = edges[idx - 1].tolist()
+    code_at = code[idx].tolist()
+    angle_at = angle[idx].tolist()
+    exits_at = exits[idx].tolist()
+    name_at = name_ids[edges[idx]].tolist()
+    prev_name_at = name_ids[edges[idx - 1]].tolist()
+    bb_at = router.bend[edges[idx - 1]].tolist()
+    ba_at = router.bstart[edges[idx]].tolist()
+    nodes_at = router.edge_head[edges[idx - 1]]
+    lat_at = router.node_lat[nodes_at].tolist()
+    lng_at = router.node_lng[nodes_at].tolist()
     o, d = leg.origin, leg.destination
     first = int(edges[0])
-    b_after = float(router.bstart[first]) if leg.start <= 0.0 else _bearing_at(g, first, leg.start)
-    steps = [{
-        "type": "depart", "modifier": "", "exit": 0, "name": names[int(name_ids[first])],
-        "bearing_before": 0.0, "bearing_after": b_after, "i": 0, "lat": o.lat, "lng": o.lng,
-    }]
-    for i in np.nonzero(code)[0].tolist():
-        c = code[i]
-        e = int(edges[i])
-        name = names[int(name_ids[e])]
+    last_e = int(edges[-1])
+    b_after = float(router.bstart[first]) if leg.start <= 0.0 else _bearing_at(router, first, leg.start)
+    # step = [type, modifier, exit, name, bearing_before, bearing_after, i, lat, lng]
+    steps = [["depart", "", 0, names[int(name_ids[first])], 0.0, b_after, 0, o.lat, o.lng]]
+    for k, i in enumerate(idx.tolist()):
+        c = code_at[k]
+        name = names[name_at[k]]
         if c == _RB_EXIT:
             cur = steps[-1]
-            if cur["type"] == "roundabout":
-                cur["exit"] = int(exits[i])
-                cur["name"] = name
+            if cur[0] == "roundabout":
+                cur[2] = exits_at[k]
+                cur[3] = name
             continue
-        a = float(angle[i])
-        mod = modifier_for(a)
+        mod = modifier_for(angle_at[k])
         if c == _RB_ENTER:
             mtype = "roundabout"
         elif mod == "straight":
-            mtype = "new name" if name_ids[e] != name_ids[int(edges[i - 1])] else "continue"
+            mtype = "new name" if name_at[k] != prev_name_at[k] else "continue"
         else:
             mtype = "turn"
-        node = int(g.edge_head[int(edges[i - 1])])
-        steps.append({
-            "type": mtype, "modifier": mod, "exit": 0, "name": name,
-            "bearing_before": float(router.bend[int(edges[i - 1])]), "bearing_after": float(router.bstart[e]),
-            "i": i, "lat": float(g.node_lat[node]), "lng": float(g.node_lng[node]),
-        })
-    last_e = int(edges[-1])
-    b_before = float(router.bend[last_e]) if leg.end >= 1.0 else _bearing_at(g, last_e, leg.end)
-    steps.append({
-        "type": "arrive", "modifier": "", "exit": 0, "name": names[int(name_ids[last_e])],
-        "bearing_before": b_before, "bearing_after": 0.0, "i": n, "lat": d.lat, "lng": d.lng,
-    })
+        steps.append([mtype, mod, 0, name, bb_at[k], ba_at[k], i, lat_at[k], lng_at[k]])
+    b_before = float(router.bend[last_e]) if leg.end >= 1.0 else _bearing_at(router, last_e, leg.end)
+    steps.append(["arrive", "", 0, names[int(name_ids[last_e])], b_before, 0.0, n, d.lat, d.lng])
+    del e_at, prev_at
     out = []
-    for k, s in enumerate(steps):
-        i0 = s["i"]
-        i1 = steps[k + 1]["i"] if k + 1 < len(steps) else n
-        maneuver = {
-            "type": s["type"],
-            "bearing_before": int(round(s["bearing_before"])) % 360,
-            "bearing_after": int(round(s["bearing_after"])) % 360,
-        }
-        if s["modifier"]:
-            maneuver["modifier"] = s["modifier"]
-        if s["type"] == "roundabout":
-            maneuver["exit"] = max(1, s["exit"])
+    ns = len(steps)
+    for k in range(ns):
+        mtype, mod, exit_n, name, bb, ba, i0, lat, lng = steps[k]
+        i1 = steps[k + 1][6] if k + 1 < ns else n
+        maneuver = {"type": mtype, "bearing_before": int(round(bb)) % 360, "bearing_after": int(round(ba)) % 360}
+        if mod:
+            maneuver["modifier"] = mod
+        if mtype == "roundabout":
+            exit_n = max(1, exit_n)
+            maneuver["exit"] = exit_n
         out.append({
-            "instruction": instruction(s["type"], s["modifier"], s["name"], bearing_after=s["bearing_after"],
-                                       exit_n=max(1, s["exit"]), last=last_leg),
+            "instruction": instruction(mtype, mod, name, bearing_after=ba, exit_n=exit_n, last=last_leg),
             "maneuver": maneuver,
-            "name": s["name"],
-            "distance": round(float(cd[i1] - cd[i0]), 1),
-            "duration": round(float(ct[i1] - ct[i0]), 1),
-            "location": {"lat": round_coord(s["lat"]), "lng": round_coord(s["lng"])},
+            "name": name,
+            "distance": round(cd[i1] - cd[i0], 1),
+            "duration": round(ct[i1] - ct[i0], 1),
+            "location": {"lat": round(lat, 7), "lng": round(lng, 7)},
         })
     return out
 
 
-def _bearing_at(g, edge: int, frac: float) -> float:
+def _bearing_at(router, edge: int, frac: float) -> float:
     """Bearing of the segment of ``edge`` at ``frac``."""
-    a, b = int(g.edge_geom_first[edge]), int(g.edge_geom_first[edge + 1])
-    cum = g.geom_cum_m[a:b]
+    a, b = int(router.gf[edge]), int(router.gf[edge + 1])
+    cum = router.gcum[a:b]
     target = frac * float(cum[-1])
     i = int(np.searchsorted(cum, target, side="right")) - 1
     i = min(max(i, 0), b - a - 2)
-    return bearing_deg(float(g.geom_lat[a + i]), float(g.geom_lng[a + i]),
-                       float(g.geom_lat[a + i + 1]), float(g.geom_lng[a + i + 1]))
+    lat, lng = router.glat, router.glng
+    return bearing_deg(float(lat[a + i]), float(lng[a + i]), float(lat[a + i + 1]), float(lng[a + i + 1]))

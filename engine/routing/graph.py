@@ -42,6 +42,9 @@ in_edges             int32      E     edge ids grouped by head node
 node_component       int32      N     strongly connected component (node graph, one-ways
                                       respected, turn restrictions ignored)
 component_size       int32      C     number of nodes per component
+edge_component       int32      E     strongly connected component of the *turn graph* (true
+                                      connectivity: one-ways, restrictions, barriers)
+edge_component_size  int32      C'    number of edges per turn-graph component
 edge_tail, edge_head int32      E     graph nodes at start / end (in travel direction)
 edge_twin            int32      E     the same road piece in the other direction, or -1
 edge_length_m        float32    E     length along the geometry, metres
@@ -49,7 +52,7 @@ edge_duration_s      float32    E     travel time at the profile speed, seconds
 edge_weight          float32    E     routing weight (seconds-like, >= duration)
 edge_class           uint8      E     index in :data:`engine.routing.profile.HIGHWAY_CLASSES`
 edge_flags           uint8      E     ``profile.FLAG_*`` bits (toll, ferry, motorway, roundabout,
-                                      oneway, link, tunnel)
+                                      oneway, link, tunnel, restricted = local access only)
 edge_way             int64      E     OSM way id
 edge_name            int32      E     index into ``names.json`` (0 = unnamed, ``""``)
 edge_bearing_start   float32    E     compass bearing (deg, 0 = north) of the first segment
@@ -60,6 +63,9 @@ geom_cum_m           float32    G     distance from the edge's first point to th
 turn_first_out       int64      E+1   turns after edge e = ``turn_first_out[e]:..[e+1]``
 turn_to              int32      T     the next edge
 turn_cost_s          float32    T     turn duration: angle penalty + signals/gates + U-turn
+turn_weight          float32    T     routing weight of the turn: turn_cost_s + 3600 when it
+                                      enters a local-access-only road (FLAG_RESTRICTED) from
+                                      an ordinary one
 ch_*                            ...   contraction hierarchy of the turn graph
                                       (:mod:`engine.routing.ch`, internal)
 ===================  =========  ====  ============================================================
@@ -90,12 +96,12 @@ GRAPH_FORMAT = 1
 
 ARRAYS: tuple[str, ...] = (
     "node_lat", "node_lng", "node_osm", "node_first_out", "node_first_in", "in_edges",
-    "node_component", "component_size",
+    "node_component", "component_size", "edge_component", "edge_component_size",
     "edge_tail", "edge_head", "edge_twin", "edge_length_m", "edge_duration_s", "edge_weight",
     "edge_class", "edge_flags", "edge_way", "edge_name", "edge_bearing_start", "edge_bearing_end",
     "edge_geom_first",
     "geom_lat", "geom_lng", "geom_cum_m",
-    "turn_first_out", "turn_to", "turn_cost_s",
+    "turn_first_out", "turn_to", "turn_cost_s", "turn_weight",
 )
 CH_ARRAYS: tuple[str, ...] = (
     "ch_rank", "ch_up_first", "ch_up_to", "ch_up_w", "ch_up_mid",
@@ -114,6 +120,8 @@ class RoadGraph:
     in_edges: np.ndarray
     node_component: np.ndarray
     component_size: np.ndarray
+    edge_component: np.ndarray
+    edge_component_size: np.ndarray
     edge_tail: np.ndarray
     edge_head: np.ndarray
     edge_twin: np.ndarray
@@ -133,6 +141,7 @@ class RoadGraph:
     turn_first_out: np.ndarray
     turn_to: np.ndarray
     turn_cost_s: np.ndarray
+    turn_weight: np.ndarray
 
     def __init__(self, arrays: dict[str, np.ndarray], names: list[str], meta: dict) -> None:
         for key, value in arrays.items():
@@ -202,8 +211,9 @@ class RoadGraph:
     def name(self, edge: int) -> str:
         return self.names[int(self.edge_name[edge])]
 
-    def edge_component_size(self, edge: int) -> int:
-        return int(self.component_size[self.node_component[self.edge_head[edge]]])
+    def component_edges(self, edge: int) -> int:
+        """Size (in edges) of the turn-graph component of ``edge``."""
+        return int(self.edge_component_size[self.edge_component[edge]])
 
     def point_along(self, edge: int, fraction: float) -> tuple[float, float]:
         """(lat, lng) at ``fraction`` (0..1) of the edge's length."""

@@ -43,7 +43,10 @@ the turn angle up to 7.5 s (left turns cost more on right-hand traffic), +2 s fo
 oncoming traffic, +20 s for a U-turn (only allowed at dead ends), +2 s through traffic signals,
 +60 s through a gate. Blocking barriers (bollard, block, ...) cut the road at that node.
 Service roads of kind parking_aisle/driveway/alley/parking/drive-through keep their speed but
-weigh twice as much (routing prefers through roads, as OSRM's ``service_penalties``).
+weigh twice as much (routing prefers through roads, as OSRM's ``service_penalties``); narrow
+two-way roads (``width`` <= 3 m or ``lanes=1``: x2, width < 4/5/6 m: x1.67/1.33/1.25,
+``lane_markings=no``: x1.33) weigh more too. ``surface`` caps the speed (:data:`SURFACE_MAX_KMH`:
+sett 40, cobblestone 30, paving_stones 60, ...).
 """
 
 from __future__ import annotations
@@ -111,9 +114,13 @@ ACCESS_DENIED = frozenset(
     {
         "no", "private", "agricultural", "forestry", "emergency", "psv", "taxi", "bus",
         "minibus", "share_taxi", "foot", "emergency_vehicle", "restricted", "military",
-        "official", "customers", "permit", "residents", "hgv", "bicycle", "disabled",
+        "official", "permit", "residents", "hgv", "bicycle", "disabled",
     }
 )
+# local access only: drivable, but a route may not pass *into* such a road from an ordinary one
+# except to start or end there (OSRM's "restricted" class): entering costs RESTRICTED_ENTRY_S
+ACCESS_RESTRICTED = frozenset({"destination", "delivery", "customers"})
+RESTRICTED_ENTRY_S = 3600.0
 SERVICE_PENALISED = frozenset(
     {"parking_aisle", "driveway", "alley", "parking", "drive-through", "drive-thru"}
 )
@@ -127,6 +134,7 @@ FLAG_ROUNDABOUT = 8
 FLAG_ONEWAY = 16  # the way is one-way (no twin edge in the other direction)
 FLAG_LINK = 32  # *_link ramps
 FLAG_TUNNEL = 64
+FLAG_RESTRICTED = 128  # local access only (access/motor_vehicle=destination|delivery|customers)
 AVOID_FLAGS = {"tolls": FLAG_TOLL, "ferries": FLAG_FERRY, "motorways": FLAG_MOTORWAY}
 
 # node penalties (seconds) and blocking barriers
@@ -217,6 +225,21 @@ def parse_duration_s(value: str | None) -> float | None:
     return None
 
 
+SURFACE_MAX_KMH = {
+    "cement": 80, "compacted": 80, "fine_gravel": 80, "paving_stones": 60, "metal": 60, "bricks": 60,
+    "grass": 40, "wood": 40, "sett": 40, "grass_paver": 40, "gravel": 40, "unpaved": 40,
+    "ground": 40, "dirt": 40, "pebblestone": 40, "tartan": 40, "cobblestone": 30, "clay": 30,
+    "earth": 20, "stone": 20, "rocky": 20, "sand": 20, "mud": 10,
+}
+
+
+def _number(value: str | None) -> float | None:
+    if not value:
+        return None
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)", value)
+    return float(m.group(1)) if m else None
+
+
 def _access(tags: Mapping[str, str], direction: str) -> str | None:
     for key in ACCESS_HIERARCHY:
         value = tags.get(f"{key}:{direction}") or tags.get(key)
@@ -277,6 +300,8 @@ def way_profile(tags: Mapping[str, str]) -> WayProfile | None:
         flags |= FLAG_LINK
     if tags.get("tunnel") not in (None, "no"):
         flags |= FLAG_TUNNEL
+    if _access(tags, "forward") in ACCESS_RESTRICTED or _access(tags, "backward") in ACCESS_RESTRICTED:
+        flags |= FLAG_RESTRICTED
 
     default = float(DEFAULT_SPEED_KMH[highway])
     advisory = parse_maxspeed(tags.get("maxspeed:advisory"))
@@ -285,9 +310,31 @@ def way_profile(tags: Mapping[str, str]) -> WayProfile | None:
     mb = parse_maxspeed(tags.get("maxspeed:backward")) or common
     speed_f = mf * URBAN_FACTOR if mf else default
     speed_b = mb * URBAN_FACTOR if mb else default
+    surface_cap = SURFACE_MAX_KMH.get(tags.get("surface") or "")
+    if surface_cap:
+        speed_f = min(speed_f, surface_cap)
+        speed_b = min(speed_b, surface_cap)
     weight_factor = 1.0
     if highway == "service" and tags.get("service") in SERVICE_PENALISED:
         weight_factor = 2.0
+    if fwd and bwd:  # narrow two-way roads are avoided (OSRM's width/lanes penalties)
+        width = _number(tags.get("width"))
+        lanes = _number(tags.get("lanes"))
+        factor = 1.0
+        if tags.get("lane_markings") == "no":
+            factor = 1 / 0.75
+        if width is not None:
+            if width <= 3:
+                factor = 2.0
+            elif width < 4:
+                factor = 1 / 0.6
+            elif width < 5:
+                factor = 1 / 0.75
+            elif width < 6:
+                factor = 1 / 0.8
+        if lanes is not None and lanes <= 1:
+            factor = 2.0
+        weight_factor *= factor
     ferry_s = parse_duration_s(tags.get("duration")) if is_ferry else None
     name = tags.get("name") or tags.get("ref") or ""
     return WayProfile(highway, fwd, bwd, speed_f, speed_b, weight_factor, flags, name, ferry_s)

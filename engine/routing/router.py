@@ -113,11 +113,10 @@ def _geometry(edges, a, b, gf, glat, glng, gcum):
             lat[k] = glat[q]
             lng[k] = glng[q]
             k += 1
-        if idx == n - 1:
-            if not (lat[k - 1] == p1[0] and lng[k - 1] == p2[0]):
-                lat[k] = p1[0]
-                lng[k] = p2[0]
-                k += 1
+        if idx == n - 1 and not (lat[k - 1] == p1[0] and lng[k - 1] == p2[0]):
+            lat[k] = p1[0]
+            lng[k] = p2[0]
+            k += 1
     if k == 1:
         lat[1] = lat[0]
         lng[1] = lng[0]
@@ -137,13 +136,17 @@ class Router:
         self.twin = np.asarray(g.edge_twin, dtype=np.int64)
         self.tfirst = np.asarray(g.turn_first_out, dtype=np.int64)
         self.tto = np.asarray(g.turn_to, dtype=np.int64)
-        self.tcost = np.asarray(g.turn_cost_s, dtype=np.float64)
+        self.tcost = np.asarray(g.turn_cost_s, dtype=np.float64)  # seconds (reported time)
+        self.tweight = np.asarray(g.turn_weight, dtype=np.float64)  # routing weight
         self.flags = np.asarray(g.edge_flags)
         self.gf = np.asarray(g.edge_geom_first)
         self.glat = np.asarray(g.geom_lat)
         self.glng = np.asarray(g.geom_lng)
         self.gcum = np.asarray(g.geom_cum_m, dtype=np.float64)
         self.name_ids = np.asarray(g.edge_name, dtype=np.int64)
+        self.edge_head = np.asarray(g.edge_head, dtype=np.int64)
+        self.node_lat = np.asarray(g.node_lat, dtype=np.float64)
+        self.node_lng = np.asarray(g.node_lng, dtype=np.float64)
         self.bstart = np.asarray(g.edge_bearing_start, dtype=np.float64)
         self.bend = np.asarray(g.edge_bearing_end, dtype=np.float64)
 
@@ -179,7 +182,7 @@ class Router:
             base = (1.0 - a) * w[e]
             for t in range(self.tfirst[e], self.tfirst[e + 1]):
                 f = int(self.tto[t])
-                c = base + self.tcost[t] + w[f]
+                c = base + self.tweight[t] + w[f]
                 if f not in src or c < src[f][0]:
                     src[f] = (c, e)
         tgt = [(e, b) for e, b in self._directed(d)]
@@ -224,7 +227,11 @@ class Router:
         """Reference search (plain Dijkstra); ``weight`` overrides edge weights (penalties)."""
         w = self.weight if weight is None else weight
         if avoid_mask:
+            # avoided edges are closed, except the ones the points themselves are on
+            keep = [e for s in (o, d) for e, _ in self._directed(s)]
+            kept = w[keep]
             w = np.where(self.flags & avoid_mask, INF, w)
+            w[keep] = kept
         src, tgt, direct = self._endpoints(o, d, w)
         best: Leg | None = None
         for c, e, a, b in direct:
@@ -234,7 +241,7 @@ class Router:
             return best
         srcs = np.fromiter(src.keys(), np.int64, len(src))
         sd = np.array([v[0] for v in src.values()], np.float64)
-        dist, par = dijkstra(self.tfirst, self.tto, self.tcost, w, srcs, sd, INF, -1)
+        dist, par = dijkstra(self.tfirst, self.tto, self.tweight, w, srcs, sd, INF, -1)
         for t, b in tgt:
             if dist[t] == INF:
                 continue
@@ -272,7 +279,7 @@ class Router:
 
     def _weight_of(self, leg: Leg) -> float:
         return float(_summary(leg.edges, leg.start, leg.end, self.weight, self.weight,
-                              self.tfirst, self.tto, self.tcost)[1])
+                              self.tfirst, self.tto, self.tweight)[1])
 
     def _shared(self, a: Leg, b: Leg) -> float:
         sb = set(b.edges.tolist()) | set(int(x) for x in self.twin[b.edges] if x >= 0)

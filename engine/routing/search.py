@@ -7,7 +7,8 @@ Labels are per *directed edge* with the convention of :mod:`engine.routing.graph
 the cost of reaching the end of edge ``e``; sources start with their remaining cost on their
 edge; ``cost(e -> f) = turn_cost[t] + edge_cost[f]``. Pass any per-edge cost vector
 (``edge_weight`` for routing, ``edge_duration_s`` for time, ``edge_length_m`` for distance) and
-the matching per-turn cost (``turn_cost_s``, or zeros for distance).
+the matching per-turn cost (``turn_weight`` with ``edge_weight``, ``turn_cost_s`` with
+``edge_duration_s``, zeros for distance).
 """
 
 from __future__ import annotations
@@ -74,13 +75,13 @@ def route_p2p(graph, srcs, sd, tgts, tfrac_cost, edge_cost=None, turn_cost=None)
     Returns (best cost, edge path) or (inf, None).
     """
     ec = np.asarray(graph.edge_weight if edge_cost is None else edge_cost, dtype=np.float64)
-    tc = np.asarray(graph.turn_cost_s if turn_cost is None else turn_cost, dtype=np.float64)
+    tc = np.asarray(graph.turn_weight if turn_cost is None else turn_cost, dtype=np.float64)
     dist, par = dijkstra(
         np.asarray(graph.turn_first_out), np.asarray(graph.turn_to), tc, ec,
         np.asarray(srcs, dtype=np.int64), np.asarray(sd, dtype=np.float64), INF, -1,
     )
     best, best_t = INF, -1
-    for t, c in zip(tgts, tfrac_cost):
+    for t, c in zip(tgts, tfrac_cost, strict=True):
         if dist[t] == INF:
             continue
         # reaching t means having paid all of edge t (unless t is a source edge itself)

@@ -5,14 +5,15 @@ every road piece (one directed edge per piece; the twin shares it) in a local me
 bucketed in a uniform grid of :data:`CELL_M` metre cells (CSR: cell -> segments overlapping it).
 A query scans rings of cells around the point, projecting it exactly on each segment, and stops
 as soon as the best distance is below the distance to the next ring: the exact nearest segment.
-Measured on Monaco (35k segments): grid + numba 3-4 us per snap; the first version, a scipy
-``cKDTree`` over densified segment points with exact re-projection in numpy, took 48 us, a third
-of the whole route budget. Building the grid takes ~10 ms.
+Measured on Monaco (~16k segments): the grid + numba snap takes 5-10 us per call from Python; the
+first version, a scipy ``cKDTree`` over densified segment points with exact re-projection in
+numpy, took 48 us, a third of the whole route budget. Building the grid takes a few ms.
 
-Well-connected first: ``snap`` prefers edges whose nodes lie in a *big* strongly connected
-component (at least ``min(BIG_COMPONENT, largest component)`` nodes) and falls back to any edge
-only when no big one is within the limit: a point beside an isolated parking loop snaps to the
-street network, as OSRM does with its small-component flag.
+Well-connected first: ``snap`` prefers road pieces in a *big* strongly connected component of
+the turn graph (at least ``min(BIG_COMPONENT, largest component)`` edges; turn restrictions,
+one-ways and barriers count) and falls back to any edge only when no big one is within the
+limit: a point beside an isolated parking loop, or beside a street piece walled off by
+``barrier=block`` at both ends, snaps to the street network (OSRM's small-component flag).
 
 API for other engines (map matching uses ``candidates``)::
 
@@ -205,14 +206,17 @@ class EdgeSnapper:
         self.ny = int((maxy - self.miny) / CELL_M) + 1
         self.first, self.items = _grid_fill(self.x0, self.y0, self.x1, self.y1, self.minx, self.miny,
                                             CELL_M, self.nx, self.ny)
-        # big components
-        comp = np.asarray(graph.node_component)
-        size = np.asarray(graph.component_size)
-        head = np.asarray(graph.edge_head)
-        tail = np.asarray(graph.edge_tail)
+        # big components of the turn graph (in edges); a road piece counts when either of its
+        # directions is in one
+        comp = np.asarray(graph.edge_component)
+        size = np.asarray(graph.edge_component_size)
         biggest = int(size.max()) if len(size) else 0
         threshold = min(BIG_COMPONENT, biggest)
-        big_edge = (size[comp[head]] >= threshold) & (size[comp[tail]] >= threshold) if m else np.zeros(0, bool)
+        big_edge = size[comp] >= threshold if m else np.zeros(0, bool)
+        tw = np.asarray(graph.edge_twin)
+        has_twin = tw >= 0
+        big_edge = big_edge.copy()
+        big_edge[has_twin] |= big_edge[tw[has_twin]]
         self.big_edge = big_edge
         self.seg_big = np.ascontiguousarray(big_edge[seg_edge]) if n else np.zeros(0, bool)
         self.seg_all = np.ones(n, dtype=np.bool_)

@@ -14,8 +14,10 @@ match; ``near`` adds a small distance bias.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from shapely.geometry import LineString, Point
@@ -23,14 +25,23 @@ from shapely.ops import linemerge
 
 from engine.geo import haversine_m, round_coord
 from engine.search.index import SearchIndex
-from engine.search.normalize import STOPWORDS, is_number, normalize_housenumber, number_value, tokens
-
-GENERIC = frozenset(
-    "rue avenue boulevard quai place chemin route impasse allee square esplanade promenade "
-    "passage montee descente escaliers escalier traverse cours voie sentier rond point "
-    "katu tie kuja polku tori puistikko ranta silta aukio kaari gatan vagen "
-    "street road lane way".split()
+from engine.search.normalize import (
+    ABBREVIATIONS,
+    STOPWORDS,
+    is_number,
+    last_raw_token,
+    normalize_housenumber,
+    number_value,
+    tokens,
 )
+
+GENERIC = frozenset([  # street-type words: they count half in a name
+    "rue", "avenue", "boulevard", "quai", "place", "chemin", "route", "impasse", "allee", "square",
+    "esplanade", "promenade", "passage", "montee", "descente", "escaliers", "escalier", "traverse",
+    "cours", "voie", "sentier", "rond", "point",
+    "katu", "tie", "kuja", "polku", "tori", "puistikko", "ranta", "silta", "aukio", "kaari",
+    "gatan", "vagen", "street", "road", "lane", "way",
+])
 COUNTRY_WORDS = {
     "MCO": {"monaco", "monako", "mc", "mco"},
     "FRA": {"france", "frankreich", "ranska", "fr", "fra"},
@@ -77,6 +88,11 @@ def parses(text: str | None, **kw) -> list[Query]:
 def parse(text: str | None, *, street: str | None = None, number: str | None = None,
           city: str | None = None, postcode: str | None = None, prefix: bool = False) -> Query:
     toks = list(tokens(text or "")) + list(tokens(street or ""))
+    if prefix and toks and text and not text[-1:].isspace():
+        # the word being typed is a prefix, not an abbreviation ('Parking Pl' -> 'pl...')
+        raw = last_raw_token(text)
+        if raw and raw != toks[-1] and ABBREVIATIONS.get(raw) == toks[-1]:
+            toks[-1] = raw
     words: list[str] = []
     numbers: list[str] = []
     i = 0
@@ -116,15 +132,20 @@ def _weight(tok: str) -> float:
     return 1.0
 
 
-def _context_words(f: dict) -> set[str]:
+def _context_words(f: dict) -> frozenset[str]:
+    return _context(f.get("city"), f.get("district"), f.get("postcode"), f.get("country"))
+
+
+@lru_cache(maxsize=16384)
+def _context(city, district, postcode, country) -> frozenset[str]:
     words: set[str] = set()
-    for key in ("city", "district"):
-        if f.get(key):
-            words.update(tokens(f[key]))
-    if f.get("postcode"):
-        words.add(f["postcode"].replace(" ", "").lower())
-    words |= COUNTRY_WORDS.get(f.get("country") or "", set())
-    return words
+    for value in (city, district):
+        if value:
+            words.update(tokens(value))
+    if postcode:
+        words.add(postcode.replace(" ", "").lower())
+    words |= COUNTRY_WORDS.get(country or "", set())
+    return frozenset(words)
 
 
 class Matcher:
@@ -153,9 +174,27 @@ class Matcher:
                 out[i] = {w: s * 0.97 for w, s in found.items()}
         return out
 
+    def _and_query(self, q: Query, exps, joined) -> str | None:
+        groups = []
+        last = len(q.words) - 1
+        for i, w in enumerate(q.words):
+            alts = set(exps[i])
+            if joined and i in joined:
+                alts |= set(joined[i])
+            terms = [f'"{a}"' for a in sorted(alts)]
+            if i == last and w.isalnum():
+                terms.append(f'"{w}"*')
+            if not terms:
+                if w in STOPWORDS:
+                    continue
+                return None  # an unknown word: no name holds every word
+            groups.append("(" + " OR ".join(terms) + ")")
+        return " AND ".join(groups)
+
     def _align(self, norm: str, q: Query, exps: list[dict[str, float]], joined=None):
         """-> (coverage of the name, set of query word indexes used)."""
         name_toks = norm.split()
+        last_prefix = len(q.words) - 1 if q.prefix else -1
         used: set[int] = set()
         total = matched = 0.0
         strong = False
@@ -167,6 +206,8 @@ class Matcher:
                 if i in used:
                     continue
                 s = e.get(n, 0.0)
+                if not s and i == last_prefix and n.startswith(q.words[i]):
+                    s = 0.75 + 0.2 * len(q.words[i]) / len(n)
                 if s > best:
                     best, best_i, pair = s, i, False
                 if joined and i in joined and i + 1 not in used:
@@ -183,7 +224,28 @@ class Matcher:
         if not used or total == 0:
             return 0.0, used
         cov = matched / total
-        if not strong and any(_weight(n) >= 1.0 for n in name_toks):
+        if q.prefix:
+            # while typing, the words not typed yet are no fault: how well are the typed words
+            # matched (the name's coverage only breaks ties)
+            qtotal = qmatched = 0.0
+            for i, w in enumerate(q.words):
+                wt = _weight(w)
+                qtotal += wt
+                if i in used:
+                    qmatched += wt * max(
+                        [exps[i].get(n, 0.0) for n in name_toks]
+                        + [(joined or {}).get(i, {}).get(n, 0.0) for n in name_toks]
+                        + [0.75 + 0.2 * len(w) / len(n) for n in name_toks
+                           if i == last_prefix and n.startswith(w)]
+                    )
+            if qtotal:
+                cov = (qmatched / qtotal) * (0.85 + 0.15 * cov)
+                if norm.startswith(" ".join(q.words)):
+                    cov *= 1.08  # the name begins with what is typed
+            return cov, used
+        if not strong and any(_weight(n) >= 1.0 for n in name_toks) and any(
+            _weight(w) >= 1.0 for w in q.words
+        ):
             cov *= 0.5
         return cov, used
 
@@ -196,7 +258,7 @@ class Matcher:
         alts = set()
         for e in [*exps, *joined.values()]:
             alts.update(e)
-        if not alts:
+        if not alts and not q.prefix:
             return []
         # very common words ('rue', 'katu') only slow FTS down when rarer words are there;
         # they still count in the alignment below
@@ -204,8 +266,17 @@ class Matcher:
         rare = {w for w in alts if vocab.get(w, 0) <= COMMON_WORD}
         if rare:
             alts = rare
-        match = " OR ".join(f'"{w}"' for w in sorted(alts))
-        rows = self.index.search_entries(match, limit=150 if len(alts) > 3 else 100)
+        match = " OR ".join(f'"{w}"' for w in sorted(alts)) if alts else None
+        rows = []
+        if q.prefix:
+            # typing: every word must be there (the last one as a prefix)
+            and_query = self._and_query(q, exps, joined)
+            if and_query:
+                rows = self.index.search_entries(and_query, limit=250)
+        if len(rows) < 10 and match:
+            seen = {r[0] for r in rows}
+            rows += [r for r in self.index.search_entries(match, limit=150 if len(alts) > 3 else 100)
+                     if r[0] not in seen]
         if not rows:
             return []
         best_entry: dict[int, tuple[float, set[int], str]] = {}
@@ -218,6 +289,10 @@ class Matcher:
                 best_entry[fid] = (cov, used, norm)
         if not best_entry:
             return []
+        # only names that can still win are looked up (the rest cannot catch up on context)
+        top_cov = max(v[0] for v in best_entry.values())
+        keep = sorted(best_entry.items(), key=lambda kv: -kv[1][0])[: max(60, 3 * limit)]
+        best_entry = {fid: v for fid, v in keep if v[0] >= 0.45 * top_cov}
         feats = self.index.features(best_entry)
         results: list[dict] = []
         for fid, (cov, used, _norm) in best_entry.items():
@@ -236,9 +311,12 @@ class Matcher:
             for i, w in enumerate(q.words):
                 if i in used or w in STOPWORDS:
                     continue
-                if w in ctx or any(x in ctx for x in exps[i] if exps[i][x] >= 0.85):
-                    ctx_hits += 1
-                elif q.prefix and i == len(q.words) - 1 and any(c.startswith(w) for c in ctx):
+                typing = q.prefix and i == len(q.words) - 1
+                if (
+                    w in ctx
+                    or any(x in ctx for x in exps[i] if exps[i][x] >= 0.85)
+                    or (typing and any(c.startswith(w) for c in ctx))
+                ):
                     ctx_hits += 1
                 else:
                     factor *= UNEXPLAINED
@@ -255,7 +333,11 @@ class Matcher:
                     factor *= 0.75
             for _ in q.extra_numbers:
                 factor *= 0.9
-            text_score = cov * factor * min(1.06, 1.0 + 0.02 * ctx_hits)
+            # a query read as the name beats the same words read as context ('Bretelle de
+            # Monaco': the street of that name before the street 'Bretelle' in Monaco)
+            wsum = sum(_weight(w) for w in q.words) or 1.0
+            in_name = sum(_weight(w) for i, w in enumerate(q.words) if i in used) / wsum
+            text_score = cov * factor * (0.94 + 0.06 * in_name) * min(1.06, 1.0 + 0.02 * ctx_hits)
             results.extend(self._resolve(f, q, text_score))
         out = []
         for r in results:
@@ -267,7 +349,9 @@ class Matcher:
                 r["score"] *= 1.0 - 0.08 * min(1.0, d / 20_000.0)
                 r["_near_d"] = d
             out.append(r)
-        out.sort(key=lambda r: (-r["score"], r.get("_near_d", 0.0), r["feature"]["id"]))
+        out.sort(key=lambda r: (-round(r["score"], 3), r.get("_near_d", 0.0),
+                                -(r["feature"].get("importance") or 0.0),
+                                len(r["feature"].get("name") or ""), r["feature"]["id"]))
         return self._dedupe(out, limit, lang)
 
     # -- house numbers -------------------------------------------------------------------------
@@ -320,8 +404,6 @@ class Matcher:
         street_f = c.get("street")
         name = f.get("name")
         if lang and f.get("names"):
-            import json  # noqa: PLC0415
-
             names = json.loads(f["names"]) if isinstance(f["names"], str) else f["names"]
             name = names.get(f"name:{lang}", name)
         if t == "address":

@@ -9,6 +9,7 @@ thousand words for a city) is loaded once into a symmetric-delete table for typo
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import sqlite3
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import shapely
 from rapidfuzz import process
-from rapidfuzz.distance import OSA, Levenshtein
+from rapidfuzz.distance import OSA
 
 from engine import layout
 from engine.geo import LocalProjection
@@ -36,6 +37,8 @@ class SearchIndex:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
         conn = self._conn()
         self.vocab: dict[str, int] = dict(conn.execute("SELECT word, freq FROM vocab"))
         self.sorted_words = sorted(self.vocab)
@@ -74,13 +77,18 @@ class SearchIndex:
             conn.execute("PRAGMA mmap_size = 268435456")
             conn.execute("PRAGMA query_only = 1")
             self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
         return conn
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close every thread's connection (the dataset is being unloaded)."""
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed from its own thread
+                conn.close()
+        self._local = threading.local()
 
     def execute(self, sql: str, args=()):
         return self._conn().execute(sql, args)
@@ -101,7 +109,7 @@ class SearchIndex:
         out: dict[str, float] = {}
         if tok in self.vocab:
             out[tok] = 1.0
-        if prefix and len(tok) >= 2:
+        if prefix and len(tok) >= 4:  # shorter prefixes: FTS5 prefix queries (geocoder)
             i = bisect.bisect_left(self.sorted_words, tok)
             n = 0
             while i < len(self.sorted_words) and self.sorted_words[i].startswith(tok) and n < 40:
@@ -118,7 +126,7 @@ class SearchIndex:
                     if w in out:
                         continue
                     n = len(tok)
-                    d = min(Levenshtein.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
+                    d = min(OSA.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
                     if d <= maxd:
                         out[w] = 0.7
         if fuzzy and len(tok) >= 4 and not tok.isdigit() and tok not in self.vocab:
@@ -138,7 +146,7 @@ class SearchIndex:
                     d = OSA.distance(tok, w_exact, score_cutoff=maxd)
                     if d <= maxd:
                         out[w_exact] = 0.85 if d == 1 else 0.7
-            if not out and len(tok) >= 7:
+            if not out and len(tok) >= 6:
                 # two edits the delete table cannot see (e.g. a swap and a substitution)
                 for n in range(len(tok) - 2, len(tok) + 3):
                     pool = self._by_len.get(n)
@@ -205,6 +213,17 @@ class SearchIndex:
             args.append(limit)
         return [self.row_to_feature(r) for r in self.execute(sql, args)]
 
+    def footprints(self, ids) -> dict[int, object]:
+        """Building outlines of address features, in metres of ``self.proj`` (see ingest)."""
+        ids = list(ids)
+        if not ids:
+            return {}
+        rows = self.execute(
+            f"SELECT id, geom FROM features WHERE id IN ({','.join('?' * len(ids))}) AND geom IS NOT NULL",
+            ids,
+        )
+        return {fid: shapely.from_wkb(g) for fid, g in rows}
+
     def street_parts_in_box(self, min_lng, min_lat, max_lng, max_lat):
         sql = (
             "SELECT p.street_id, p.geom FROM parts_rtree r JOIN street_parts p ON p.id = r.id "
@@ -226,12 +245,16 @@ class PoiArrays:
     def __init__(self, index: SearchIndex) -> None:
         import numpy as np  # noqa: PLC0415
 
-        rows = index.execute(
-            "SELECT id, category, lat, lng FROM features WHERE type = 'poi' AND category IS NOT NULL"
-        ).fetchall()
+        rows = index.execute("SELECT id, category, lat, lng, tags FROM features WHERE type = 'poi'").fetchall()
         by_cat: dict[str, list] = {}
-        for fid, cat, lat, lng in rows:
-            by_cat.setdefault(cat, []).append((fid, lat, lng))
+        for fid, cat, lat, lng, _tags in rows:
+            if cat:
+                by_cat.setdefault(cat, []).append((fid, lat, lng))
+        self.all_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.all_lat = np.array([r[2] for r in rows])
+        self.all_lng = np.array([r[3] for r in rows])
+        self._tags = [r[4] or "" for r in rows]
+        self._masks: dict[str, object] = {}
         self.arrays = {
             cat: (np.array([r[0] for r in items], dtype=np.int64),
                   np.array([r[1] for r in items]), np.array([r[2] for r in items]))
@@ -239,9 +262,73 @@ class PoiArrays:
         }
 
 
+    def for_tag(self, needle: str):
+        """(ids, lats, lngs) of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
+        import numpy as np  # noqa: PLC0415
+
+        mask = self._masks.get(needle)
+        if mask is None:
+            mask = np.fromiter((needle in t for t in self._tags), dtype=bool, count=len(self._tags))
+            if len(self._masks) > 512:
+                self._masks.clear()
+            self._masks[needle] = mask
+        return self.all_ids[mask], self.all_lat[mask], self.all_lng[mask]
+
+
 def poi_arrays(index: SearchIndex) -> PoiArrays:
     found = getattr(index, "_poi_arrays", None)
     if found is None:
         found = PoiArrays(index)
         index._poi_arrays = found
+    return found
+
+
+class SpatialCache:
+    """In-memory, metric (``index.proj``) copies of what reverse geocoding scans: address points
+    (and POIs that carry an address) in a KD-tree, street pieces in an STRtree. Built on first
+    use, a few MB for a city."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        import numpy as np  # noqa: PLC0415
+        from scipy.spatial import cKDTree  # noqa: PLC0415
+
+        proj = index.proj
+        rows = index.execute(
+            "SELECT id, lat, lng FROM features WHERE type = 'address' "
+            "OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
+        ).fetchall()
+        self.addr_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        if rows:
+            x, y = proj.to_xy(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+            self.addr_tree = cKDTree(np.column_stack([x, y]))
+        else:
+            self.addr_tree = None
+        parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
+        self.part_street = np.array([p[0] for p in parts], dtype=np.int64)
+        lines = []
+
+        def metric(coords):
+            x, y = proj.to_xy(coords[:, 1], coords[:, 0])
+            return np.column_stack([x, y])
+
+        for _sid, wkb in parts:  # ways (LineString) and squares (Polygon)
+            lines.append(shapely.transform(shapely.from_wkb(wkb), metric))
+        self.part_lines = np.array(lines, dtype=object)
+        self.part_tree = shapely.STRtree(lines) if lines else None
+        self.footprints = {
+            fid: shapely.from_wkb(g)
+            for fid, g in index.execute(
+                "SELECT id, geom FROM features WHERE type = 'address' AND geom IS NOT NULL"
+            )
+        }
+
+
+def spatial_cache(index: SearchIndex) -> SpatialCache:
+    found = getattr(index, "_spatial", None)
+    if found is None:
+        with index._geom_lock:
+            found = getattr(index, "_spatial", None)
+            if found is None:
+                found = SpatialCache(index)
+                index._spatial = found
     return found

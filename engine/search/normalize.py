@@ -40,7 +40,7 @@ _SUFFIXES = (
 )
 
 STOPWORDS = frozenset(
-    "de la le les du des d l et a au aux en sur the of and von der den".split()
+    ["de", "la", "le", "les", "du", "des", "d", "l", "et", "a", "au", "aux", "en", "sur", "the", "of", "and", "von", "der", "den"]
 )
 
 _NON_WORD = re.compile(r"[^a-z0-9_]+")
@@ -72,6 +72,13 @@ def tokens(text: str) -> tuple[str, ...]:
             continue
         out.append(ABBREVIATIONS.get(tok, tok))
     return tuple(out)
+
+
+def last_raw_token(text: str) -> str | None:
+    """The last token of ``text`` without abbreviation expansion (a word being typed)."""
+    toks = _NON_WORD.split(unidecode(text.lower()).replace("_", " "))
+    toks = [t for t in toks if t]
+    return toks[-1] if toks else None
 
 
 def normalize(text: str | None) -> str:

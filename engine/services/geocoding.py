@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from engine.countries import normalize_country
 from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter
+from engine.geo import round_coord
 from engine.search.geocoder import Matcher, parses
 
 
@@ -45,6 +46,25 @@ def _overlaps(ds_bbox, bbox) -> bool:
     )
 
 
+def _postcode_area(ds, postcode: str, country: str | None, bbox) -> list[dict]:
+    row = ds.search.execute(
+        "SELECT AVG(lat), AVG(lng), COUNT(*), MIN(city), MIN(country), MIN(postcode) "
+        "FROM features WHERE type = 'address' AND replace(lower(postcode), ' ', '') = ?",
+        (postcode,),
+    ).fetchone()
+    if not row or not row[2]:
+        return []
+    lat, lng, _n, city, cc, raw = row
+    if (country and cc != country) or (bbox and not (bbox[0] <= lng <= bbox[2] and bbox[1] <= lat <= bbox[3])):
+        return []
+    return [{
+        "id": f"{ds.region}:postcode:{postcode}", "type": "place", "score": 0.9, "interpolated": False,
+        "name": raw, "address": {"country": cc, "city": city, "district": None, "street": None,
+                                 "number": None, "postcode": raw},
+        "coord": {"lat": round_coord(lat), "lng": round_coord(lng)}, "osm": None, "region": ds.region,
+    }]
+
+
 def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
     if not (params.query and params.query.strip()) and not (params.street or params.city or params.postcode):
         raise InvalidParameter("give a query or a structured address (street, city, postcode)",
@@ -55,14 +75,15 @@ def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
     for q in queries:
         if q.empty and q.city_words:
             q.words, q.city_words = q.city_words, []  # only a city: search it as a place
-        if q.empty and q.postcode:
-            q.words = [q.postcode]
     merged: list[dict] = []
     for ds in datasets.all():
         if params.bbox and not _overlaps(ds.bbox, params.bbox):
             continue
         m = matcher_for(ds)
         for q in queries:
+            if q.empty and q.postcode:  # only a postcode: the middle of its addresses
+                merged.extend(_postcode_area(ds, q.postcode, country, params.bbox))
+                continue
             merged.extend(m.match(q, country=country, bbox=params.bbox, near=params.near,
                                   limit=params.limit, lang=params.lang))
     if len(queries) > 1:  # the same candidate from two parses: keep the best

@@ -112,7 +112,8 @@ def run_batch(
         raise ValueError("devices were given but no DeviceTransitions store")
     subset = None
     if params.fence_ids is not None:
-        subset = set(index.ids[i] for i in index.positions(params.fence_ids).tolist())
+        ids = index.ids
+        subset = {ids[i] for i in index.positions(params.fence_ids).tolist()}
     inside_lists = index.containing_many([p.lat for p in points], [p.lng for p in points])
     if subset is not None:
         inside_lists = [[f for f in lst if f in subset] for lst in inside_lists]

@@ -16,6 +16,7 @@ Result: a GeoJSON FeatureCollection, one (Multi)Polygon feature per contour, lar
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -85,24 +86,25 @@ def _turns(comp) -> TurnGraph:
     return turns
 
 
-def _ring(net, ring) -> list:
-    xy = shapely.get_coordinates(ring)
-    lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
-    return np.column_stack([np.round(lng, 6), np.round(lat, 6)]).tolist()
-
-
 def _geojson(geom: shapely.Geometry, net) -> dict:
-    polys = list(geom.geoms) if geom.geom_type in ("MultiPolygon", "GeometryCollection") else [geom]
-    polys = [p for p in polys if p.geom_type == "Polygon" and not p.is_empty]
-    coords = [[_ring(net, p.exterior)] + [_ring(net, r) for r in p.interiors] for p in polys]
-    if len(coords) == 1:
-        return {"type": "Polygon", "coordinates": coords[0]}
-    return {"type": "MultiPolygon", "coordinates": coords}
+    """GeoJSON of a local (Multi)Polygon in WGS84, coordinates rounded to 6 decimals (~0.1 m)."""
+
+    def to_lnglat(xy: np.ndarray) -> np.ndarray:
+        lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
+        return np.round(np.column_stack([lng, lat]), 6)
+
+    if geom.is_empty:
+        return {"type": "Polygon", "coordinates": []}
+    if geom.geom_type == "GeometryCollection":  # make_valid may add stray lines
+        polys = [g for g in geom.geoms if g.geom_type in ("Polygon", "MultiPolygon")]
+        geom = shapely.union_all(polys) if polys else shapely.Polygon()
+    return json.loads(shapely.to_geojson(shapely.transform(geom, to_lnglat)))
 
 
 def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None,
-        options: IsoOptions = IsoOptions()) -> dict:
+        options: IsoOptions | None = None) -> dict:
     limits = limits or Limits()
+    options = options or IsoOptions()
     metric, values, name = _validate(params, limits)
     comp = _component(datasets, params.lat, params.lng)
     net = comp.network
@@ -122,7 +124,7 @@ def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | Non
     entry = reach(net, _turns(comp), cost, use_turns, edge, offset, twin, max(budgets))
     polys = contours(net, entry, cost, budgets, options)
     features = []
-    for value, poly in zip(values, polys):
+    for value, poly in zip(values, polys, strict=False):
         features.append({
             "type": "Feature",
             "properties": {"contour": value, "metric": metric, "area_m2": round(float(poly.area), 1)},

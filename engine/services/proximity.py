@@ -8,7 +8,7 @@ import numpy as np
 
 from engine.categories import resolve
 from engine.dataset import DatasetRegistry
-from engine.geo import haversine_m, haversine_m_np
+from engine.geo import haversine_m_np
 from engine.search.index import poi_arrays
 from engine.services.poi import poi_result
 
@@ -33,9 +33,9 @@ def run(datasets: DatasetRegistry, params: NearestParams) -> dict:
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
         arrays = poi_arrays(index)
-        for cat in ids:
-            entry = arrays.arrays.get(cat)
-            if entry is None:
+        groups = [arrays.arrays.get(cat) for cat in ids] + [arrays.for_tag(tag_needle(t)) for t in raw]
+        for entry in groups:
+            if entry is None or len(entry[0]) == 0:
                 continue
             fids, lats, lngs = entry
             d = haversine_m_np(params.lat, params.lng, lats, lngs)
@@ -43,20 +43,6 @@ def run(datasets: DatasetRegistry, params: NearestParams) -> dict:
             if len(sel) > params.limit:
                 sel = sel[np.argpartition(d[sel], params.limit - 1)[: params.limit]]
             found.extend((float(d[i]), ds, int(fids[i])) for i in sel)
-        for tag in raw:  # raw OSM tags: the R*Tree box, then the tag
-            dlat = params.radius / 111_000.0
-            dlng = dlat / max(0.05, np.cos(np.radians(params.lat)))
-            rows = index.execute(
-                f"SELECT f.id, f.lat, f.lng FROM points_rtree r JOIN features f ON f.id = r.id "
-                "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ? "
-                "AND f.type = 'poi' AND instr(f.tags, ?) > 0",
-                (params.lng + dlng, params.lng - dlng, params.lat + dlat, params.lat - dlat,
-                 tag_needle(tag)),
-            ).fetchall()
-            for fid, lat, lng in rows:
-                d = haversine_m(params.lat, params.lng, lat, lng)
-                if d <= params.radius:
-                    found.append((d, ds, fid))
     found.sort(key=lambda t: (t[0], t[2]))
     seen: set = set()
     results = []

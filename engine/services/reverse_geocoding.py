@@ -11,7 +11,8 @@ import numpy as np
 import shapely
 
 from engine.dataset import DatasetRegistry
-from engine.geo import haversine_m, round_coord
+from engine.geo import round_coord
+from engine.search.index import spatial_cache
 
 
 @dataclass(frozen=True)
@@ -47,24 +48,45 @@ def _cand(f: dict, region: str, t: str, lat: float, lng: float, distance: float)
 
 def nearest_streets(index, lat, lng, radius):
     """[(distance m, street_id, (lat, lng) of the nearest point)] within radius, nearest first."""
-    rows = index.street_parts_in_box(*_box(lat, lng, radius))
-    if not rows:
+    cache = spatial_cache(index)
+    if cache.part_tree is None:
         return []
-    proj = index.proj
-    px, py = proj.to_xy(lat, lng)
+    px, py = index.proj.to_xy(lat, lng)
     p = shapely.Point(float(px), float(py))
-    geoms = shapely.from_wkb([r[1] for r in rows])
-    out: dict[int, tuple[float, tuple[float, float]]] = {}
-    for (sid, _), g in zip(rows, geoms, strict=True):
-        arr = np.asarray(g.coords)
-        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-        line = shapely.LineString(np.column_stack([x, y]))
-        d = line.distance(p)
-        if d <= radius and (sid not in out or d < out[sid][0]):
-            q = line.interpolate(line.project(p))
-            qlat, qlng = proj.to_latlng(q.x, q.y)
-            out[sid] = (d, (float(qlat), float(qlng)))
-    return sorted(((d, sid, pt) for sid, (d, pt) in out.items()), key=lambda t: t[0])
+    idx = cache.part_tree.query(p, predicate="dwithin", distance=radius)
+    if len(idx) == 0:
+        return []
+    dists = shapely.distance(cache.part_lines[idx], p)
+    best: dict[int, tuple[float, int]] = {}
+    for i, d in zip(idx, dists, strict=True):
+        sid = int(cache.part_street[i])
+        if sid not in best or d < best[sid][0]:
+            best[sid] = (float(d), int(i))
+    out = []
+    for sid, (d, i) in best.items():
+        part = cache.part_lines[i]
+        if part.geom_type == "Polygon":  # a square: a point inside is on it
+            q = p if d == 0.0 else part.exterior.interpolate(part.exterior.project(p))
+        else:
+            q = part.interpolate(part.project(p))
+        qlat, qlng = index.proj.to_latlng(q.x, q.y)
+        out.append((d, sid, (float(qlat), float(qlng))))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return out
+
+
+def _near_addresses(index, lat, lng, radius, k=20):
+    """[(distance m, feature)] of the k nearest address-bearing points within radius."""
+    cache = spatial_cache(index)
+    if cache.addr_tree is None:
+        return []
+    px, py = index.proj.to_xy(lat, lng)
+    n = min(k, len(cache.addr_ids))
+    dists, idx = cache.addr_tree.query([float(px), float(py)], k=n, distance_upper_bound=radius)
+    dists, idx = np.atleast_1d(dists), np.atleast_1d(idx)
+    keep = [(float(d), int(cache.addr_ids[i])) for d, i in zip(dists, idx, strict=True) if np.isfinite(d)]
+    feats = index.features(fid for _, fid in keep)
+    return [(d, feats[fid]) for d, fid in keep if fid in feats]
 
 
 def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
@@ -73,29 +95,36 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
     admin: list[dict] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
-        addrs = []
-        for f in index.points_in_box(*_box(params.lat, params.lng, params.radius), types=("address",)):
-            d = haversine_m(params.lat, params.lng, f["lat"], f["lng"])
-            if d <= params.radius:
-                addrs.append((d, f))
-        addrs.sort(key=lambda t: (t[0], t[1]["id"]))
+        addrs = _near_addresses(index, params.lat, params.lng, params.radius)
         streets = nearest_streets(index, params.lat, params.lng, params.radius)
-        near_street_ids = {sid for d, sid, _ in streets if d <= streets[0][0] + 15.0} if streets else set()
-        found: list[tuple[float, dict]] = []
+        street_d = {sid: d for d, sid, _ in streets}
+        nearest_d = streets[0][0] if streets else None
+        fps = spatial_cache(index).footprints
+        px, py = index.proj.to_xy(params.lat, params.lng)
+        pt = shapely.Point(float(px), float(py))
+        found: list[tuple] = []  # (rank key, point distance, type, feature, lat, lng, distance)
         for d, f in addrs:
-            # an address of a street clearly farther than the nearest street comes after it
-            key = d if (not streets or f["street_id"] in near_street_ids or d <= 25.0) else d + 50.0
-            found.append((key, _cand(f, ds.region, "address", f["lat"], f["lng"], d)))
+            fp = fps.get(f["id"])
+            d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
+            own = street_d.get(f["street_id"])
+            if f["type"] == "poi":  # a shop with an address: only when the point is on it
+                key = d_fp if d_fp <= 2.0 else d_fp + 50.0
+            elif d_fp <= 3.0 or nearest_d is None or (own is not None and own <= nearest_d + 8.0):
+                # the building here, or one on a street about as near as the nearest street
+                key = d_fp
+            else:
+                key = d_fp + 50.0
+            found.append((key, d, f["type"], f, f["lat"], f["lng"], d_fp))
         if streets:
-            feats = index.features(sid for _, sid, _ in streets[: max(3, params.limit)])
-            for d, sid, (qlat, qlng) in streets[: max(3, params.limit)]:
-                f = feats.get(sid)
-                if f is not None:
-                    key = d + (10.0 if addrs else 0.0)
-                    found.append((key, _cand(f, ds.region, "street", qlat, qlng, d)))
+            top = streets[: max(3, params.limit)]
+            feats = index.features(sid for _, sid, _ in top)
+            for d, sid, (qlat, qlng) in top:
+                if sid in feats:
+                    found.append((d + 3.0, d, "street", feats[sid], qlat, qlng, d))
         if found:
-            found.sort(key=lambda t: t[0])
-            cands.extend(c for _, c in found)
+            found.sort(key=lambda t: (t[0], t[1], t[3]["id"]))
+            cands.extend(_cand(f, ds.region, t, lat, lng, d)
+                         for _, _, t, f, lat, lng, d in found[: params.limit + 5])
             if not admin:
                 admin = [{"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
                          for a in ds.admin.containing(params.lat, params.lng)]

@@ -65,26 +65,28 @@ def _candidates(datasets, points, names, limits: Limits) -> list:
 
     A point outside every region is farther than the snap limit from any road we know: 400
     naming it. Points each covered but by no common region: 404 (no route across regions)."""
-    common: set[str] | None = None
-    for (lat, lng), pname in zip(points, names):
+    everything = datasets.all()
+    common = everything
+    for (lat, lng), pname in zip(points, names, strict=True):
         margin = limits.snap_max_distance_m / 111_320.0 / max(math.cos(math.radians(lat)), 0.1)
-        found = {d.region for d in datasets.covering(lat, lng, margin)}
-        if not found:
+        found = [d for d in common if d.bbox.contains(lat, lng, margin)]
+        if not found and not any(d.bbox.contains(lat, lng, margin) for d in everything):
             raise InvalidParameter(
                 f"{pname} ({lat:.6f},{lng:.6f}) is farther than {limits.snap_max_distance_m:.0f} m "
                 "from any drivable road (outside every imported region)",
                 parameter=pname,
             )
-        common = found if common is None else common & found
+        common = found
     if not common:
         raise NotFound("no imported region contains all the route points: no route between them")
-    lat, lng = points[0]
-    return [d for d in datasets.covering(lat, lng, 1.0) if d.region in common]
+    if len(common) > 1:
+        common.sort(key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat))
+    return common
 
 
 def _snap_all(router, points, names, limits: Limits):
     snaps = []
-    for (lat, lng), pname in zip(points, names):
+    for (lat, lng), pname in zip(points, names, strict=True):
         s = router.snap(lat, lng, limits.snap_max_distance_m)
         if s is None:
             raise InvalidParameter(
@@ -100,7 +102,7 @@ def _geometry(lat, lng, kind: str):
     if kind == "geojson":
         return {
             "type": "LineString",
-            "coordinates": [[round_coord(x), round_coord(y)] for y, x in zip(lat.tolist(), lng.tolist())],
+            "coordinates": [[round_coord(x), round_coord(y)] for y, x in zip(lat.tolist(), lng.tolist(), strict=True)],
         }
     return polyline.encode(lat, lng, 6 if kind == "polyline6" else 5)
 

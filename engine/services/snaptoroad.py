@@ -20,7 +20,6 @@ are added as entries without ``original_index`` and ``distance`` (as Google's sn
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,8 +27,7 @@ import numpy as np
 from config.settings import Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
-from engine.geo import round_coord
-from engine.matching.hmm import MatchOptions, MatchedSegment, match, segment_polyline
+from engine.matching.hmm import MatchedSegment, MatchOptions, match
 from engine.matching.network import RoadNetwork
 
 DEFAULT_SIGMA_M = 10.0
@@ -43,23 +41,25 @@ class SnapParams:
     radius: float | None = None  # GPS accuracy (m)
 
 
-def _validate(params: SnapParams, limits: Limits) -> None:
+def _validate(params: SnapParams, limits: Limits) -> np.ndarray:
     n = len(params.points)
     if n < 1 or n > limits.snaptoroad_points:
         raise InvalidParameter(
             f"points: between 1 and {limits.snaptoroad_points} points are required, got {n}",
             parameter="points",
         )
-    for lat, lng in params.points:
-        if not (math.isfinite(lat) and math.isfinite(lng) and -90 <= lat <= 90 and -180 <= lng <= 180):
-            raise InvalidParameter(f"points: invalid coordinate {lat},{lng}", parameter="points")
+    pts = np.asarray(params.points, dtype=np.float64).reshape(n, 2)
+    bad = ~(np.isfinite(pts).all(axis=1) & (np.abs(pts[:, 0]) <= 90) & (np.abs(pts[:, 1]) <= 180))
+    if bad.any():
+        lat, lng = params.points[int(np.argmax(bad))]
+        raise InvalidParameter(f"points: invalid coordinate {lat},{lng}", parameter="points")
     if params.timestamps is not None:
-        ts = params.timestamps
-        if len(ts) != n:
+        ts = np.asarray(params.timestamps, dtype=np.float64)
+        if ts.size != n:
             raise InvalidParameter(
-                f"timestamps: {len(ts)} timestamps for {n} points", parameter="timestamps"
+                f"timestamps: {ts.size} timestamps for {n} points", parameter="timestamps"
             )
-        if any(not math.isfinite(t) for t in ts) or any(b < a for a, b in zip(ts, ts[1:])):
+        if not np.isfinite(ts).all() or (np.diff(ts) < 0).any():
             raise InvalidParameter(
                 "timestamps must be finite and non-decreasing", parameter="timestamps"
             )
@@ -68,6 +68,7 @@ def _validate(params: SnapParams, limits: Limits) -> None:
             f"radius must be in (0, {limits.snaptoroad_max_radius_m:g}] metres",
             parameter="radius",
         )
+    return pts
 
 
 def network_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: str) -> RoadNetwork:
@@ -80,50 +81,39 @@ def network_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: st
     raise InvalidParameter(f"{parameter}: no road data covers {lat},{lng}", parameter=parameter)
 
 
-def _coord(net: RoadNetwork, x: float, y: float) -> dict:
+def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    """Rounded (lat list, lng list) of local points (7 decimals, as engine.geo.round_coord)."""
     lat, lng = net.proj.to_latlng(x, y)
-    return {"lat": round_coord(lat), "lng": round_coord(lng)}
-
-
-def _line(net: RoadNetwork, xy: np.ndarray) -> list[list[float]]:
-    lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
-    return [[round_coord(b), round_coord(a)] for a, b in zip(lat, lng)]
-
-
-def _entry(net: RoadNetwork, edge: int, x: float, y: float) -> dict:
-    return {"coord": _coord(net, x, y), "name": net.name(edge), "way_id": int(net.way_id[edge])}
+    return np.round(lat, 7).tolist(), np.round(lng, 7).tolist()
 
 
 def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = None) -> dict:
     limits = limits or Limits()
-    _validate(params, limits)
-    lat0, lng0 = params.points[0]
-    net = network_for(datasets, lat0, lng0, "points")
-    lat = np.array([p[0] for p in params.points])
-    lng = np.array([p[1] for p in params.points])
-    x, y = net.proj.to_xy(lat, lng)
+    pts = _validate(params, limits)
+    net = network_for(datasets, float(pts[0, 0]), float(pts[0, 1]), "points")
+    x, y = net.proj.to_xy(pts[:, 0], pts[:, 1])
     sigma = params.radius or DEFAULT_SIGMA_M
 
-    if len(params.points) == 1:
+    if len(pts) == 1:
         return _nearest(net, float(x[0]), float(y[0]), limits)
 
-    ts = np.array(params.timestamps, dtype=np.float64) if params.timestamps is not None else None
-    segments = match(net, x, y, ts, MatchOptions(sigma=sigma))
+    ts = np.asarray(params.timestamps, dtype=np.float64) if params.timestamps is not None else None
+    options = MatchOptions(sigma=sigma)
+    segments = match(net, x, y, ts, options)
     if not segments:
         raise InvalidParameter(
-            f"points: no road within {MatchOptions(sigma=sigma).radius:.0f} m of any point",
-            parameter="points",
+            f"points: no road within {options.radius:.0f} m of any point", parameter="points"
         )
     snapped: list[dict] = []
     lines: list[list[list[float]]] = []
     for seg in segments:
         snapped.extend(_segment_entries(net, seg, params.interpolate))
-        poly = segment_polyline(seg)
-        if len(poly) >= 2:
-            lines.append(_line(net, poly))
+        if seg.path_x.size >= 2:
+            lat, lng = net.proj.to_latlng(seg.path_x, seg.path_y)
+            lines.append(np.round(np.column_stack([lng, lat]), 7).tolist())
     if not lines:
-        p = segments[0].points[0]
-        geometry: dict = {"type": "Point", "coordinates": _line(net, np.array([[p.x, p.y]]))[0]}
+        lat, lng = _lnglat(net, segments[0].x[:1], segments[0].y[:1])
+        geometry: dict = {"type": "Point", "coordinates": [lng[0], lat[0]]}
     elif len(lines) == 1:
         geometry = {"type": "LineString", "coordinates": lines[0]}
     else:
@@ -132,26 +122,31 @@ def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = N
 
 
 def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -> list[dict]:
+    names, way_id = net.names, net.way_id
+    lat, lng = _lnglat(net, seg.x, seg.y)
+    index = seg.index.tolist()
+    edges = seg.edge.tolist()
+    dist = np.round(seg.distance, 1).tolist()
+    entries = [
+        {"original_index": index[i], "coord": {"lat": lat[i], "lng": lng[i]},
+         "name": names[net.name_id[edges[i]]] if net.name_id[edges[i]] >= 0 else "",
+         "way_id": int(way_id[edges[i]]), "distance": dist[i]}
+        for i in range(len(index))
+    ]
+    if not interpolate:
+        return entries
+    vlat, vlng = _lnglat(net, seg.path_x, seg.path_y)
+    vedge = seg.path_edge.tolist()
+    at = seg.point_vertex.tolist()
     out: list[dict] = []
-    for i, p in enumerate(seg.points):
-        entry = {"original_index": p.index, **_entry(net, p.edge, p.x, p.y),
-                 "distance": round(p.distance, 1)}
+    for i, entry in enumerate(entries):
         out.append(entry)
-        if not interpolate or i + 1 == len(seg.points):
-            continue
-        # path vertices strictly between this point and the next one
-        stop = seg.piece_at_point[i + 1]
-        last = (p.x, p.y)
-        q = seg.points[i + 1]
-        for k in range(seg.piece_at_point[i], stop):
-            edge, pts = seg.pieces[k]
-            for vx, vy in pts:
-                if abs(vx - last[0]) < 0.01 and abs(vy - last[1]) < 0.01:
-                    continue
-                if abs(vx - q.x) < 0.01 and abs(vy - q.y) < 0.01:
-                    continue
-                out.append(_entry(net, edge, float(vx), float(vy)))
-                last = (vx, vy)
+        if i + 1 < len(entries):
+            for v in range(at[i] + 1, at[i + 1]):
+                e = vedge[v]
+                out.append({"coord": {"lat": vlat[v], "lng": vlng[v]},
+                            "name": names[net.name_id[e]] if net.name_id[e] >= 0 else "",
+                            "way_id": int(way_id[e])})
     return out
 
 
@@ -168,8 +163,9 @@ def _nearest(net: RoadNetwork, x: float, y: float, limits: Limits) -> dict:
         )
     edge = int(cands.edge[0])
     px, py = float(cands.x[0]), float(cands.y[0])
-    entry = {"original_index": 0, **_entry(net, edge, px, py),
-             "distance": round(float(cands.distance[0]), 1)}
+    lat, lng = _lnglat(net, np.array([px]), np.array([py]))
+    entry = {"original_index": 0, "coord": {"lat": lat[0], "lng": lng[0]}, "name": net.name(edge),
+             "way_id": int(net.way_id[edge]), "distance": round(float(cands.distance[0]), 1)}
     return {
         "snapped": [entry],
         "geometry": {"type": "Point", "coordinates": [entry["coord"]["lng"], entry["coord"]["lat"]]},

@@ -49,10 +49,13 @@ def run(datasets: DatasetRegistry, params: SuggestParams) -> dict:
     merged = []
     for ds in datasets.all():
         merged.extend(matcher_for(ds).match(q, country=country, near=params.near,
-                                            limit=params.limit))
+                                            limit=params.limit * 3))
     merged.sort(key=lambda c: -c["score"])
+    floor = 0.3 * merged[0]["score"] if merged else 0.0  # far weaker matches are noise
     out, seen = [], set()
     for c in merged:
+        if c["score"] < floor:
+            break
         text_ = label(c)
         if text_ in seen:
             continue

@@ -117,6 +117,7 @@ class OsmGrid:
         from osmium.osm import mutable
 
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             path.unlink()
         used = set(self.node_tags)

@@ -190,3 +190,40 @@ def test_index_cache_sees_a_change_through_the_redis_version(client):
     now[0] += 1.0
     assert cache.get("acct-1") is second  # version unchanged: no rebuild
     assert loads == ["acct-1", "acct-1"]
+
+
+def test_index_cache_serves_the_old_index_while_rebuilding():
+    """Readers never wait for a rebuild (stale while revalidating); an unreadable version keeps
+    the cached index."""
+    version = [1]
+    started, release = threading.Event(), threading.Event()
+
+    def load(account):
+        if version[0] == 2:
+            started.set()
+            release.wait(10)
+        return [circle(f"v{version[0]}", *east(0), 100)]
+
+    now = [0.0]
+    cache = FenceIndexCache(load, lambda a: version[0], check_interval_s=0.5, clock=lambda: now[0])
+    old = cache.get("acct")
+    version[0] = 2
+    now[0] += 1.0
+    result = {}
+    builder = threading.Thread(target=lambda: result.setdefault("new", cache.get("acct")))
+    builder.start()
+    assert started.wait(10)
+    assert cache.get("acct") is old  # another reader during the rebuild: answered at once
+    release.set()
+    builder.join(10)
+    assert result["new"].ids == ("v2",)
+    assert cache.get("acct") is result["new"]
+
+    def broken(account):
+        raise ConnectionError("redis down")
+
+    cache._version = broken
+    now[0] += 1.0
+    assert cache.get("acct") is result["new"]
+    with pytest.raises(ConnectionError):
+        cache.get("other-account")  # nothing cached: the failure is the caller's to report

@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from bench.synthetic import generate
 from engine.errors import InvalidParameter
-from engine.isochrone.compute import TurnGraph, _search, contours, plain_turns, reach
+from engine.isochrone.compute import IsoOptions, TurnGraph, _search, contours, plain_turns, reach
 from engine.matching.network import from_ways
 
 
@@ -72,7 +72,7 @@ def test_contours_follow_the_roads(city_net):
         if twin >= 0 else np.inf,
     )
     pts = shapely.points(net.node_x, net.node_y)
-    for budget, poly in zip(budgets, (small, large)):
+    for budget, poly in zip(budgets, (small, large), strict=False):
         inside = dist <= 0.9 * budget
         assert shapely.contains(poly, pts[inside]).all()
         reached = np.column_stack([net.node_x[dist <= budget], net.node_y[dist <= budget]])
@@ -97,7 +97,7 @@ def test_holes_where_nothing_is_reachable():
     net = from_ways(lat, lng, ways)
     e, off, twin = _origin(net, *map(float, net.proj.to_xy(lat0, lng0 + d / 2)))
     entry = reach(net, plain_turns(net), net.length, False, e, off, twin, 5000.0)
-    (poly,) = contours(net, entry, net.length, [5000.0])
+    (poly,) = contours(net, entry, net.length, [5000.0], IsoOptions(buffer_m=50.0))
     assert poly.geom_type == "Polygon" and len(poly.interiors) == 1
     hole = shapely.Polygon(poly.interiors[0])
     assert 0.7e6 < hole.area < 1.0e6  # the inside of the ring, minus the road buffers

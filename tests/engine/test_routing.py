@@ -125,19 +125,27 @@ def test_motor_vehicle_no_and_destination(tmp_path):
     "bc_tags,avoid",
     [({"highway": "residential", "toll": "yes"}, "tolls"),
      ({"highway": "motorway", "oneway": "no"}, "motorways"),
-     ({"route": "ferry", "duration": "00:01"}, "ferries")],
+     ({"route": "ferry", "duration": "00:00:05"}, "ferries")],
 )
 def test_avoid(tmp_path, bc_tags, avoid):
-    g = OsmGrid(SQUARE, grid_m=20)
+    g = OsmGrid("""
+        A----B----C----F
+             |    |
+             D----E
+    """, grid_m=20)
     g.way("AB", highway="residential")
     g.way("BC", **bc_tags)
+    g.way("CF", highway="residential")
     g.way("BD", highway="residential")
     g.way("DE", highway="residential")
     g.way("EC", highway="residential")
     ds = serve(tmp_path, g)
-    a, c = g.coord_between("A", "B", 0.1), g.coord_between("B", "C", 0.9)
-    assert not passes_near(route(ds, a, c), g.coord("D"))
-    assert passes_near(route(ds, a, c, avoid=frozenset({avoid})), g.coord("D"))
+    a, f = g.coord_between("A", "B", 0.1), g.coord_between("C", "F", 0.9)
+    assert not passes_near(route(ds, a, f), g.coord("D"))
+    assert passes_near(route(ds, a, f, avoid=frozenset({avoid})), g.coord("D"))
+    # a point on the avoided road itself still routes (it has to start there)
+    on_it = route(ds, g.coord_between("B", "C", 0.5), f, avoid=frozenset({avoid}))
+    assert on_it["routes"][0]["distance"] > 0
 
 
 def test_motorway_is_oneway_by_default():
@@ -287,7 +295,7 @@ def test_geometry_formats_agree(tmp_path):
     pts6 = polyline.decode(p6, 6)
     pts5 = polyline.decode(p5, 5)
     assert len(pts6) == len(gj["coordinates"]) == len(pts5)
-    for (lat, lng), (x, y) in zip(pts6, gj["coordinates"]):
+    for (lat, lng), (x, y) in zip(pts6, gj["coordinates"], strict=True):
         assert abs(lat - y) < 1e-6 and abs(lng - x) < 1e-6
     # starts at the snapped origin, ends at the snapped destination
     res = route(ds, a, c, geometry="geojson")
@@ -360,9 +368,12 @@ def test_traffic_signals_and_barrier(tmp_path):
     g.node("B", barrier="bollard")
     graph, _ = build_graph(g.write(tmp_path / "b.osm.pbf"))
     r = Router(graph)
-    a = r.snap(*g.coord_between("A", "B", 0.1))
-    c = r.snap(*g.coord_between("B", "C", 0.9))
+    a = r.snap(*g.coord_between("A", "B", 0.1), max_distance_m=5)
+    c = r.snap(*g.coord_between("B", "C", 0.9), max_distance_m=5)
     assert r.leg(a, c) is None  # B blocks every way through it
+    # without a tight limit, the point on the walled-off piece snaps to the connected network
+    a2 = r.snap(*g.coord_between("A", "B", 0.1))
+    assert a2.distance_m > 5 and r.leg(a2, c) is not None
     g2, _ = square()
     g2.node("B", highway="traffic_signals")
     graph2, _ = build_graph(g2.write(tmp_path / "s.osm.pbf"))
@@ -375,3 +386,25 @@ def test_traffic_signals_and_barrier(tmp_path):
 
 def leg_len(router, leg) -> float:
     return router.leg_summary(leg)[0]
+
+
+def test_destination_only_road_is_not_a_through_route(tmp_path):
+    g = OsmGrid("""
+        A----B----C----F
+             |    |
+             D----E
+    """, grid_m=20)
+    g.way("AB", highway="residential")
+    g.way("BC", highway="residential", motor_vehicle="destination")
+    g.way("CF", highway="residential")
+    g.way("BD", highway="residential")
+    g.way("DE", highway="residential")
+    g.way("EC", highway="residential")
+    ds = serve(tmp_path, g)
+    a, f = g.coord_between("A", "B", 0.1), g.coord_between("C", "F", 0.9)
+    through = route(ds, a, f)
+    assert passes_near(through, g.coord("D"))
+    # ... but it is reachable as a destination, and the reported time has no penalty in it
+    inside = route(ds, a, g.coord_between("B", "C", 0.5))["routes"][0]
+    assert inside["distance"] == pytest.approx(90 + 50, abs=1.0)
+    assert inside["duration"] < 60

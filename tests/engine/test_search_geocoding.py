@@ -149,3 +149,84 @@ def test_duplicates_do_not_crowd_the_top(datasets):
     keys = [(c["type"], c["address"]["street"], c["address"]["number"]) for c in cands
             if c["type"] == "address"]
     assert len(keys) == len(set(keys))
+
+
+def _all_addresses(region: str) -> list[tuple[str, str, float, float]]:
+    out = []
+    fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations()
+    for o in fp:
+        t = o.tags
+        if "addr:housenumber" in t and "addr:street" in t and "entrance" not in t and o.is_node():
+            out.append((t["addr:street"], t["addr:housenumber"], o.location.lat, o.location.lon))
+    return out
+
+
+def test_number_inside_the_street_name(datasets):
+    """'Avenue du 3 Septembre 126': the house number is the other number (regression)."""
+    cases = [a for a in _all_addresses("monaco") if any(ch.isdigit() for ch in a[0])]
+    assert cases, "the Monaco sample has streets named with a number"
+    for street, number, lat, lng in cases[:5]:
+        top = _top(datasets, query=f"{street} {number}")
+        d = haversine_m(top["coord"]["lat"], top["coord"]["lng"], lat, lng)
+        assert d <= 60.0, (street, number, top)
+
+
+def test_house_number_ranges_and_letters(datasets):
+    cases = [a for a in _all_addresses("helsinki") + _all_addresses("monaco")
+             if "-" in a[1] or a[1][-1:].isalpha()]
+    assert cases
+    for street, number, lat, lng in cases[:8]:
+        top = _top(datasets, query=f"{street} {number}")
+        d = haversine_m(top["coord"]["lat"], top["coord"]["lng"], lat, lng)
+        assert d <= 60.0, (street, number, top)
+
+
+def test_two_typos_in_a_long_word(datasets):
+    truth = _addresses("helsinki", "Aleksanterinkatu", "52")
+    top = _top(datasets, query="Aleksatneriakatu 52")  # a swap and a substitution
+    d = min(haversine_m(top["coord"]["lat"], top["coord"]["lng"], lat, lng) for lat, lng in truth)
+    assert d <= 30.0
+
+
+def test_near_biases_between_same_named_streets(datasets):
+    idx = datasets.get("monaco").search
+    rows = idx.execute(
+        "SELECT street_key, lat, lng FROM features WHERE type='street' AND street_key IN "
+        "(SELECT street_key FROM features WHERE type='street' GROUP BY street_key HAVING COUNT(*) > 1)"
+    ).fetchall()
+    assert rows, "the Monaco sample has same-named streets in different places"
+    key, lat, lng = rows[0]
+    name = idx.execute("SELECT name FROM features WHERE street_key=? LIMIT 1", (key,)).fetchone()[0]
+    top = _top(datasets, query=name, near=(lat, lng))
+    assert haversine_m(top["coord"]["lat"], top["coord"]["lng"], lat, lng) < 50.0
+
+
+def test_swedish_and_other_name_variants(datasets):
+    """Every name:xx / alt_name of a street finds that street (variants read from the PBF)."""
+    variants = {}
+    for o in osmium.FileProcessor(str(SAMPLES / "helsinki.osm.pbf")).with_locations():
+        t = o.tags
+        if o.is_way() and t.get("highway") and t.get("name") and t.get("name:sv") and t["name:sv"] != t["name"]:
+            pts = [(n.location.lat, n.location.lon) for n in o.nodes if n.location.valid()]
+            variants.setdefault(t["name:sv"], (t["name"], pts))
+    assert len(variants) >= 5
+    for sv, (fi, pts) in list(variants.items())[:8]:
+        top = _top(datasets, query=sv)
+        assert top["name"] == fi, (sv, top)
+        assert min(haversine_m(top["coord"]["lat"], top["coord"]["lng"], a, b) for a, b in pts) < 1500
+        assert _top(datasets, query=sv, lang="sv")["name"] == sv
+
+
+def test_postcode_only(datasets):
+    """A bare postcode: the middle of the addresses tagged with it (computed here from the PBF)."""
+    pts = []
+    for o in osmium.FileProcessor(str(SAMPLES / "helsinki.osm.pbf"), osmium.osm.NODE):
+        if o.tags.get("addr:postcode") == "00100":
+            pts.append((o.location.lat, o.location.lon))
+    assert pts
+    top = _top(datasets, postcode="00100")
+    assert top["address"]["postcode"] == "00100" and top["address"]["country"] == "FIN"
+    lat = sum(p[0] for p in pts) / len(pts)
+    lng = sum(p[1] for p in pts) / len(pts)
+    assert haversine_m(top["coord"]["lat"], top["coord"]["lng"], lat, lng) < 500
+    assert run(datasets, GeocodeParams(query="00100", country="MC"))["candidates"] == []

@@ -119,3 +119,45 @@ def test_categories_listing_counts(datasets):
         assert cid in ids and cid in BY_ID
     counts = {c["id"]: c["counts"] for c in cats}
     assert counts["restaurant"]["helsinki"] > 0 and counts["restaurant"]["monaco"] > 0
+
+
+def test_suggest_typo_in_the_word_being_typed(datasets):
+    res = suggest.run(datasets, suggest.SuggestParams(q="aleksamterink", limit=5))["suggestions"]
+    assert any(s["text"].startswith("Aleksanterinkatu") for s in res)
+
+
+def test_suggest_prefix_is_not_an_abbreviation(datasets):
+    """'Parking Pl' is someone typing 'Parking Pl...', not 'Parking Place'."""
+    res = suggest.run(datasets, suggest.SuggestParams(q="Parking Pl", limit=5))["suggestions"]
+    assert res and res[0]["text"].startswith("Parking Pl")
+    assert all(not s["text"].startswith("Parking Place") for s in res)
+
+
+def test_reverse_inside_a_building_gives_its_address(datasets):
+    """A point inside an addressed building outline: that building's address, distance 0."""
+    found = 0
+    for o in osmium.FileProcessor(str(SAMPLES / "helsinki.osm.pbf")).with_locations():
+        if not (o.is_way() and "building" in o.tags and "addr:street" in o.tags):
+            continue
+        import shapely  # noqa: PLC0415
+
+        pts = [(n.location.lon, n.location.lat) for n in o.nodes if n.location.valid()]
+        if len(pts) < 4 or pts[0] != pts[-1]:
+            continue
+        inner = shapely.Polygon(pts).representative_point()
+        res = reverse_geocoding.run(datasets, reverse_geocoding.ReverseParams(lat=inner.y, lng=inner.x))
+        top = res["candidates"][0]
+        assert top["address"]["street"] == o.tags["addr:street"], (o.id, top)
+        found += 1
+        if found >= 10:
+            break
+    assert found >= 5
+
+
+def test_nearest_unnamed_raw_tag_matches_brute_force(datasets):
+    benches = _nodes("helsinki", lambda t: t.get("amenity") == "bench")
+    assert benches
+    lat, lng = 60.1700, 24.9450
+    res = proximity.run(datasets, proximity.NearestParams(lat=lat, lng=lng, categories=("amenity=bench",), limit=1))
+    best = min(haversine_m(lat, lng, a, b) for a, b, _ in benches)
+    assert res["results"] and abs(res["results"][0]["distance"] - best) < 1.0

@@ -42,7 +42,7 @@ def test_pbf_round_trip(tmp_path):
     assert len(rels) == len(city.restrictions) > 0
     # every way references existing nodes, consecutive nodes are 40-60 m apart (half blocks)
     for refs, _tags in ways.values():
-        for a, b in zip(refs, refs[1:]):
+        for a, b in zip(refs, refs[1:], strict=False):
             d = haversine_m(*nodes[a], *nodes[b])
             assert 35 < d < 65, d
     classes = Counter(t["highway"] for _, t in ways.values())

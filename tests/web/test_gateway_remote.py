@@ -52,7 +52,10 @@ class FlakyProxy:
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def close(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
 
@@ -96,47 +99,35 @@ def test_backend_auth_failure_maps_to_401(live_server, settings, api_key):
 
 
 def test_retries_until_core_answers(live_server, settings, service_key, api_key):
-    proxy = FlakyProxy(live_server, failures=2, status=503)
-    try:
+    with FlakyProxy(live_server, failures=2, status=503) as proxy:
         gateway = remote_gateway(settings, proxy.url, service_key, backend_retries=3)
         resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
         assert resp.status_code == 200, resp.get_json()
         assert len(proxy.calls) == 3  # two 503s, then success
-    finally:
-        proxy.close()
 
 
 def test_gives_up_after_bounded_attempts(live_server, settings, service_key, api_key):
-    proxy = FlakyProxy(live_server, failures=100, status=502)
-    try:
+    with FlakyProxy(live_server, failures=100, status=502) as proxy:
         gateway = remote_gateway(settings, proxy.url, service_key, backend_retries=2)
         resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
         assert resp.status_code == 503 and resp.headers["Retry-After"]
         assert len(proxy.calls) == 3  # first attempt + 2 retries
-    finally:
-        proxy.close()
 
 
 def test_no_retry_on_4xx(live_server, settings, service_key, api_key):
-    proxy = FlakyProxy(live_server, failures=0)
-    try:
+    with FlakyProxy(live_server, failures=0) as proxy:
         gateway = remote_gateway(settings, proxy.url, service_key)
         resp = gateway.get("/v1/geocoding?query=Xqzvbnmwq%20Pzxqjkv", headers={"X-API-Key": api_key})
         assert resp.status_code == 404
         assert len(proxy.calls) == 1
-    finally:
-        proxy.close()
 
 
 def test_invalid_parameters_never_reach_backend(live_server, settings, service_key, api_key):
-    proxy = FlakyProxy(live_server, failures=0)
-    try:
+    with FlakyProxy(live_server, failures=0) as proxy:
         gateway = remote_gateway(settings, proxy.url, service_key)
         resp = gateway.get("/v1/geocoding?query=x&near=100,0", headers={"X-API-Key": api_key})
         assert resp.status_code == 400
         assert proxy.calls == []
-    finally:
-        proxy.close()
 
 
 def test_core_down_503_within_bound(settings, service_key, api_key):

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import redis
 import requests
 
-from tests.fixtures_live import free_port
+from tests.fixtures_live import free_port, start_redis
 
 pytestmark = pytest.mark.integration
 
@@ -48,18 +46,8 @@ def own_redis(tmp_path):
     if not shutil.which("redis-server"):
         pytest.skip("redis-server binary not available")
     port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    for _ in range(50):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.RedisError:
-            time.sleep(0.1)
-    yield proc, url, port
+    proc = start_redis(port, tmp_path)
+    yield proc, f"redis://127.0.0.1:{port}/0", port
     proc.terminate()
     proc.wait(5)
 
@@ -107,15 +95,8 @@ def test_quota_recovers_when_redis_returns(settings, store, own_redis, tmp_path)
     proc.terminate()
     proc.wait(5)
     assert client.get(path, headers={"X-API-Key": key}).status_code == 200
-    back = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    back = start_redis(port, tmp_path)
     try:
-        for _ in range(50):
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.RedisError:
-                time.sleep(0.1)
         resp = client.get(path, headers={"X-API-Key": key})
         assert resp.status_code == 200 and "RateLimit-Remaining" in resp.headers
     finally:

@@ -1,0 +1,200 @@
+"""Prometheus ``/metrics`` (text format, no key needed: expose it only to the monitoring network).
+
+Why Redis and not prometheus_client's multiprocess mode: the numbers come from several kinds of
+processes — gunicorn workers (forked, recycled), Celery pool processes, possibly on several hosts.
+``PROMETHEUS_MULTIPROC_DIR`` only aggregates processes that share one directory on one host and
+needs gunicorn hooks to clean up after dead workers; Redis is already shared by every process
+(broker, quotas, caches). Each request adds one pipelined round trip of three commands
+(HINCRBY/HINCRBYFLOAT, ~0.1 ms on loopback, never fatal: errors are dropped); every scrape reads
+the hashes once and renders them with a custom collector, so any web process answers the same
+totals for the whole deployment.
+
+Series:
+- ``meridian_http_requests_total{function,face,method,status}`` and
+  ``meridian_http_request_duration_seconds{function,face,method,status}`` (histogram).
+  ``face`` is core | gateway | other; ``function`` is the ``cmd`` on the core face, the route
+  under /v1 on the gateway (``geocoding``, ``geocoding/batch``, ``jobs/<job_id>``...) and the
+  path otherwise (``/metrics``, ``/v1/health/ready``...); unmatched paths are ``unmatched``.
+- ``meridian_queue_depth{queue}``: messages waiting in each Celery queue (Redis LLEN).
+- ``meridian_workers_active``: workers whose heartbeat is younger than 15 s (``tasks/signals.py``).
+- ``meridian_task_duration_seconds{task,queue,state}`` (histogram), ``meridian_task_runs_total``,
+  ``meridian_task_failures_total{task,exception}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import redis
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from tasks.signals import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, observe, tasks_key, workers_key
+from workers.celery_app import QUEUES
+
+log = logging.getLogger("meridian.metrics")
+
+HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+CORE_PATHS = ("/services/json", "/services/v2/json")
+HTTP_LABELS = ["function", "face", "method", "status"]
+# Celery's Redis transport keeps priority sub-queues as "<queue>\x06\x16<priority>".
+PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+bp = Blueprint("metrics", __name__)
+
+
+def http_key(ns: str) -> str:
+    return f"{ns}:metrics:http"
+
+
+def _labels() -> tuple[str, str]:
+    """(function, face) of the current request; bounded cardinality (route templates, known cmds)."""
+    rule = request.url_rule
+    if rule is None:
+        return "unmatched", "other"
+    if rule.rule in CORE_PATHS:
+        from app.functions import REGISTRY
+
+        cmd = (request.args.get("cmd") or "").strip()
+        return (cmd if cmd in REGISTRY else "unknown"), "core"
+    if rule.rule == "/suggest/json":
+        return "suggest", "core"
+    if rule.rule.startswith("/v1/") and not rule.rule.startswith("/v1/health"):
+        return rule.rule.removeprefix("/v1/"), "gateway"
+    return rule.rule, "other"
+
+
+def record_request(resp: Response) -> Response:
+    t0 = g.get("t0")
+    if t0 is None:
+        return resp
+    seconds = time.perf_counter() - t0
+    try:
+        rt = current_app.extensions["meridian"]
+        pipe = rt.redis.pipeline(transaction=False)
+        observe(pipe, http_key(rt.settings.service_name),
+                (*_labels(), request.method, str(resp.status_code)), seconds, HTTP_BUCKETS)
+        pipe.execute()
+    except Exception as exc:  # metrics never fail a request
+        log.debug("request metrics not recorded: %s", exc)
+    return resp
+
+
+def queue_depths(client: redis.Redis) -> dict[str, int]:
+    pipe = client.pipeline(transaction=False)
+    for queue in QUEUES:
+        for suffix in PRIORITY_SUFFIXES:
+            pipe.llen(queue + suffix)
+    counts = pipe.execute()
+    n = len(PRIORITY_SUFFIXES)
+    return {queue: sum(counts[i * n:(i + 1) * n]) for i, queue in enumerate(QUEUES)}
+
+
+def active_workers(client: redis.Redis, ns: str) -> int:
+    return int(client.zcount(workers_key(ns), time.time() - ACTIVE_WINDOW_S, "+inf"))
+
+
+def queue_check() -> dict:
+    """For ``/v1/health/ready``: queue depths and active workers (informative, never failing)."""
+    rt = current_app.extensions["meridian"]
+    try:
+        return {"ok": True, "depth": queue_depths(rt.redis),
+                "workers_active": active_workers(rt.redis, rt.settings.service_name)}
+    except redis.RedisError as exc:
+        return {"ok": True, "detail": f"queue depths unavailable: {type(exc).__name__}"}
+
+
+def _split(raw: dict, labels: int) -> dict[str, dict[tuple, float]]:
+    """{kind: {labels: value}} from a metrics hash (kind n|s|b|f); fields with another number of
+    labels (written by an older version) are skipped."""
+    out: dict[str, dict[tuple, float]] = {"n": {}, "s": {}, "b": {}, "f": {}}
+    sizes = {"n": labels, "s": labels, "b": labels + 1, "f": 2}
+    for field, value in raw.items():
+        parts = field.decode().split(SEP)
+        kind = parts[0]
+        if kind in out and len(parts) - 1 == sizes[kind]:
+            out[kind][tuple(parts[1:])] = float(value)
+    return out
+
+
+def _histogram(name: str, doc: str, labelnames: list[str], data: dict, bounds: tuple[float, ...]):
+    family = HistogramMetricFamily(name, doc, labels=labelnames)
+    per_series: dict[tuple, dict[str, float]] = {}
+    for labels_idx, value in data["b"].items():
+        labels, idx = labels_idx[:-1], labels_idx[-1]
+        per_series.setdefault(labels, {})[idx] = value
+    for labels, count in sorted(data["n"].items()):
+        counts = per_series.get(labels, {})
+        cumulative, buckets = 0.0, []
+        for i, bound in enumerate(bounds):
+            cumulative += counts.get(str(i), 0.0)
+            buckets.append((repr(float(bound)), cumulative))
+        buckets.append(("+Inf", count))
+        family.add_metric(list(labels), buckets, data["s"].get(labels, 0.0))
+    return family
+
+
+class RedisCollector:
+    """Reads the deployment-wide numbers from Redis at scrape time."""
+
+    def __init__(self, client: redis.Redis, ns: str) -> None:
+        self.client = client
+        self.ns = ns
+
+    def collect(self):
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(http_key(self.ns))
+        pipe.hgetall(tasks_key(self.ns))
+        http_raw, task_raw = pipe.execute()
+        http = _split(http_raw, len(HTTP_LABELS))
+        requests = CounterMetricFamily("meridian_http_requests", "HTTP requests by function, face, method and status",
+                                       labels=HTTP_LABELS)
+        for labels, count in sorted(http["n"].items()):
+            requests.add_metric(list(labels), count)
+        yield requests
+        yield _histogram("meridian_http_request_duration_seconds", "HTTP request latency",
+                         HTTP_LABELS, http, HTTP_BUCKETS)
+
+        depth = GaugeMetricFamily("meridian_queue_depth", "Messages waiting in each Celery queue", labels=["queue"])
+        for queue, n in queue_depths(self.client).items():
+            depth.add_metric([queue], n)
+        yield depth
+        yield GaugeMetricFamily("meridian_workers_active",
+                                f"Celery workers with a heartbeat in the last {ACTIVE_WINDOW_S:g} s",
+                                value=active_workers(self.client, self.ns))
+
+        tasks = _split(task_raw, 3)
+        runs = CounterMetricFamily("meridian_task_runs", "Celery task runs by task, queue and final state",
+                                   labels=["task", "queue", "state"])
+        for labels, count in sorted(tasks["n"].items()):
+            runs.add_metric(list(labels), count)
+        yield runs
+        yield _histogram("meridian_task_duration_seconds", "Celery task run time", ["task", "queue", "state"],
+                         tasks, TASK_BUCKETS)
+        failures = CounterMetricFamily("meridian_task_failures", "Celery tasks that raised, by exception type",
+                                       labels=["task", "exception"])
+        for labels, count in sorted(tasks["f"].items()):
+            failures.add_metric(list(labels), count)
+        yield failures
+
+
+@bp.get("/metrics")
+def metrics():
+    rt = current_app.extensions["meridian"]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RedisCollector(rt.redis, rt.settings.service_name))
+    try:
+        body = generate_latest(registry)
+    except redis.RedisError as exc:
+        from app.errors import error_response
+
+        return error_response(503, f"metrics store unavailable: {type(exc).__name__}", retry_after=5)
+    return Response(body, content_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
+
+
+def init_app(app: Flask) -> None:
+    """Register ``/metrics`` and the per-request recorder."""
+    app.register_blueprint(bp)
+    app.after_request(record_request)

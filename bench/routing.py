@@ -1,0 +1,296 @@
+"""Routing benchmark: Meridian in process (and over HTTP when --meridian-url is given) next to
+OSRM (CH, :5000) and Valhalla (:8002) over HTTP, on the same seeded random pairs.
+
+    .venv/bin/python -m bench.routing [--regions monaco,helsinki] [--pairs 1000] [--start-peers]
+                                      [--meridian-url http://127.0.0.1:3000 --api-key KEY]
+
+Pairs: midpoints of random road pieces of the well-connected network (seeded), the same
+coordinates sent to every engine. Agreement: Meridian's distance and duration against OSRM's
+(the car-profile reference), fraction within 5 % and 10 %, the worst cases listed. Latency:
+one sequential keep-alive HTTP/1.1 client per server (http.client), time from send to the last
+byte (JSON decoding excluded), 50 warm-up requests; in process: ``engine.services.routing.run``
+wall time. The peers serve one region at a time (``/work/shared/peers/serve.sh``): a region
+whose peers are not the ones running is measured without them unless --start-peers is given.
+Writes bench/results/routing.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import layout  # noqa: E402
+from engine.dataset import DatasetRegistry  # noqa: E402
+from engine.errors import MeridianError  # noqa: E402
+from engine.ingest.pipeline import Stage, import_pbf  # noqa: E402
+from engine.services.routing import RoutingParams, run  # noqa: E402
+
+PEERS = Path(os.environ.get("PEERS_KIT", "/work/shared/peers"))
+PEERS_DIR = os.environ.get("PEERS_DIR", "/var/tmp/meridian-peers")
+SAMPLES = ROOT / "data" / "samples"
+ROADS = (Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),)
+
+
+def peers_region() -> str | None:
+    try:
+        out = subprocess.run(["./serve.sh", "status"], cwd=PEERS, env=dict(os.environ, PEERS_DIR=PEERS_DIR),
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.splitlines():
+        if line.startswith("region:"):
+            name = line.split()[1]
+            return None if name == "-" else name
+    return None
+
+
+def start_peers(region: str) -> None:
+    subprocess.run(["./serve.sh", "start", region], cwd=PEERS, env=dict(os.environ, PEERS_DIR=PEERS_DIR),
+                   check=True, timeout=600, capture_output=True)
+
+
+class Http:
+    """One keep-alive connection; returns (seconds, status, body bytes)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.conn = http.client.HTTPConnection(host, port, timeout=30)
+
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
+        hdrs = {"Connection": "keep-alive"}
+        if body is not None:
+            hdrs["Content-Type"] = "application/json"
+        hdrs.update(headers or {})
+        for attempt in range(2):
+            try:
+                t0 = time.perf_counter()
+                self.conn.request(method, path, body=body, headers=hdrs)
+                resp = self.conn.getresponse()
+                data = resp.read()
+                return time.perf_counter() - t0, resp.status, data
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+                if attempt:
+                    raise
+        raise RuntimeError("unreachable")
+
+
+def osrm_route(client: Http, a, b, steps: bool):
+    path = (f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
+            f"?overview=full&geometries=polyline6&steps={'true' if steps else 'false'}")
+    dt, status, body = client.request("GET", path)
+    doc = json.loads(body)
+    if status == 200 and doc.get("code") == "Ok":
+        r = doc["routes"][0]
+        return dt, r["distance"], r["duration"]
+    return dt, None, None
+
+
+def valhalla_route(client: Http, a, b, steps: bool):
+    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto",
+           "directions_options": {"units": "kilometers"}}
+    if not steps:
+        req["directions_type"] = "none"
+    dt, status, body = client.request("POST", "/route", json.dumps(req).encode())
+    if status == 200:
+        s = json.loads(body)["trip"]["summary"]
+        return dt, s["length"] * 1000.0, s["time"]
+    return dt, None, None
+
+
+def meridian_http(client: Http, key: str, a, b, steps: bool):
+    path = (f"/v1/routing?origin={a[0]:.7f},{a[1]:.7f}&destination={b[0]:.7f},{b[1]:.7f}"
+            f"&steps={'true' if steps else 'false'}")
+    dt, status, body = client.request("GET", path, headers={"X-API-Key": key})
+    if status == 200:
+        doc = json.loads(body)
+        r = doc["routes"][0]
+        return dt, r["distance"], r["duration"]
+    return dt, None, None
+
+
+def pct(values, q):
+    return round(float(np.percentile(values, q)) * 1e6, 1) if values else None
+
+
+def make_pairs(router, n: int, seed: int):
+    g = router.g
+    rng = np.random.default_rng(seed)
+    big = np.nonzero(router.snapper.big_edge)[0]
+    pairs = []
+    for _ in range(n):
+        e1, e2 = rng.choice(big, 2, replace=False)
+        a = g.point_along(int(e1), float(rng.uniform(0.2, 0.8)))
+        b = g.point_along(int(e2), float(rng.uniform(0.2, 0.8)))
+        pairs.append((tuple(round(x, 7) for x in a), tuple(round(x, 7) for x in b)))
+    return pairs
+
+
+def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
+    dataset = ds.get(region)
+    router = dataset.router
+    pairs = make_pairs(router, args.pairs, args.seed)
+    out: dict = {"region": region, "pairs": len(pairs), "graph": router.g.meta.get("counts")}
+
+    # --- Meridian in process
+    res_mer = {}
+    for steps in (False, True):
+        times, answers = [], []
+        for a, b in pairs[:50]:
+            with contextlib.suppress(MeridianError):
+                run(ds, RoutingParams(origin=a, destination=b, steps=steps))
+        for a, b in pairs:
+            t0 = time.perf_counter()
+            try:
+                r = run(ds, RoutingParams(origin=a, destination=b, steps=steps))["routes"][0]
+                ans = (r["distance"], r["duration"])
+            except MeridianError:
+                ans = (None, None)
+            times.append(time.perf_counter() - t0)
+            answers.append(ans)
+        res_mer[steps] = (times, answers)
+    out["meridian_inprocess"] = {
+        "p50_us": pct(res_mer[False][0], 50), "p95_us": pct(res_mer[False][0], 95),
+        "p50_steps_us": pct(res_mer[True][0], 50), "p95_steps_us": pct(res_mer[True][0], 95),
+        "no_route": sum(1 for d, _ in res_mer[False][1] if d is None),
+    }
+    mer = res_mer[False][1]
+
+    running = peers_region()
+    if running != region and args.start_peers:
+        start_peers(region)
+        running = peers_region()
+    engines = {}
+    if running == region:
+        engines["osrm"] = (Http("127.0.0.1", 5000), osrm_route)
+        engines["valhalla"] = (Http("127.0.0.1", 8002), valhalla_route)
+    else:
+        out["peers_note"] = f"peers serve {running!r}, not {region!r}: peers not measured"
+    if args.meridian_url:
+        from urllib.parse import urlparse
+
+        u = urlparse(args.meridian_url)
+        client = Http(u.hostname, u.port or 80)
+        engines["meridian_http"] = (client, lambda c, a, b, s: meridian_http(c, args.api_key, a, b, s))
+    answers_by = {}
+    for name, (client, fn) in engines.items():
+        stats = {}
+        for steps in (False, True):
+            for a, b in pairs[:50]:
+                fn(client, a, b, steps)
+            times, answers = [], []
+            for a, b in pairs:
+                dt, dist, dur = fn(client, a, b, steps)
+                times.append(dt)
+                answers.append((dist, dur))
+            stats["p50_steps_us" if steps else "p50_us"] = pct(times, 50)
+            stats["p95_steps_us" if steps else "p95_us"] = pct(times, 95)
+            if not steps:
+                answers_by[name] = answers
+                stats["no_route"] = sum(1 for d, _ in answers if d is None)
+        out[name] = stats
+
+    if "osrm" in answers_by:
+        osrm = answers_by["osrm"]
+        ratios_d, ratios_t, worst = [], [], []
+        for (a, b), (md, mt), (od, ot) in zip(pairs, mer, osrm, strict=True):
+            if md is None or od is None:
+                continue
+            rd = md / od if od > 0 else (1.0 if md < 1 else np.inf)
+            rt = mt / ot if ot > 0 else (1.0 if mt < 1 else np.inf)
+            ratios_d.append(rd)
+            ratios_t.append(rt)
+            worst.append((abs(rd - 1), a, b, md, od, mt, ot))
+        rd = np.array(ratios_d)
+        rt = np.array(ratios_t)
+        worst.sort(key=lambda x: -x[0])
+        out["agreement_vs_osrm"] = {
+            "compared": int(len(rd)),
+            "distance_within_5pct": round(float(np.mean(np.abs(rd - 1) <= 0.05)), 4) if len(rd) else None,
+            "distance_within_10pct": round(float(np.mean(np.abs(rd - 1) <= 0.10)), 4) if len(rd) else None,
+            "duration_within_5pct": round(float(np.mean(np.abs(rt - 1) <= 0.05)), 4) if len(rt) else None,
+            "duration_within_10pct": round(float(np.mean(np.abs(rt - 1) <= 0.10)), 4) if len(rt) else None,
+            "median_distance_ratio": round(float(np.median(rd)), 4) if len(rd) else None,
+            "median_duration_ratio": round(float(np.median(rt)), 4) if len(rt) else None,
+            "worst": [
+                {"origin": list(a), "destination": list(b), "meridian_m": round(md, 1), "osrm_m": round(od, 1),
+                 "meridian_s": round(mt, 1), "osrm_s": round(ot, 1)}
+                for _, a, b, md, od, mt, ot in worst[:10]
+            ],
+            "meridian_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if m[0] is None and o[0] is not None),
+            "osrm_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if o[0] is None and m[0] is not None),
+        }
+    return out
+
+
+def print_table(results: list[dict]) -> None:
+    print()
+    print(f"{'region':10} {'engine':15} {'p50 us':>9} {'p95 us':>9} {'p50 steps':>10} {'p95 steps':>10} {'no route':>9}")
+    for r in results:
+        for name in ("meridian_inprocess", "meridian_http", "osrm", "valhalla"):
+            s = r.get(name)
+            if not s:
+                continue
+            print(f"{r['region']:10} {name:15} {s['p50_us']!s:>9} {s['p95_us']!s:>9} "
+                  f"{s['p50_steps_us']!s:>10} {s['p95_steps_us']!s:>10} {s.get('no_route')!s:>9}")
+    print()
+    for r in results:
+        a = r.get("agreement_vs_osrm")
+        if not a:
+            print(f"{r['region']}: {r.get('peers_note', 'no OSRM answers')}")
+            continue
+        print(f"{r['region']}: vs OSRM on {a['compared']} pairs: distance within 5% {a['distance_within_5pct']:.3f}, "
+              f"10% {a['distance_within_10pct']:.3f}; duration within 5% {a['duration_within_5pct']:.3f}, "
+              f"10% {a['duration_within_10pct']:.3f}; median ratios d {a['median_distance_ratio']} "
+              f"t {a['median_duration_ratio']}")
+        for w in a["worst"][:5]:
+            print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, "
+                  f"osrm {w['osrm_m']} m")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--regions", default="monaco,helsinki")
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--data-dir", default=os.environ.get("MERIDIAN_BENCH_DATA", "/tmp/meridian-bench-data"))
+    ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
+    ap.add_argument("--meridian-url", default=None, help="also measure Meridian over HTTP (/v1/routing)")
+    ap.add_argument("--api-key", default=os.environ.get("MERIDIAN_API_KEY", ""))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "routing.json"))
+    args = ap.parse_args(argv)
+    data_dir = Path(args.data_dir)
+    regions = [r.strip() for r in args.regions.split(",") if r.strip()]
+    for region in regions:
+        t0 = time.perf_counter()
+        res = import_pbf(SAMPLES / f"{region}.osm.pbf", data_dir, region, stages=ROADS)
+        if not res.skipped:
+            print(f"imported {region} (roads) in {time.perf_counter() - t0:.2f}s: {res.manifest['counts']}")
+    ds = DatasetRegistry(data_dir)
+    results = [bench_region(r, args, ds) for r in regions]
+    print_table(results)
+    print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs (the machine is shared: latencies are noisy)")
+    doc = {"benchmark": "routing", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "command": "python -m bench.routing " + " ".join(argv or sys.argv[1:]),
+           "load_average": list(os.getloadavg()), "cpus": os.cpu_count(), "results": results}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

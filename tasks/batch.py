@@ -1,0 +1,65 @@
+"""Tasks behind asynchronous jobs (``app/jobs.py`` documents the Redis keys they write).
+
+- ``meridian.geocode_chunk``: one chunk (<= 50 addresses) of a batch geocoding job, on queue
+  ``batch``. Writes the chunk's results and its progress entry; idempotent (a redelivered chunk
+  rewrites the same keys, progress is a hash entry per chunk, not a counter).
+- ``meridian.heavy_job``: a heavy function submitted with ``async=true``, on the function's own
+  queue. Runs the same code as ``meridian.heavy`` (so the cache is filled too) and copies the
+  result (or the error) to the job's result key, which lives as long as the job.
+
+A job whose record has expired is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+
+from celery import shared_task
+
+from tasks.base import redis_client
+from tasks.geocoding import geocode_many
+from tasks.heavy import run_heavy
+
+log = logging.getLogger("meridian.tasks")
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@shared_task(name="meridian.geocode_chunk", acks_late=True, reject_on_worker_lost=True)
+def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_s: int) -> dict:
+    client = redis_client()
+    if not client.exists(job_key):
+        return {"ok": False, "skipped": "job expired"}
+    client.hsetnx(job_key, "started", _now_iso())
+    try:
+        results = geocode_many(queries, limit)
+        pipe = client.pipeline(transaction=True)
+        pipe.set(f"{job_key}:chunk:{index}", json.dumps(results, separators=(",", ":"), ensure_ascii=False),
+                 ex=ttl_s)
+        pipe.hset(f"{job_key}:progress", str(index), len(results))
+        pipe.expire(f"{job_key}:progress", ttl_s)
+        pipe.execute()
+    except Exception as exc:
+        log.exception("batch chunk %s of %s failed", index, job_key)
+        client.hset(f"{job_key}:failed", str(index), "internal error in a worker")
+        client.expire(f"{job_key}:failed", ttl_s)
+        raise exc
+    return {"ok": True, "done": len(results)}
+
+
+@shared_task(name="meridian.heavy_job", acks_late=True, reject_on_worker_lost=True)
+def heavy_job(service_ref: str, encoded_params: dict, cache_key: str, job_key: str, ttl_s: int) -> dict:
+    client = redis_client()
+    if not client.exists(job_key):
+        return {"ok": False, "skipped": "job expired"}
+    client.hsetnx(job_key, "started", _now_iso())
+    try:
+        return run_heavy(service_ref, encoded_params, cache_key)
+    finally:
+        raw = client.get(cache_key)
+        if raw is not None:
+            client.set(f"{job_key}:result", raw, ex=ttl_s)

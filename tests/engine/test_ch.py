@@ -1,0 +1,172 @@
+"""Oracle: contraction-hierarchy answers equal plain Dijkstra's over the turn graph, on random
+road networks (one-ways, classes, turn restrictions, barriers) and on the sample regions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.routing import ch
+from engine.routing.build import build_graph
+from engine.routing.router import Router
+from tests.engine.osm_grid import OsmGrid
+
+CLASSES = ["primary", "secondary", "tertiary", "residential", "residential", "service", "motorway"]
+RESTRICTIONS = ["no_left_turn", "no_right_turn", "no_straight_on", "no_u_turn", "only_straight_on",
+                "only_left_turn", "only_right_turn"]
+
+
+def random_network(seed: int, n: int = 12) -> OsmGrid:
+    rng = np.random.default_rng(seed)
+    g = OsmGrid("", grid_m=50)
+    lat0, lng0 = 60.17, 24.94
+    for i in range(n):
+        for j in range(n):
+            jitter = rng.normal(0, 0.00008, 2)
+            g.add_node(f"n{i}_{j}", lat0 - i * 0.0005 + jitter[0], lng0 + j * 0.0009 + jitter[1])
+    ways = []  # (id, a, b)
+    for i in range(n):
+        for j in range(n):
+            for di, dj in ((0, 1), (1, 0), (1, 1)):
+                if i + di >= n or j + dj >= n:
+                    continue
+                if (di, dj) == (1, 1) and rng.random() > 0.15:
+                    continue
+                if rng.random() < 0.12:
+                    continue
+                tags = {"highway": str(rng.choice(CLASSES))}
+                r = rng.random()
+                if r < 0.25:
+                    tags["oneway"] = "yes"
+                elif r < 0.32:
+                    tags["oneway"] = "-1"
+                if rng.random() < 0.3:
+                    tags["maxspeed"] = str(int(rng.choice([30, 40, 50, 60, 80])))
+                a, b = f"n{i}_{j}", f"n{i + di}_{j + dj}"
+                if rng.random() < 0.3:  # a bent way with a middle geometry node
+                    mid = f"m{i}_{j}_{di}{dj}"
+                    la, ga = g.coord(a)
+                    lb, gb = g.coord(b)
+                    g.add_node(mid, (la + lb) / 2 + rng.normal(0, 0.00005), (ga + gb) / 2)
+                    wid = g.way([a, mid, b], **tags)
+                else:
+                    wid = g.way([a, b], **tags)
+                ways.append((wid, a, b))
+    by_node: dict[str, list[int]] = {}
+    for wid, a, b in ways:
+        by_node.setdefault(a, []).append(wid)
+        by_node.setdefault(b, []).append(wid)
+    nodes = [k for k, v in by_node.items() if len(v) >= 2]
+    for _ in range(n * 3):
+        via = nodes[int(rng.integers(len(nodes)))]
+        frm, to = rng.choice(by_node[via], 2, replace=False)
+        g.restriction(str(rng.choice(RESTRICTIONS)), from_way=int(frm), via=via, to_way=int(to))
+    for _ in range(3):
+        g.node(nodes[int(rng.integers(len(nodes)))], barrier="bollard")
+    for _ in range(5):
+        g.node(nodes[int(rng.integers(len(nodes)))], highway="traffic_signals")
+    return g
+
+
+def check_router(router: Router, rng, pairs: int, bbox) -> tuple[int, int]:
+    lat0, lng0, lat1, lng1 = bbox
+    found = compared = 0
+    for _ in range(pairs):
+        o = router.snap(rng.uniform(lat0, lat1), rng.uniform(lng0, lng1))
+        d = router.snap(rng.uniform(lat0, lat1), rng.uniform(lng0, lng1))
+        fast = router.leg(o, d)
+        slow = router.leg_dijkstra(o, d)
+        compared += 1
+        assert (fast is None) == (slow is None)
+        if fast is None:
+            continue
+        found += 1
+        assert fast.weight == pytest.approx(slow.weight, rel=1e-9, abs=1e-6)
+        # the CH path is a real path of the turn graph with that weight
+        assert router._weight_of(fast) == pytest.approx(fast.weight, rel=1e-9, abs=1e-6)
+        for e, f in zip(fast.edges[:-1], fast.edges[1:], strict=True):
+            assert f in router.tto[router.tfirst[e]:router.tfirst[e + 1]]
+    return found, compared
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_ch_equals_dijkstra_on_random_networks(tmp_path, seed):
+    g = random_network(seed)
+    graph, counts = build_graph(g.write(tmp_path / f"r{seed}.osm.pbf"))
+    assert counts["turn_restrictions"] > 0
+    assert graph.meta["restrictions"]["applied_turns_removed"] > 0
+    router = Router(graph)
+    lat = np.asarray(graph.node_lat)
+    lng = np.asarray(graph.node_lng)
+    found, compared = check_router(router, np.random.default_rng(seed), 150,
+                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    assert found > 0.5 * compared
+
+
+def test_ch_query_pure_turn_graph():
+    """The CH over an arbitrary random digraph (no geometry) against Dijkstra, many targets."""
+    from engine.routing.search import dijkstra
+
+    rng = np.random.default_rng(7)
+    n = 400
+    src = rng.integers(0, n, n * 3)
+    dst = rng.integers(0, n, n * 3)
+    w = rng.uniform(1, 100, n * 3)
+    order = np.argsort(src, kind="stable")
+    src, dst, w = src[order], dst[order], w[order]
+    first = np.zeros(n + 1, np.int64)
+    np.add.at(first, src + 1, 1)
+    first = np.cumsum(first)
+
+    class G:
+        n_edges = n
+        turn_first_out = first
+        turn_to = dst.astype(np.int32)
+        turn_cost_s = w.astype(np.float32)
+        edge_weight = np.zeros(n, np.float32)
+
+    arrays = ch.build(G)
+    for k, v in arrays.items():
+        setattr(G, k, v)
+    q = ch.CHQuery(G)
+    zero = np.zeros(n)
+    for s in rng.integers(0, n, 40):
+        dist, _ = dijkstra(first, dst.astype(np.int64), np.asarray(G.turn_cost_s, np.float64), zero,
+                           np.array([s], np.int64), np.array([0.0]), np.inf, -1)
+        for t in rng.integers(0, n, 20):
+            cost, path = q.route(np.array([s], np.int64), np.array([0.0]), np.array([t], np.int64),
+                                 np.array([0.0]))
+            if dist[t] == np.inf:
+                assert path is None or cost == np.inf
+            else:
+                assert cost == pytest.approx(dist[t], rel=1e-5)
+                assert path[0] == s and path[-1] == t
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("region", ["monaco", "helsinki"])
+def test_ch_equals_dijkstra_on_samples(datasets, region):
+    router = datasets.get(region).router
+    lat = np.asarray(router.g.node_lat)
+    lng = np.asarray(router.g.node_lng)
+    bbox = (np.percentile(lat, 2), np.percentile(lng, 2), np.percentile(lat, 98), np.percentile(lng, 98))
+    found, compared = check_router(router, np.random.default_rng(11), 200, bbox)
+    assert found >= 0.9 * compared
+
+
+def test_ch_with_dense_core_equals_dijkstra(tmp_path):
+    """Stopping the contraction early (a core searched as a plain graph) stays exact."""
+    g = random_network(9)
+    graph, _ = build_graph(g.write(tmp_path / "core.osm.pbf"), with_ch=False)
+    arrays = ch.build(graph, core_shortcuts=2)
+    core = int(arrays.pop("ch_core")[0])
+    assert core > 50  # the early stop really left a core
+    for k, v in arrays.items():
+        setattr(graph, k, v)
+    graph.has_ch = True
+    router = Router(graph)
+    lat = np.asarray(graph.node_lat)
+    lng = np.asarray(graph.node_lng)
+    found, compared = check_router(router, np.random.default_rng(9), 120,
+                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    assert found > 0.5 * compared
