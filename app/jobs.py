@@ -14,10 +14,17 @@ Workers write these keys directly (``tasks/batch.py``); the web process only rea
 number of web processes answer ``GET /v1/jobs/{id}`` without a result backend. A job belongs to
 the account of the key that submitted it: another account's key gets 404, like an unknown id.
 
-Heavy functions get ``async=true`` by calling :func:`answer` in their view::
+Heavy functions get ``async=true`` in two steps (``app/functions/staticmap.py`` is the example):
 
-    def get(self, params):
-        return jobs.answer(FUNCTION, HeavyCall("staticmap", "engine.services.staticmap:run", params))
+1. the query schema declares the parameter: ``async_ = jobs.async_field()`` and drops it before
+   building the engine's params (``data.pop("async_", None)`` in its own ``post_load``), or simply
+   derives from :class:`AsyncParamsSchema` instead of ``ParamsSchema`` when it has no ``post_load``;
+2. the view answers through :func:`answer` instead of ``gateway_answer``::
+
+       def get(self, params):
+           return jobs.answer(FUNCTION, HeavyCall(KIND, SERVICE_REF, params))
+
+   and documents the 202: ``@blp.alt_response(202, schema=jobs.JobAcceptedSchema, description=...)``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from datetime import UTC, datetime
 import redis
 from flask import g, request
 from marshmallow import fields as ma_fields
+from marshmallow import post_load
 
 from app.calls import gateway_answer, json_body
 from app.dispatch import HeavyCall, _as_result
@@ -36,6 +44,7 @@ from app.functions import Function
 from app.results import BinaryResult
 from app.runtime import runtime
 from app.schemas.common import ResponseSchema
+from app.validation import ParamsSchema
 from engine.errors import ErrorKind, InvalidParameter, MeridianError, NotFound, Unavailable
 from tasks.results import unpack
 
@@ -47,6 +56,23 @@ JOB_ID_BYTES = 16  # 128 random bits, URL-safe
 _ASYNC_FIELD = ma_fields.Boolean()
 ASYNC_DESCRIPTION = ("`true`: answer 202 with a job id at once instead of waiting; poll `/v1/jobs/{id}` "
                      f"(kept {JOB_TTL_S // 3600} h).")
+
+
+def async_field():
+    """The ``async`` query parameter of a heavy function (gateway only; the core face ignores it)."""
+    return ma_fields.Boolean(data_key="async", load_default=False, metadata={
+        "description": "Gateway only. " + ASYNC_DESCRIPTION, "example": False})
+
+
+class AsyncParamsSchema(ParamsSchema):
+    """``ParamsSchema`` with the ``async`` parameter, dropped before the params class is built."""
+
+    async_ = async_field()
+
+    @post_load
+    def _build(self, data: dict, **kwargs):
+        data.pop("async_", None)
+        return super()._build(data, **kwargs)
 
 
 class JobAcceptedSchema(ResponseSchema):

@@ -9,7 +9,7 @@ coordinates sent to every engine. Agreement: Meridian's distance and duration ag
 (the car-profile reference), fraction within 5 % and 10 %, the worst cases listed. Latency:
 one sequential keep-alive HTTP/1.1 client per server (http.client), time from send to the last
 byte (JSON decoding excluded), 50 warm-up requests; in process: ``engine.services.routing.run``
-wall time. The peers serve one region at a time (``/work/shared/peers/serve.sh``): a region
+wall time, single run per pair and, because the machine is shared, also the best of 3 runs. The peers serve one region at a time (``/work/shared/peers/serve.sh``): a region
 whose peers are not the ones running is measured without them unless --start-peers is given.
 Writes bench/results/routing.json.
 """
@@ -147,8 +147,9 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
 
     # --- Meridian in process
     res_mer = {}
+    best_of_3 = {}
     for steps in (False, True):
-        times, answers = [], []
+        times, answers, best = [], [], []
         for a, b in pairs[:50]:
             with contextlib.suppress(MeridianError):
                 run(ds, RoutingParams(origin=a, destination=b, steps=steps))
@@ -161,11 +162,22 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
                 ans = (None, None)
             times.append(time.perf_counter() - t0)
             answers.append(ans)
+            # two more runs: the minimum filters out the noise of a shared machine
+            m = times[-1]
+            for _ in range(2):
+                t0 = time.perf_counter()
+                with contextlib.suppress(MeridianError):
+                    run(ds, RoutingParams(origin=a, destination=b, steps=steps))
+                m = min(m, time.perf_counter() - t0)
+            best.append(m)
         res_mer[steps] = (times, answers)
+        best_of_3[steps] = best
     out["meridian_inprocess"] = {
         "p50_us": pct(res_mer[False][0], 50), "p95_us": pct(res_mer[False][0], 95),
         "p50_steps_us": pct(res_mer[True][0], 50), "p95_steps_us": pct(res_mer[True][0], 95),
         "no_route": sum(1 for d, _ in res_mer[False][1] if d is None),
+        "best_of_3_p50_us": pct(best_of_3[False], 50), "best_of_3_p95_us": pct(best_of_3[False], 95),
+        "best_of_3_p50_steps_us": pct(best_of_3[True], 50), "best_of_3_p95_steps_us": pct(best_of_3[True], 95),
     }
     mer = res_mer[False][1]
 
@@ -246,6 +258,9 @@ def print_table(results: list[dict]) -> None:
                 continue
             print(f"{r['region']:10} {name:15} {s['p50_us']!s:>9} {s['p95_us']!s:>9} "
                   f"{s['p50_steps_us']!s:>10} {s['p95_steps_us']!s:>10} {s.get('no_route')!s:>9}")
+            if "best_of_3_p50_us" in s:
+                print(f"{r['region']:10} {'  best of 3':15} {s['best_of_3_p50_us']!s:>9} {s['best_of_3_p95_us']!s:>9} "
+                      f"{s['best_of_3_p50_steps_us']!s:>10} {s['best_of_3_p95_steps_us']!s:>10}")
     print()
     for r in results:
         a = r.get("agreement_vs_osrm")
@@ -259,6 +274,23 @@ def print_table(results: list[dict]) -> None:
         for w in a["worst"][:5]:
             print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, "
                   f"osrm {w['osrm_m']} m")
+
+
+def _redact(args: list[str]) -> list[str]:
+    """The command line for the record, without the API key."""
+    out, hide = [], False
+    for a in args:
+        if hide:
+            out.append("<key>")
+            hide = False
+        elif a == "--api-key":
+            out.append(a)
+            hide = True
+        elif a.startswith("--api-key="):
+            out.append("--api-key=<key>")
+        else:
+            out.append(a)
+    return out
 
 
 def main(argv=None) -> int:
@@ -284,7 +316,7 @@ def main(argv=None) -> int:
     print_table(results)
     print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs (the machine is shared: latencies are noisy)")
     doc = {"benchmark": "routing", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "command": "python -m bench.routing " + " ".join(argv or sys.argv[1:]),
+           "command": "python -m bench.routing " + " ".join(_redact(argv or sys.argv[1:])),
            "load_average": list(os.getloadavg()), "cpus": os.cpu_count(), "results": results}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False))

@@ -9,6 +9,11 @@ import's memory, then in another child open the dataset and time, in process:
 * ``iso``: ``engine.services.isochrone.run``, one 10-minute contour from random origins.
 
     .venv/bin/python -m bench.scaling [--sizes 10000,100000,1000000] [--pairs 200]
+                                      [--engine-only 10000,100000,1000000]
+
+``--engine-only`` sizes are measured without the import (no routing): map matching and the
+isochrone core on a network built straight from the generated ways, for sizes whose import does
+not fit in the time budget.
 
 Each import child is killed after ``--timeout`` seconds (default 600, the 10-minute budget
 of a 1M-node import). Results: bench/results/scaling.json.
@@ -85,6 +90,7 @@ def child_query(data: str, pairs: int, seed: int) -> None:
             continue
         route_ms.append((time.perf_counter() - t) * 1e3)
     snap_ms, points = [], []
+    snap_run(reg, SnapParams((pick(), pick())))  # warm-up
     for _ in range(max(5, pairs // 10)):
         edges = true_route(net, rng, 3000.0)
         if edges is None:
@@ -115,6 +121,55 @@ def child_query(data: str, pairs: int, seed: int) -> None:
     }))
 
 
+def child_engine_only(size: int, seed: int, n: int) -> None:
+    """Map matching and isochrones on a network built straight from the generated ways
+    (``engine.matching.network.from_ways``, no import, no CH): the query side at sizes the
+    import cannot reach in time."""
+    from bench.synthetic import generate
+    from engine.isochrone.compute import contours, plain_turns, reach
+    from engine.matching.hmm import MatchOptions, _path_edges, match
+    from engine.matching.network import from_ways
+    from engine.matching.traces import distance_to_polyline, sample_trace
+
+    t0 = time.perf_counter()
+    city = generate(size, seed)
+    net = from_ways(city.lat, city.lng, city.ways)
+    _ = net.grid
+    turns = plain_turns(net)
+    build_s = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    snap_ms, on, total = [], 0, 0
+    while len(snap_ms) < n:
+        a = int(rng.integers(0, net.node_count))
+        near = np.flatnonzero(np.hypot(net.node_x - net.node_x[a], net.node_y - net.node_y[a]) < 3000)
+        edges = _path_edges(net.first_out, net.head, net.tail, net.duration, a, int(rng.choice(near)), 1e12)
+        if edges.size < 5:
+            continue
+        tr = sample_trace(net, edges, 100.0, 10.0, rng)
+        t = time.perf_counter()
+        segs = match(net, tr.x, tr.y, tr.timestamps, MatchOptions(sigma=10.0))
+        snap_ms.append((time.perf_counter() - t) * 1e3)
+        on += sum(int((distance_to_polyline(s.x, s.y, tr.path) < 2.0).sum()) for s in segs)
+        total += tr.x.size
+    iso_ms = []
+    while len(iso_ms) < n:
+        p = int(rng.integers(0, net.node_count))
+        cand = net.grid.candidates(net.node_x[p], net.node_y[p], 200.0, 1)
+        if not cand.edge.size:
+            continue
+        t = time.perf_counter()
+        entry = reach(net, turns, net.duration, True, int(cand.edge[0]), float(cand.offset[0]), -1, 600.0)
+        contours(net, entry, net.duration, [600.0])
+        iso_ms.append((time.perf_counter() - t) * 1e3)
+    print(json.dumps({
+        "graph_nodes": net.node_count, "graph_edges": net.edge_count, "build_s": round(build_s, 1),
+        "match_ms_p50": round(float(np.median(snap_ms)), 2), "match_on_path": round(on / total, 4),
+        "match_points_per_trace": round(total / len(snap_ms), 1),
+        "iso10_core_ms_p50": round(float(np.median(iso_ms)), 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }))
+
+
 def run_child(args: list[str], timeout: float) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "bench.scaling", *args], cwd=PROJECT_ROOT, capture_output=True,
@@ -132,12 +187,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--keep", action="store_true", help="keep the generated datasets")
+    parser.add_argument("--engine-only", default="",
+                        help="sizes (comma list) measured without import: matching and isochrone "
+                             "cores on a network built from the generated ways")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         kind, *rest = args.child
         if kind == "import":
             child_import(*rest)
+        elif kind == "engine":
+            child_engine_only(int(rest[0]), int(rest[1]), int(rest[2]))
         else:
             child_query(rest[0], int(rest[1]), int(rest[2]))
         return
@@ -148,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     print(f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'peak MB':>7} "
           f"{'route p50/p95 ms':>17} {'snap p50 ms':>11} {'iso10 p50 ms':>12}")
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         t0 = time.perf_counter()
         city = generate(size, args.seed)
         pbf = WORK / f"synthetic-{size}.osm.pbf"
@@ -179,9 +239,39 @@ def main(argv: list[str] | None = None) -> None:
               f"{imp['stages'].get('roads', float('nan')):>7.1f} {imp['peak_rss_mb']:>7.0f} "
               f"{route['p50']:>8.2f}/{route['p95']:<8.2f} {q['snap_ms']['p50']:>11.2f} "
               f"{q['iso10_ms']['p50']:>12.2f}")
+    engine_rows = []
+    if args.engine_only:
+        print(f"\nwithout import (engine.matching.network.from_ways, no routing):\n"
+              f"{'nodes':>9} {'graph n':>8} {'graph e':>8} {'build s':>7} {'match p50 ms':>12} "
+              f"{'on path':>7} {'iso10 core p50 ms':>17} {'peak MB':>7}")
+    for size in (int(s) for s in args.engine_only.split(",") if s):
+        try:
+            r = run_child(["--child", "engine", str(size), str(args.seed), "20"], args.timeout)
+        except (subprocess.TimeoutExpired, RuntimeError) as exc:
+            r = {"error": str(exc)[-300:]}
+        r["target_nodes"] = size
+        engine_rows.append(r)
+        if "error" in r:
+            print(f"{size:>9}  {r['error']}")
+            continue
+        print(f"{size:>9} {r['graph_nodes']:>8} {r['graph_edges']:>8} {r['build_s']:>7} "
+              f"{r['match_ms_p50']:>12} {r['match_on_path']:>7} {r['iso10_core_ms_p50']:>17} "
+              f"{r['peak_rss_mb']:>7.0f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "scaling.json"
-    out.write_text(json.dumps(rows, indent=1))
+    # rows of sizes not run this time are kept from the previous results
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    if isinstance(previous, list):
+        previous = {"import_and_services": previous}
+
+    def merged(old: list[dict], new: list[dict]) -> list[dict]:
+        by_size = {r["target_nodes"]: r for r in old}
+        by_size.update({r["target_nodes"]: r for r in new})
+        return [by_size[k] for k in sorted(by_size)]
+
+    report = {"import_and_services": merged(previous.get("import_and_services", []), rows),
+              "engine_only": merged(previous.get("engine_only", []), engine_rows)}
+    out.write_text(json.dumps(report, indent=1))
     print(f"written {out}")
 
 

@@ -1,10 +1,46 @@
 """Google's encoded polyline algorithm (precision 5, or 6 as used by OSRM/Valhalla).
 
-Points are (lat, lng) tuples. ``decode`` raises ``ValueError`` on a malformed string; callers
-turn that into ``InvalidParameter`` naming their parameter.
+Points are (lat, lng) tuples. ``encode_arrays`` is the hot path for route geometries (numba, over
+numpy arrays); ``decode`` raises ``ValueError`` on a malformed string, and callers turn that into
+``InvalidParameter`` naming their parameter.
 """
 
 from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _encode_arrays(lat, lng, factor, out):
+    n = 0
+    plat = 0
+    plng = 0
+    for i in range(lat.shape[0]):
+        ilat = int(np.floor(lat[i] * factor + 0.5))
+        ilng = int(np.floor(lng[i] * factor + 0.5))
+        for d in (ilat - plat, ilng - plng):
+            v = d << 1
+            if d < 0:
+                v = ~v
+            while v >= 0x20:
+                out[n] = (0x20 | (v & 0x1F)) + 63
+                n += 1
+                v >>= 5
+            out[n] = v + 63
+            n += 1
+        plat = ilat
+        plng = ilng
+    return n
+
+
+def encode_arrays(lat, lng, precision: int = 5) -> str:
+    """Encode parallel arrays of latitudes and longitudes."""
+    lat = np.ascontiguousarray(lat, dtype=np.float64)
+    lng = np.ascontiguousarray(lng, dtype=np.float64)
+    out = np.empty(lat.shape[0] * 2 * 7 + 8, dtype=np.uint8)
+    n = _encode_arrays(lat, lng, float(10**precision), out)
+    return out[:n].tobytes().decode("ascii")
 
 
 def _encode_value(value: int, out: list[str]) -> None:

@@ -54,7 +54,9 @@ class RoutingArgs(ParamsSchema):
 class ManeuverSchema(ResponseSchema):
     type = fields.String(metadata={"example": "turn"})
     modifier = fields.String(allow_none=True, metadata={"example": "left"})
-    exit = fields.Integer(allow_none=True)
+    exit = fields.Integer(allow_none=True, metadata={"description": "Roundabout exit number."})
+    bearing_before = fields.Float(allow_none=True, metadata={"description": "Degrees from north before the maneuver."})
+    bearing_after = fields.Float(allow_none=True, metadata={"description": "Degrees from north after the maneuver."})
 
 
 class StepSchema(ResponseSchema):

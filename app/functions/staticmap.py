@@ -50,8 +50,7 @@ class StaticMapArgs(ParamsSchema):
         "description": "A path: `color:0x0000ff|weight:5|<lat>,<lng>|<lat>,<lng>` or `enc:<encoded polyline>`; "
                        "repeat for several paths.",
         "example": ["color:blue|weight:4|43.7384,7.4246|43.7402,7.4271"]})
-    async_ = fields.Boolean(data_key="async", load_default=False, metadata={
-        "description": "Gateway only. " + jobs.ASYNC_DESCRIPTION, "example": False})
+    async_ = jobs.async_field()
 
     @validates_schema
     def _window(self, data, **_kwargs):

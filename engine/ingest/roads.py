@@ -23,6 +23,32 @@ def run(ctx: ImportContext) -> dict[str, int]:
     except OSError as exc:
         raise DatasetError(f"cannot write the road graph to {out}: {exc}") from exc
     ctx.shared["road_graph"] = graph
+    if graph.n_edges:
+        _warm_up(out)
     if graph.meta.get("bbox") and not ctx.shared.get("bbox"):
         ctx.shared["bbox"] = graph.meta["bbox"]  # when no earlier stage set the region's bbox
     return counts
+
+
+def _warm_up(graph_dir) -> None:
+    """Route once on the written graph: numba compiles the query kernels now and caches them
+    (``cache=True``), so the first web request does not pay seconds of compilation."""
+    from engine.routing.directions import build_steps
+    from engine.routing.graph import RoadGraph
+    from engine.polyline import encode_arrays as encode
+    from engine.routing.router import Router
+
+    router = Router(RoadGraph.open(graph_dir))
+    g = router.g
+    a = router.snap(float(g.node_lat[0]), float(g.node_lng[0]))
+    b = router.snap(float(g.node_lat[-1]), float(g.node_lng[-1]))
+    if a is None or b is None:
+        return
+    router.snapper.candidates(a.lat, a.lng, 20.0)
+    leg = router.leg(a, b) or router.leg(a, a)
+    if leg is not None:
+        router.leg_summary(leg)
+        lat, lng = router.leg_geometry(leg)
+        encode(lat, lng)
+        build_steps(router, leg)
+        router.alternatives(a, b, leg, 1)

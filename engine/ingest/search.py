@@ -140,18 +140,15 @@ def collect(pbf_path) -> _Collector:
                 continue
             hw = tags.get("highway")
             name = tags.get("name")
-            if hw and hw not in STREET_HIGHWAYS_EXCLUDED and (name or tags.get("ref")):
-                if hw != "platform" and name:
-                    names = names_of(tags)
-                    closed = len(coords) >= 4 and coords[0] == coords[-1]
-                    col.streets[normalize(name)].append({
-                        "osm_id": o.id, "coords": coords, "name": name, "names": names,
-                        "highway": hw, "postcode": tags.get("postal_code"),
-                        # a square (highway=pedestrian + area=yes): inside it is on it
-                        "area": closed and tags.get("area") == "yes",
-                    })
-                    if not (closed and tags.get("area") == "yes"):
-                        continue  # a square may also be a place or a POI (a market square)
+            if hw and hw not in STREET_HIGHWAYS_EXCLUDED and hw != "platform" and name:
+                square = len(coords) >= 4 and coords[0] == coords[-1] and tags.get("area") == "yes"
+                col.streets[normalize(name)].append({
+                    "osm_id": o.id, "coords": coords, "name": name, "names": names_of(tags),
+                    "highway": hw, "postcode": tags.get("postal_code"),
+                    "area": square,  # a square (highway=pedestrian + area=yes): inside it is on it
+                })
+                if not square:
+                    continue  # a square may also be a place or a POI (a market square)
             lat, lng = _way_point(coords)
             footprint = coords if len(coords) >= 4 and coords[0] == coords[-1] else None
             col.take(("way", o.id), tags, lat, lng, footprint)

@@ -5,13 +5,17 @@
    of a two-way road), by ``edge_duration_s`` + ``turn_cost_s`` (time) or ``edge_length_m``
    (distance). It yields the cost at which every edge is entered; an edge entered below the
    largest budget is reached up to where the budget runs out.
-2. **Raster**: points sampled every half cell along the reached edges carry their cost
-   (entry cost + fraction of the edge cost); each is stamped on a grid in the local metric
-   projection as the minimum cost over the cells within ``buffer_m`` (a disk): cell value =
-   cheapest road point within the buffer.
+2. **Raster** (the "buffer and merge" of the reached roads, done on a grid because a vector
+   union of thousands of buffered segments costs 300+ ms): points sampled every half cell along
+   the reached edges carry their cost (entry cost + fraction of the edge cost); each is stamped
+   on a grid in the local metric projection as the minimum cost over the cells within
+   ``buffer_m`` (a disk): cell value = cheapest road point within the buffer. Cells are
+   ``buffer_m / 3`` (33 m by default), larger when the reached area is wide (at most
+   ``max_cells`` across).
 3. **Polygons**: for each budget, the region ``cost <= budget`` is traced with contourpy
-   (filled contours keep holes where nothing is reachable), simplified (half a cell) and
-   turned back to WGS84.
+   (filled contours keep holes where nothing is reachable, holes under ``min_hole_m2`` are
+   raster specks and filled), simplified (Douglas-Peucker, 3/4 of a cell) and turned back to
+   WGS84 by the caller.
 
 Everything is in one process and one pass for all contours of a request; the hot loops are
 numba-compiled.
@@ -97,25 +101,24 @@ def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_
 
 
 @numba.njit(cache=True)
-def _reached_bbox(entry, limit, geom_first, gx, gy):
+def _reached_bbox(reached, geom_first, gx, gy):
     x0, y0, x1, y1 = np.inf, np.inf, -np.inf, -np.inf
-    for e in range(entry.size):
-        if entry[e] < limit:
-            for i in range(geom_first[e], geom_first[e + 1]):
-                x0 = min(x0, gx[i])
-                x1 = max(x1, gx[i])
-                y0 = min(y0, gy[i])
-                y1 = max(y1, gy[i])
+    for e in reached:
+        for i in range(geom_first[e], geom_first[e + 1]):
+            x0 = min(x0, gx[i])
+            x1 = max(x1, gx[i])
+            y0 = min(y0, gy[i])
+            y1 = max(y1, gy[i])
     return x0, y0, x1, y1
 
 
 @numba.njit(cache=True)
-def _rasterize(entry, edge_cost, limit, geom_first, gx, gy, gcum, x0, y0, cell, nx, ny,
+def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y0, cell, nx, ny,
                disk_dx, disk_dy):
     """Grid (ny, nx) of the cheapest road point within the disk of every cell."""
     seed = np.full((ny, nx), np.inf)
     step = cell * 0.5
-    for e in range(entry.size):
+    for e in reached:
         c0 = entry[e]
         if not c0 < limit:
             continue
@@ -175,13 +178,6 @@ class IsoOptions:
     simplify_cells: float = 0.75  # Douglas-Peucker tolerance, in cells
 
 
-@dataclass
-class Contour:
-    value: float  # the budget in the request's unit (minutes or metres)
-    polygon: shapely.MultiPolygon | shapely.Polygon  # local metres
-    area_m2: float
-
-
 def reach(net: RoadNetwork, turns: TurnGraph, edge_cost: np.ndarray, use_turn_cost: bool,
           origin_edge: int, origin_offset: float, twin: int, limit: float) -> np.ndarray:
     """Entry cost of every edge from a point at ``origin_offset`` metres along ``origin_edge``
@@ -203,7 +199,8 @@ def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
              budgets: list[float], options: IsoOptions = IsoOptions()) -> list[shapely.Geometry]:
     """One (Multi)Polygon in local metres per budget (same order); empty when nothing reached."""
     limit = max(budgets)
-    x0, y0, x1, y1 = _reached_bbox(entry, limit, net.geom_first, net.geom_x, net.geom_y)
+    reached = np.flatnonzero(entry < limit)
+    x0, y0, x1, y1 = _reached_bbox(reached, net.geom_first, net.geom_x, net.geom_y)
     if not math.isfinite(x0):
         return [shapely.Polygon() for _ in budgets]
     r = options.buffer_m
@@ -216,7 +213,7 @@ def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
     rc = int(math.ceil(r / cell))
     dy, dx = np.mgrid[-rc : rc + 1, -rc : rc + 1]
     inside = (dx * dx + dy * dy) * cell * cell <= r * r
-    grid = _rasterize(entry, edge_cost, limit, net.geom_first, net.geom_x, net.geom_y,
+    grid = _rasterize(entry, reached, edge_cost, limit, net.geom_first, net.geom_x, net.geom_y,
                       net.geom_cum, gx0, gy0, cell, nx, ny,
                       dx[inside].astype(np.int64), dy[inside].astype(np.int64))
     big = limit * 2.0 + 1.0

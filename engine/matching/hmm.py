@@ -1,16 +1,20 @@
 """HMM map matching (Newson & Krumm 2009) over a :class:`~engine.matching.network.RoadNetwork`.
 
-* **States**: for each GPS point, the directed edges within the search radius, each with the
-  point projected on it (``offset`` metres from the edge start).
+* **States**: for each GPS point, up to ``max_candidates`` directed edges within the search
+  radius, each with the point projected on it (``offset`` metres from the edge start; a winding
+  edge passing the point twice gives two states, see :func:`engine.matching.network._candidates`).
 * **Emission**: Gaussian in the point-to-road distance, ``log p = -0.5 (d / sigma)^2``.
 * **Transition**: exponential in ``|route distance - great-circle distance|`` between two
-  consecutive points, ``log p = -|dr - dg| / beta``. Route distances come from a Dijkstra bounded
-  by the longest plausible route (``max_route``, from the straight distance and, when timestamps
-  are given, a maximum speed), run once per distinct source node of a step, on plain edge
-  lengths; a small backward move on the same edge (GPS jitter while slow) costs nothing.
-* **Viterbi** over the steps. When no transition is possible into a step (a gap: no route within
-  the bound, e.g. a tunnel, a ferry, a jump), the chain is broken and restarted there: the result
-  has several matched segments. Points with no road within the radius are left out.
+  consecutive points, ``log p = -|dr - dg| / beta`` (``beta`` grows with the distance between the
+  points). Route distances come from a Dijkstra on edge lengths bounded by the longest plausible
+  route (``2 dg + 2 radius + 100`` m and, when timestamps are given, ``max_speed * dt``), run
+  once per distinct source node of a step (the per-request cache); a backward move of up to
+  ``2 sigma`` on the same edge (GPS jitter while slow) costs nothing.
+* **Viterbi** over the steps. A point into which no transition is possible is treated as an
+  outlier and skipped (up to ``max_skip`` in a row); when the following points cannot be reached
+  either (a gap: no route within the bound, a tunnel, a ferry, a jump), the chain is broken and
+  restarted at the first unreachable point: the result has several matched segments. Points with
+  no road within the radius are left out.
 
 Everything hot is numba-compiled (``cache=True``): candidate search, the Viterbi loop with its
 Dijkstras, and the path reconstruction.
@@ -26,8 +30,6 @@ import numba
 import numpy as np
 
 from engine.matching.network import RoadNetwork
-
-NEG_INF = -np.inf
 
 
 @numba.njit(cache=True)

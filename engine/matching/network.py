@@ -463,7 +463,20 @@ class MatchingComponent:
         self.graph = graph
         self.network = network
         self._snapper = None
+        self._turns = None
         self._lock = threading.Lock()
+
+    @property
+    def turns(self):
+        """The turn graph (:class:`engine.isochrone.compute.TurnGraph`) for isochrone searches."""
+        if self._turns is None:
+            from engine.isochrone.compute import TurnGraph
+
+            g = self.graph
+            self._turns = TurnGraph(np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
+                                    np.ascontiguousarray(g.turn_to, dtype=np.int32),
+                                    np.ascontiguousarray(g.turn_cost_s, dtype=np.float64))
+        return self._turns
 
     @property
     def snapper(self):
@@ -490,4 +503,22 @@ class MatchingComponent:
         graph = RoadGraph.open(Path(version_dir) / layout.GRAPH_DIR)
         net = from_routing_graph(graph)
         _ = net.grid  # build the spatial index now, not on the first request
-        return cls(graph, net)
+        comp = cls(graph, net)
+        comp.warm_up()
+        return comp
+
+    def warm_up(self) -> None:
+        """Load the numba-compiled functions (from numba's on-disk cache, compiled on a miss) with
+        a tiny match and isochrone, so the first request does not pay for it."""
+        net = self.network
+        if net.edge_count == 0:
+            return
+        from engine.isochrone.compute import contours, reach
+        from engine.matching.hmm import match
+
+        e = int(np.argmax(net.length))
+        (x0, y0), (x1, y1) = net.point_at(e, 0.0), net.point_at(e, float(net.length[e]))
+        match(net, np.array([x0, x1]), np.array([y0, y1]), np.array([0.0, 60.0]))
+        entry = reach(net, self.turns, net.duration, True, e, 0.0, -1, 30.0)
+        _ = self.snapper
+        contours(net, entry, net.duration, [30.0])

@@ -9,7 +9,6 @@
     snap.py        EdgeSnapper: nearest drivable edge (projected point), candidates in a radius
     router.py      Router (dataset component "router"): legs, summaries, geometry, alternatives
     directions.py  turn-by-turn steps and instructions
-    polyline.py    encoded polylines (precision 5/6)
 
 The service function is engine/services/routing.py.
 """

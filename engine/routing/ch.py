@@ -13,6 +13,14 @@ Dijkstra over the same turn graph; building the CH costs 0.08 s (Monaco, 4.4k CH
 shortcuts) and 0.03 s (Helsinki) after numba's cache is warm. The gap grows with the graph
 (Dijkstra settles the whole city, the CH a few hundred nodes).
 
+Limits (measured): on a synthetic grid city without much road hierarchy (``bench/synthetic.py``,
+10k OSM nodes, 12k CH nodes) the turn-graph contraction densifies: full contraction took 37 s
+and 6x the turns in arcs (query p50 0.25 ms). ``build(core_shortcuts=48)`` stops when the next
+node would need more than 48 shortcuts and leaves a *core* searched as a plain graph: 19 s,
+2.3k core nodes, query p50 7.8 ms. Real extracts have a hierarchy: Monaco and Helsinki contract
+fully (no core) in well under a second. A node-based CH with turn restrictions by node
+splitting would scale better; not done yet.
+
 Contraction: lazy-updated priority ``2 * (shortcuts - degree) + contracted neighbours +
 level``, witness searches bounded by a settle limit (a missed witness only adds a shortcut, it
 never makes an answer wrong). Query: bidirectional Dijkstra on the upward (forward) and

@@ -4,7 +4,7 @@ A new step starts where the street name changes, where the path turns by more th
 ``TURN_MIN_DEG`` at a node that offers a choice, and on entering a roundabout (its step runs
 through the roundabout and counts the exits passed). Maneuver types: ``depart``, ``turn``,
 ``new name`` (same direction, new street), ``continue`` (straight on at a junction),
-``roundabout`` (with ``exit``), ``arrive``; modifiers ``uturn``, ``sharp right``, ``right``,
+``roundabout`` (with ``exit``: exits onto service roads are not counted, as OSRM), ``arrive``; modifiers ``uturn``, ``sharp right``, ``right``,
 ``slight right``, ``straight``, ``slight left``, ``left``, ``sharp left`` (OSRM's vocabulary).
 """
 
@@ -70,7 +70,7 @@ _NONE, _TURN, _RB_ENTER, _RB_EXIT = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag):
+def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag, cls, minor_cls):
     """Per position i (edge i entered from edge i-1): maneuver code, signed angle, turn seconds,
     and for roundabouts the running count of exits passed."""
     n = edges.shape[0]
@@ -96,7 +96,8 @@ def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb
             passed = 0
         elif rb and rb_p:
             for t in range(tfirst[p], tfirst[p + 1]):
-                if (flags[tto[t]] & rb_flag) == 0:
+                # exits onto service roads (driveways, parkings) are not counted, as OSRM does
+                if (flags[tto[t]] & rb_flag) == 0 and cls[tto[t]] != minor_cls:
                     passed += 1
                     break
         elif rb_p and not rb:
@@ -109,6 +110,48 @@ def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb
     return code, angle, turn_s, exits
 
 
+@njit(cache=True)
+def _gather(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend,
+            head, node_lat, node_lng):
+    """Rows for the positions with a maneuver, and cumulative distance/time per position."""
+    n = edges.shape[0]
+    cd = np.zeros(n + 1, np.float64)
+    ct = np.zeros(n + 1, np.float64)
+    for i in range(n):
+        e = edges[i]
+        lo = start if i == 0 else 0.0
+        hi = end if i == n - 1 else 1.0
+        f = hi - lo
+        if f < 0.0:
+            f = 0.0
+        cd[i + 1] = cd[i] + f * length[e]
+        ct[i + 1] = ct[i] + f * duration[e] + turn_s[i]
+    k = 0
+    for i in range(n):
+        if code[i] != 0:
+            k += 1
+    ints = np.empty((k, 5), np.int64)  # i, code, exits, name id, previous name id
+    flts = np.empty((k, 5), np.float64)  # angle, bearing before, bearing after, lat, lng
+    j = 0
+    for i in range(n):
+        if code[i] == 0:
+            continue
+        e = edges[i]
+        p = edges[i - 1]
+        ints[j, 0] = i
+        ints[j, 1] = code[i]
+        ints[j, 2] = exits[i]
+        ints[j, 3] = name_ids[e]
+        ints[j, 4] = name_ids[p]
+        flts[j, 0] = angle[i]
+        flts[j, 1] = bend[p]
+        flts[j, 2] = bstart[e]
+        flts[j, 3] = node_lat[head[p]]
+        flts[j, 4] = node_lng[head[p]]
+        j += 1
+    return ints, flts, cd, ct
+
+
 def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
     g = router.g
     edges = leg.edges
@@ -117,55 +160,36 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
     name_ids = router.name_ids
     code, angle, turn_s, exits = _scan(edges, name_ids, router.flags, router.bstart, router.bend,
                                        router.tfirst, router.tto, router.tcost, TURN_MIN_DEG,
-                                       P.FLAG_ROUNDABOUT)
-    frac = np.ones(n)
-    if n == 1:
-        frac[0] = max(leg.end - leg.start, 0.0)
-    else:
-        frac[0] = 1.0 - leg.start
-        frac[-1] = leg.end
-    cd = np.concatenate(([0.0], np.cumsum(frac * router.length[edges]))).tolist()
-    ct = np.concatenate(([0.0], np.cumsum(frac * router.duration[edges] + turn_s))).tolist()
-    idx = np.nonzero(code)[0]
-    # everything the loop reads, as Python lists (no numpy scalars in the loop)
-    e_at = edges[idx].tolist()
-    prev_at = edges[idx - 1].tolist()
-    code_at = code[idx].tolist()
-    angle_at = angle[idx].tolist()
-    exits_at = exits[idx].tolist()
-    name_at = name_ids[edges[idx]].tolist()
-    prev_name_at = name_ids[edges[idx - 1]].tolist()
-    bb_at = router.bend[edges[idx - 1]].tolist()
-    ba_at = router.bstart[edges[idx]].tolist()
-    nodes_at = router.edge_head[edges[idx - 1]]
-    lat_at = router.node_lat[nodes_at].tolist()
-    lng_at = router.node_lng[nodes_at].tolist()
+                                       P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"])
+    ints, flts, cd, ct = _gather(edges, code, angle, turn_s, exits, float(leg.start), float(leg.end),
+                                 router.length, router.duration, name_ids, router.bstart, router.bend,
+                                 router.edge_head, router.node_lat, router.node_lng)
+    cd = cd.tolist()
+    ct = ct.tolist()
     o, d = leg.origin, leg.destination
     first = int(edges[0])
     last_e = int(edges[-1])
     b_after = float(router.bstart[first]) if leg.start <= 0.0 else _bearing_at(router, first, leg.start)
     # step = [type, modifier, exit, name, bearing_before, bearing_after, i, lat, lng]
     steps = [["depart", "", 0, names[int(name_ids[first])], 0.0, b_after, 0, o.lat, o.lng]]
-    for k, i in enumerate(idx.tolist()):
-        c = code_at[k]
-        name = names[name_at[k]]
+    for (i, c, exit_n, name_id, prev_id), (a, bb, ba, lat, lng) in zip(ints.tolist(), flts.tolist(), strict=True):
+        name = names[name_id]
         if c == _RB_EXIT:
             cur = steps[-1]
             if cur[0] == "roundabout":
-                cur[2] = exits_at[k]
+                cur[2] = exit_n
                 cur[3] = name
             continue
-        mod = modifier_for(angle_at[k])
+        mod = modifier_for(a)
         if c == _RB_ENTER:
             mtype = "roundabout"
         elif mod == "straight":
-            mtype = "new name" if name_at[k] != prev_name_at[k] else "continue"
+            mtype = "new name" if name_id != prev_id else "continue"
         else:
             mtype = "turn"
-        steps.append([mtype, mod, 0, name, bb_at[k], ba_at[k], i, lat_at[k], lng_at[k]])
+        steps.append([mtype, mod, 0, name, bb, ba, i, lat, lng])
     b_before = float(router.bend[last_e]) if leg.end >= 1.0 else _bearing_at(router, last_e, leg.end)
     steps.append(["arrive", "", 0, names[int(name_ids[last_e])], b_before, 0.0, n, d.lat, d.lng])
-    del e_at, prev_at
     out = []
     ns = len(steps)
     for k in range(ns):

@@ -21,13 +21,19 @@ Model
   restrictions walks this graph (edge to edge), not the node CSR.
 
 Cost convention for searches over the turn graph: the cost of *being at the end of edge f* after
-edge ``e`` is ``cost(e) + turn_cost_s[t] + edge_weight[f]`` (pay the edge on entering it). A
+edge ``e`` is ``cost(e) + turn_weight[t] + edge_weight[f]`` (pay the edge on entering it). A
 point at fraction ``a`` along edge ``e`` starts with ``(1 - a) * edge_weight[e]`` still to pay to
 reach its end; a destination at fraction ``b`` along ``f`` is reached at ``cost(pred) + turn +
-b * edge_weight[f]``. Use ``edge_duration_s``/``turn_cost_s`` for time (isochrones),
-``edge_length_m`` for distance; ``edge_weight`` is the routing weight (duration times a penalty
-factor >= 1 for parking aisles and the like: the route *choice* uses weight, reported times use
-duration).
+b * edge_weight[f]``. Pair ``edge_weight`` with ``turn_weight`` (route choice: duration times a
+factor >= 1 for parking aisles and narrow roads, plus 3600 to enter a local-access-only road),
+``edge_duration_s`` with ``turn_cost_s`` (time, e.g. isochrones), ``edge_length_m`` with zero
+turn costs (distance). Reported times always use durations. ``engine.routing.search.dijkstra``
+implements exactly this (multi-source, bounded, numba).
+
+Hot loops: index plain ndarrays, not the memmaps (``np.asarray(g.edge_head)`` is a zero-copy
+view; ``memmap.__getitem__`` costs ~1 us per scalar access). :class:`engine.routing.router.Router`
+(``dataset.router``) holds such views, the :class:`engine.routing.snap.EdgeSnapper` and a
+per-thread CH workspace: reuse it rather than building your own.
 
 Arrays (file ``<name>.npy``; N nodes, E edges, G geometry points, T turns, C components)
 --------------------------------------------------------------------------------------------

@@ -139,6 +139,7 @@ class Router:
         self.tcost = np.asarray(g.turn_cost_s, dtype=np.float64)  # seconds (reported time)
         self.tweight = np.asarray(g.turn_weight, dtype=np.float64)  # routing weight
         self.flags = np.asarray(g.edge_flags)
+        self.cls = np.asarray(g.edge_class)
         self.gf = np.asarray(g.edge_geom_first)
         self.glat = np.asarray(g.geom_lat)
         self.glng = np.asarray(g.geom_lng)

@@ -99,8 +99,10 @@ def _nearest(x0, y0, x1, y1, allowed, first, items, minx, miny, cell, nx, ny, x,
     best = np.inf
     best_i = -1
     best_t = 0.0
-    # distance from the point to its own cell's border region: rings beyond r are >= (r - off) cells
-    r = 0
+    # rings nearer than the grid's border hold no cell: start at the first ring that may
+    dxo = max(0.0, minx - x, x - (minx + nx * cell))
+    dyo = max(0.0, miny - y, y - (miny + ny * cell))
+    r = max(0, int(max(dxo, dyo) / cell) - 1)
     rmax = max(nx, ny) + abs(cx) + abs(cy) + 1
     while r <= rmax:
         # the nearest point of ring r is at least (r - 1) * cell away (point anywhere in its cell;

@@ -250,7 +250,10 @@ class Matcher:
         return cov, used
 
     def match(self, q: Query, *, country: str | None = None, bbox=None, near=None,
-              limit: int = 5, types: set[str] | None = None, lang: str | None = None) -> list[dict]:
+              limit: int = 5, types: set[str] | None = None, lang: str | None = None,
+              near_weight: float = 0.08) -> list[dict]:
+        """Candidates, best first. ``near`` (lat, lng) lowers a score by up to ``near_weight``
+        (relative) with the distance, saturating at 20 km."""
         if q.empty:
             return []
         exps = self._expansions(q)
@@ -346,7 +349,7 @@ class Matcher:
                 continue
             if near:
                 d = haversine_m(near[0], near[1], lat, lng)
-                r["score"] *= 1.0 - 0.08 * min(1.0, d / 20_000.0)
+                r["score"] *= 1.0 - near_weight * min(1.0, d / 20_000.0)
                 r["_near_d"] = d
             out.append(r)
         out.sort(key=lambda r: (-round(r["score"], 3), r.get("_near_d", 0.0),

@@ -48,13 +48,15 @@ class SearchIndex:
                 for d in _deletes(w):
                     self._del.setdefault(d, []).append(w)
         # prefixes (4..10 letters) by their one-letter deletes: typos while typing
-        self._pdel: dict[str, set[str]] = {}
+        pdel: dict[str, set[str]] = {}
         for w in self.vocab:
             if len(w) >= 5 and not w.isdigit():
                 for n in range(4, min(len(w), 10) + 1):
                     pre = w[:n]
                     for d in _deletes(pre) | {pre}:
-                        self._pdel.setdefault(d, set()).add(w)
+                        pdel.setdefault(d, set()).add(w)
+        self._pdel: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in pdel.items()}
+        del pdel
         self._by_len: dict[int, list[str]] = {}
         for w in self.vocab:
             if not w.isdigit():
@@ -294,10 +296,12 @@ class SpatialCache:
 
         proj = index.proj
         rows = index.execute(
-            "SELECT id, lat, lng FROM features WHERE type = 'address' "
-            "OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
+            "SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) FROM features "
+            "WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
         ).fetchall()
         self.addr_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.addr_is_poi = np.array([bool(r[3]) for r in rows], dtype=bool)
+        self.addr_street = np.array([r[4] for r in rows], dtype=np.int64)
         if rows:
             x, y = proj.to_xy(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
             self.addr_tree = cKDTree(np.column_stack([x, y]))

@@ -27,7 +27,7 @@ from config.settings import Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.geo import round_coord
-from engine.isochrone.compute import IsoOptions, TurnGraph, contours, reach
+from engine.isochrone.compute import IsoOptions, contours, reach
 
 PROFILES = ("car",)
 
@@ -73,19 +73,6 @@ def _component(datasets: DatasetRegistry, lat: float, lng: float):
     raise InvalidParameter(f"lat: no road data covers {lat},{lng}", parameter="lat")
 
 
-def _turns(comp) -> TurnGraph:
-    turns = getattr(comp, "_iso_turns", None)
-    if turns is None:
-        g = comp.graph
-        turns = TurnGraph(
-            np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
-            np.ascontiguousarray(g.turn_to, dtype=np.int32),
-            np.ascontiguousarray(g.turn_cost_s, dtype=np.float64),
-        )
-        comp._iso_turns = turns
-    return turns
-
-
 def _geojson(geom: shapely.Geometry, net) -> dict:
     """GeoJSON of a local (Multi)Polygon in WGS84, coordinates rounded to 6 decimals (~0.1 m)."""
 
@@ -121,7 +108,7 @@ def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | Non
         cost, budgets, use_turns = net.duration, [v * 60.0 for v in values], True
     else:
         cost, budgets, use_turns = net.length, list(values), False
-    entry = reach(net, _turns(comp), cost, use_turns, edge, offset, twin, max(budgets))
+    entry = reach(net, comp.turns, cost, use_turns, edge, offset, twin, max(budgets))
     polys = contours(net, entry, cost, budgets, options)
     features = []
     for value, poly in zip(values, polys, strict=False):

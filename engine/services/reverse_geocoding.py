@@ -76,17 +76,19 @@ def nearest_streets(index, lat, lng, radius):
 
 
 def _near_addresses(index, lat, lng, radius, k=20):
-    """[(distance m, feature)] of the k nearest address-bearing points within radius."""
+    """[(distance m, feature id, is_poi, street id)] of the k nearest address-bearing points
+    within radius (from the in-memory KD-tree: no SQL)."""
     cache = spatial_cache(index)
     if cache.addr_tree is None:
         return []
     px, py = index.proj.to_xy(lat, lng)
     n = min(k, len(cache.addr_ids))
     dists, idx = cache.addr_tree.query([float(px), float(py)], k=n, distance_upper_bound=radius)
-    dists, idx = np.atleast_1d(dists), np.atleast_1d(idx)
-    keep = [(float(d), int(cache.addr_ids[i])) for d, i in zip(dists, idx, strict=True) if np.isfinite(d)]
-    feats = index.features(fid for _, fid in keep)
-    return [(d, feats[fid]) for d, fid in keep if fid in feats]
+    return [
+        (float(d), int(cache.addr_ids[i]), bool(cache.addr_is_poi[i]), int(cache.addr_street[i]))
+        for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idx), strict=True)
+        if np.isfinite(d)
+    ]
 
 
 def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
@@ -102,32 +104,38 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
         fps = spatial_cache(index).footprints
         px, py = index.proj.to_xy(params.lat, params.lng)
         pt = shapely.Point(float(px), float(py))
-        found: list[tuple] = []  # (rank key, point distance, type, feature, lat, lng, distance)
-        for d, f in addrs:
-            fp = fps.get(f["id"])
+        # (rank key, point distance, feature id, street point or None, distance)
+        found: list[tuple] = []
+        for d, fid, is_poi, street_id in addrs:
+            fp = fps.get(fid)
             d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
-            own = street_d.get(f["street_id"])
-            if f["type"] == "poi":  # a shop with an address: only when the point is on it
+            own = street_d.get(street_id)
+            if is_poi:  # a shop with an address: only when the point is on it
                 key = d_fp if d_fp <= 2.0 else d_fp + 50.0
             elif d_fp <= 3.0 or nearest_d is None or (own is not None and own <= nearest_d + 8.0):
                 # the building here, or one on a street about as near as the nearest street
                 key = d_fp
             else:
                 key = d_fp + 50.0
-            found.append((key, d, f["type"], f, f["lat"], f["lng"], d_fp))
-        if streets:
-            top = streets[: max(3, params.limit)]
-            feats = index.features(sid for _, sid, _ in top)
-            for d, sid, (qlat, qlng) in top:
-                if sid in feats:
-                    found.append((d + 3.0, d, "street", feats[sid], qlat, qlng, d))
-        if found:
-            found.sort(key=lambda t: (t[0], t[1], t[3]["id"]))
-            cands.extend(_cand(f, ds.region, t, lat, lng, d)
-                         for _, _, t, f, lat, lng, d in found[: params.limit + 5])
-            if not admin:
-                admin = [{"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
-                         for a in ds.admin.containing(params.lat, params.lng)]
+            found.append((key, d, fid, None, d_fp))
+        for d, sid, point in streets[: max(3, params.limit)]:
+            found.append((d + 3.0, d, sid, point, d))
+        if not found:
+            continue
+        found.sort(key=lambda t: (t[0], t[1], t[2]))
+        top = found[: params.limit + 5]
+        feats = index.features(t[2] for t in top)
+        for _key, _d, fid, point, dist in top:
+            f = feats.get(fid)
+            if f is None:
+                continue
+            if point is None:
+                cands.append(_cand(f, ds.region, f["type"], f["lat"], f["lng"], dist))
+            else:
+                cands.append(_cand(f, ds.region, "street", point[0], point[1], dist))
+        if not admin:
+            admin = [{"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
+                     for a in ds.admin.containing(params.lat, params.lng)]
     if not cands:
         return {"candidates": [], "admin": []}
     seen, out = set(), []

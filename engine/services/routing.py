@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from config.settings import Limits
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
-from engine.routing import polyline
+from engine import polyline
 from engine.routing.directions import build_steps
 from engine.routing.router import avoid_mask
 
@@ -104,7 +104,7 @@ def _geometry(lat, lng, kind: str):
             "type": "LineString",
             "coordinates": [[round_coord(x), round_coord(y)] for y, x in zip(lat.tolist(), lng.tolist(), strict=True)],
         }
-    return polyline.encode(lat, lng, 6 if kind == "polyline6" else 5)
+    return polyline.encode_arrays(lat, lng, 6 if kind == "polyline6" else 5)
 
 
 def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:

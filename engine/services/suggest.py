@@ -48,8 +48,9 @@ def run(datasets: DatasetRegistry, params: SuggestParams) -> dict:
     q = parse(text, prefix=not text.endswith(" "))
     merged = []
     for ds in datasets.all():
+        # while typing, what is near matters more than for a full address
         merged.extend(matcher_for(ds).match(q, country=country, near=params.near,
-                                            limit=params.limit * 3))
+                                            limit=params.limit * 3, near_weight=0.3))
     merged.sort(key=lambda c: -c["score"])
     floor = 0.3 * merged[0]["score"] if merged else 0.0  # far weaker matches are noise
     out, seen = [], set()

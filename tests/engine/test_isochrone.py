@@ -165,3 +165,34 @@ def test_service_outside_coverage(datasets):
     with pytest.raises(InvalidParameter) as err:
         run(datasets, IsochroneParams(0.0, 0.0, times=(5.0,)))
     assert err.value.parameter == "lat"
+
+
+# ------------------------------------------------------------------ service on drawn maps
+
+
+@needs_roads
+@pytest.mark.parametrize("oneway", [False, True])
+def test_service_one_way_street(tmp_path, oneway):
+    """From the middle of a street, a 250 m distance contour reaches 250 m both ways on a two-way
+    street and only downstream (east) on a one-way one."""
+    from engine import layout
+    from engine.dataset import DatasetRegistry
+    from engine.ingest.pipeline import Stage, import_pbf
+    from engine.services.isochrone import IsochroneParams, run
+    from tests.engine.osm_grid import OsmGrid
+
+    g = OsmGrid("A" + "-" * 15 + "B" + "-" * 15 + "C", grid_m=20)
+    tags = {"oneway": "yes"} if oneway else {}
+    g.way("ABC", highway="residential", name="Main Street", **tags)
+    pbf = g.write(tmp_path / "grid.osm.pbf")
+    import_pbf(pbf, tmp_path / "data", "grid",
+               stages=(Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),))
+    ds = DatasetRegistry(tmp_path / "data")
+    res = run(ds, IsochroneParams(*g.coord("B"), distances=(250.0,)))
+    poly = shapely.geometry.shape(res["features"][0]["geometry"])
+    east = g.offset("B", east_m=230.0)
+    west = g.offset("B", east_m=-230.0)
+    assert poly.contains(shapely.Point(east[1], east[0]))
+    assert poly.contains(shapely.Point(west[1], west[0])) != oneway
+    far = g.offset("B", east_m=400.0)
+    assert not poly.contains(shapely.Point(far[1], far[0]))

@@ -12,7 +12,7 @@ from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import haversine_m
 from engine.ingest.pipeline import Stage, import_pbf
-from engine.routing import polyline
+from engine import polyline
 from engine.routing import profile as P
 from engine.routing.build import build_graph
 from engine.routing.router import Router
@@ -408,3 +408,30 @@ def test_destination_only_road_is_not_a_through_route(tmp_path):
     inside = route(ds, a, g.coord_between("B", "C", 0.5))["routes"][0]
     assert inside["distance"] == pytest.approx(90 + 50, abs=1.0)
     assert inside["duration"] < 60
+
+
+def test_osm_grid_writes_xml_too(tmp_path):
+    g, ways = square()
+    g.node("B", highway="traffic_signals")
+    g.restriction("no_left_turn", from_way=ways["AB"], via="B", to_way=ways["BD"])
+    xml = g.write(tmp_path / "square.osm")
+    text = xml.read_text()
+    assert "<osm" in text and 'k="highway"' in text and 'v="no_left_turn"' in text
+    graph_xml, counts_xml = build_graph(xml)
+    graph_pbf, counts_pbf = build_graph(g.write(tmp_path / "square.osm.pbf"))
+    assert counts_xml == counts_pbf
+    assert graph_xml.n_edges == graph_pbf.n_edges == 10
+
+
+def test_roundabout_does_not_count_service_exits(tmp_path):
+    g = OsmGrid(ROUNDABOUT, grid_m=8)
+    g.way("QSRPQ", highway="primary", junction="roundabout")
+    g.way("WQ", highway="primary", name="West Road")
+    g.way("RE", highway="primary", name="East Road")
+    g.way("PN", highway="secondary", name="North Road")
+    g.way("ST", highway="service", service="driveway")
+    ds = serve(tmp_path, g)
+    res = route(ds, g.coord_between("W", "Q", 0.2), g.coord_between("R", "E", 0.8))
+    rb = res["routes"][0]["legs"][0]["steps"][1]
+    assert rb["maneuver"] == {**rb["maneuver"], "type": "roundabout", "exit": 1}
+    assert rb["instruction"] == "Enter the roundabout and take the 1st exit onto East Road"

@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import InvalidParameter
 from engine.geo import haversine_m
-from engine.routing import polyline
+from engine import polyline
 from engine.routing.graph import RoadGraph
 from engine.services.routing import RoutingParams, run
 

@@ -161,3 +161,14 @@ def test_nearest_unnamed_raw_tag_matches_brute_force(datasets):
     res = proximity.run(datasets, proximity.NearestParams(lat=lat, lng=lng, categories=("amenity=bench",), limit=1))
     best = min(haversine_m(lat, lng, a, b) for a, b, _ in benches)
     assert res["results"] and abs(res["results"][0]["distance"] - best) < 1.0
+
+
+def test_suggest_near_prefers_the_close_one(datasets):
+    """Two streets named 'Rue Grimaldi' (Monaco, Roquebrune): near picks the one close by."""
+    idx = datasets.get("monaco").search
+    rows = idx.execute("SELECT lat, lng, city FROM features WHERE type='street' AND street_key='rue grimaldi'").fetchall()
+    cities = {r[2] for r in rows}
+    assert len(cities) >= 2
+    for lat, lng, city in rows:
+        res = suggest.run(datasets, suggest.SuggestParams(q="Rue Grimal", limit=3, near=(lat, lng)))["suggestions"]
+        assert res[0]["address"]["city"] == city, (city, res[0])

@@ -70,3 +70,51 @@ def test_async_job_is_private_to_the_account(client, api_key, store, celery_work
     stranger = store.create_key("async-stranger", "pro").key
     assert client.get(f"/v1/jobs/{job_id}", headers={"X-API-Key": stranger}).status_code == 404
     assert client.get(f"/v1/jobs/{job_id}/result", headers={"X-API-Key": stranger}).status_code == 404
+
+
+def test_a_job_whose_task_fails_reports_failed(client, api_key, store, settings, celery_worker):
+    """A task that raises (here: an unknown service function) marks the job failed with a 500 error
+    entry; the result endpoint answers that error. The job record is written the way app/jobs.py
+    does, and the task is sent the way the dispatcher sends it."""
+    import redis
+
+    from accounts.store import split_key
+    from workers.celery_app import make_celery
+
+    account = str(store.lookup(split_key(api_key)).account_id)
+    job_id = f"failing{random.randrange(10**9)}"
+    key = f"{settings.service_name}:job:{job_id}"
+    client_redis = redis.Redis.from_url(settings.redis_url)
+    client_redis.hset(key, mapping={"kind": "heavy", "function": "staticmap", "account": account, "total": 1,
+                                    "created": "2026-11-22T00:00:00Z"})
+    client_redis.expire(key, 600)
+    make_celery(settings).send_task("meridian.heavy_job", args=["engine.services.no_such_module:run", {},
+                                                                f"{key}:cachekey", key, 600], queue="staticmap")
+    body = wait_job(client, job_id, api_key)
+    assert body["status"] == "failed", body
+    assert body["error"]["statusCode"] == 500 and "internal" in body["error"]["message"]
+    resp = client.get(f"/v1/jobs/{job_id}/result", headers={"X-API-Key": api_key})
+    assert resp.status_code == 500 and resp.get_json()["statusCode"] == 500
+
+
+def test_async_params_schema_drops_the_flag_before_building_params():
+    """The generic schema base for the other heavy functions (isochrone, geometry)."""
+    from dataclasses import dataclass
+
+    from marshmallow import ValidationError, fields
+
+    from app.jobs import AsyncParamsSchema
+
+    @dataclass(frozen=True)
+    class Params:
+        minutes: int = 5
+
+    class Args(AsyncParamsSchema):
+        params_class = Params
+        minutes = fields.Integer()
+
+    assert Args().load({"minutes": "10", "async": "true"}) == Params(10)
+    assert Args().load({"minutes": "10"}) == Params(10)
+    with pytest.raises(ValidationError) as err:
+        Args().load({"async": "perhaps"})
+    assert "async" in err.value.messages

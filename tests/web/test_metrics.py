@@ -30,7 +30,7 @@ def value(samples, name, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, celery_worker):
+def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, settings, celery_worker):
     before = scrape(live_server)
     headers = {"X-API-Key": api_key}
     with requests.Session() as s:
@@ -83,6 +83,23 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, c
     for queue in ("default", "isochrone", "staticmap", "geometry", "batch"):
         assert ("meridian_queue_depth", (("queue", queue),)) in after
     assert value(after, "meridian_workers_active") >= 1
+
+    # A task that raises is counted as a failure with its exception type.
+    from workers.celery_app import make_celery
+
+    failures = dict(task="meridian.heavy", exception="ModuleNotFoundError")
+    make_celery(settings).send_task("meridian.heavy", args=["engine.services.no_such_module:run", {},
+                                                             "meridiantest:metrics-test:failing"], queue="default")
+    deadline = time.monotonic() + 30
+    while True:
+        latest = scrape(live_server)
+        failed = value(latest, "meridian_task_failures_total", **failures) - value(
+            before, "meridian_task_failures_total", **failures)
+        if failed or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert failed == 1
+    assert value(latest, "meridian_task_runs_total", task="meridian.heavy", queue="default", state="FAILURE") >= 1
 
     ready = requests.get(f"{live_server}/v1/health/ready", timeout=10).json()
     assert ready["checks"]["queues"]["ok"] and set(ready["checks"]["queues"]["depth"]) >= {"batch", "staticmap"}

@@ -6,8 +6,8 @@
    gunicorn (in-process mode), and through a second gunicorn that forwards to the first
    (HTTP mode, ``SERVICE_BASE_URL``).
 
-Usage: ``python -m bench.platform [--n 500] [--data-dir DIR]`` (imports the samples into a temporary
-DATA_DIR when none is given). Prints a table and writes bench/results/platform.json.
+Usage: ``python -m bench.overhead [--n 500] [--data-dir DIR]`` (imports the samples into a temporary
+DATA_DIR when none is given). Prints a table and writes bench/results/overhead.json.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def main() -> None:
     results = {"access": bench_access(store, redis_url, args.n),
                "http": bench_http(env, store.create_key("bench-http", "pro").key, args.n)}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "platform.json").write_text(json.dumps(results, indent=2))
+    (RESULTS / "overhead.json").write_text(json.dumps(results, indent=2))
     a, h = results["access"], results["http"]
     print(f"{'measure':<44}{'p50 ms':>10}{'p99 ms':>10}")
     rows = [
@@ -158,7 +158,7 @@ def main() -> None:
     for label, key in (("gateway overhead, in-process", "overhead_in_process_ms"),
                        ("gateway overhead, HTTP mode", "overhead_http_mode_ms")):
         print(f"{label:<44}{h[key]['p50_ms']:>10.3f}{h[key]['p99_ms']:>10.3f}")
-    print(f"wrote {RESULTS / 'platform.json'}")
+    print(f"wrote {RESULTS / 'overhead.json'}")
 
 
 if __name__ == "__main__":
