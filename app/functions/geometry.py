@@ -5,19 +5,18 @@ from __future__ import annotations
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.functions import Function, register
+from app import jobs
+from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
-from app.runtime import heavy
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
-from app.validation import ParamsSchema
 from config.settings import Limits
 from engine.services import geometry
 
 LIMITS = Limits()
 
 
-class GeometryArgs(ParamsSchema):
+class GeometryArgs(jobs.AsyncParamsSchema):
     params_class = geometry.GeometryParams
 
     name = f.Text(max_length=200, metadata={"description": "Admin area name (any language variant).",
@@ -51,9 +50,8 @@ class GeometryResult(ResponseSchema):
     wkt = fields.List(fields.Dict(), metadata={"description": "Properties plus `wkt` (format=wkt)."})
 
 
-FUNCTION = register(Function(
-    service="geometry", cmd="geometry", core_schema=GeometryArgs,
-    run=heavy("geometry", "engine.services.geometry:run"),
+FUNCTION = register(heavy_function(
+    service="geometry", cmd="geometry", queue="geometry", service_ref="engine.services.geometry:run", core_schema=GeometryArgs,
 ))
 
 blp = GatewayBlueprint("Geometry", __name__, url_prefix="/v1", description="Admin boundaries as geometry.")

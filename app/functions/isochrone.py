@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.functions import Function, register
+from app import jobs
+from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
-from app.runtime import heavy
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
@@ -28,6 +28,7 @@ class IsochroneArgs(ParamsSchema):
                        "instead of `time`.", "example": "1000,2000"})
     profile = fields.String(load_default="car", validate=validate.OneOf(isochrone.PROFILES), metadata={
         "description": "Travel profile.", "example": "car"})
+    async_ = jobs.async_field()
 
     @validates_schema
     def _one_metric(self, data, **_kwargs):
@@ -46,9 +47,8 @@ class FeatureCollectionSchema(ResponseSchema):
         "description": "One (Multi)Polygon feature per contour, largest first; properties: contour, metric, area_m2."})
 
 
-FUNCTION = register(Function(
-    service="isochrone", cmd="isochrone", core_schema=IsochroneArgs,
-    run=heavy("isochrone", "engine.services.isochrone:run"),
+FUNCTION = register(heavy_function(
+    service="isochrone", cmd="isochrone", queue="isochrone", service_ref="engine.services.isochrone:run", core_schema=IsochroneArgs,
 ))
 
 blp = GatewayBlueprint("Isochrone", __name__, url_prefix="/v1", description="Areas reachable by car.")

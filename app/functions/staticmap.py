@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from flask.views import MethodView
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app import jobs
-from app.dispatch import HeavyCall
-from app.functions import Function, register
-from app.gateway.base import GatewayBlueprint, gateway_call
-from app.runtime import heavy
+from app.functions import heavy_function, register
+from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.validation import ParamsSchema
 from config.settings import Limits
@@ -81,15 +78,10 @@ class StaticMapArgs(ParamsSchema):
         return params
 
 
-KIND, SERVICE_REF = "staticmap", "engine.services.staticmap:run"
-FUNCTION = register(
-    Function(
-        service="staticmap",
-        cmd="staticmap",
-        core_schema=StaticMapArgs,
-        run=heavy(KIND, SERVICE_REF),
-    )
-)
+FUNCTION = register(heavy_function(
+    service="staticmap", cmd="staticmap", core_schema=StaticMapArgs,
+    queue="staticmap", service_ref="engine.services.staticmap:run",
+))
 
 blp = GatewayBlueprint("Static maps", __name__, url_prefix="/v1",
                        description="Map images drawn from the dataset's layers (Web Mercator, PNG or JPEG).")
@@ -108,12 +100,4 @@ DOC = dict(
 )
 
 
-@blp.route("/staticmaps")
-class StaticmapView(MethodView):
-    @gateway_call(FUNCTION)
-    @blp.arguments(StaticMapArgs, location="query", as_kwargs=False)
-    @blp.alt_response(202, schema=jobs.JobAcceptedSchema, description="`async=true`: the job, to poll.")
-    @blp.error_responses()
-    @blp.doc(**DOC)
-    def get(self, params):
-        return jobs.answer(FUNCTION, HeavyCall(KIND, SERVICE_REF, params))
+blp.function_route("/staticmaps", FUNCTION, StaticMapArgs, **DOC)

@@ -70,10 +70,21 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         """Register the standard view of a function: admit, validate, answer (see module doc)."""
         from flask.views import MethodView
 
+        from app import jobs
         from app.calls import gateway_answer
+        from app.dispatch import HeavyCall
 
-        def handler(self_view, params):
-            return gateway_answer(function, params)
+        if function.queue:
+
+            def handler(self_view, params):
+                return jobs.answer(function, HeavyCall(function.queue, function.service_ref, params))
+
+            handler = self.alt_response(202, schema=jobs.JobAcceptedSchema,
+                                        description="`async=true`: the job, to poll at `/v1/jobs/{id}`.")(handler)
+        else:
+
+            def handler(self_view, params):
+                return gateway_answer(function, params)
 
         handler = self.error_responses(*errors)(handler)
         if response_schema is not None:

@@ -118,3 +118,15 @@ def test_async_params_schema_drops_the_flag_before_building_params():
     with pytest.raises(ValidationError) as err:
         Args().load({"async": "perhaps"})
     assert "async" in err.value.messages
+
+
+@pytest.mark.parametrize("path", ["/v1/isochrone?lat=60.1690&lng=24.9410&time=3", "/v1/geoment?lat=60.1690&lng=24.9410"])
+def test_async_json_heavy_functions_match_synchronous(client, api_key, celery_worker, path):
+    headers = {"X-API-Key": api_key}
+    accepted = client.get(f"{path}&async=true", headers=headers)
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)[:300]
+    job = wait_job(client, accepted.get_json()["job_id"], api_key)
+    assert job["status"] == "done"
+    sync = client.get(path, headers=headers)
+    assert sync.status_code == 200
+    assert job["result"] == sync.get_json()
