@@ -18,8 +18,8 @@ from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from accounts.models import Account, ApiKey, Base, Plan, utcnow
 from accounts import fences as _fences  # noqa: F401  (geofence tables join Base.metadata)
+from accounts.models import Account, ApiKey, Base, Plan, utcnow
 from config.plans import DEFAULT_PLANS, SERVICES
 
 KEY_PREFIX = "mrd"

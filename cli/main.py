@@ -66,6 +66,28 @@ def regions_cmd() -> None:
     click.echo(json.dumps(registry.summary(), indent=2))
 
 
+@main.command("export")
+@click.argument("region")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
+@click.option("--what", default="graph,admin,pois", show_default=True,
+              help="Comma-separated parts: graph (GraphML + roads.gpkg), admin, pois (GeoPackages).")
+def export_cmd(region: str, out_dir: Path, what: str) -> None:
+    """Export a region for analysts: osmnx GraphML and GeoPackages (QGIS, geopandas, networkx)."""
+    from engine.dataset import DatasetRegistry
+    from engine.export import export_region, parse_what
+
+    try:
+        parts = parse_what(what)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--what") from exc
+    dataset = DatasetRegistry(_settings().data_dir).get(region)
+    if dataset is None:
+        raise click.ClickException(f"no imported region {region!r} (see `meridian regions`)")
+    for part, info in export_region(dataset, out_dir, parts).items():
+        counts = ", ".join(f"{k} {v}" for k, v in info.items() if k != "files")
+        click.echo(f"{part}: {', '.join(str(out_dir / f) for f in info['files'])} ({counts})")
+
+
 # ------------------------------------------------------------------ processes
 @main.command("serve")
 @click.option("--port", type=int, help="Port (default: $PORT or 3000).")
@@ -114,7 +136,8 @@ def _parse_expiry(value: str | None) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise click.BadParameter("expected an ISO 8601 date or datetime, e.g. 2027-01-31", param_hint="--expires")
+        raise click.BadParameter("expected an ISO 8601 date or datetime, e.g. 2027-01-31",
+                                 param_hint="--expires") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

@@ -19,3 +19,12 @@ accesslog = None  # the app writes one structured line per request
 # gunicorn >= 24 opens a control socket at one fixed path per user: several servers on one host
 # (tests, a core and a gateway side by side) would fight over it. Meridian does not use it.
 control_socket_disable = True
+
+
+def post_worker_init(worker):
+    """Open the datasets' indexes in the background as soon as a web worker starts."""
+    import threading
+
+    app = worker.wsgi
+    registry = app.extensions["meridian"].datasets
+    threading.Thread(target=registry.warm, name="meridian-warmup", daemon=True).start()

@@ -158,6 +158,17 @@ class DatasetRegistry:
             hits, key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat)
         )
 
+    def warm(self) -> None:
+        """Open every component of every dataset now (indexes, memory maps, compiled kernels),
+        so that the first request of a process does not pay for it. A component that fails to
+        open is logged and left to fail again, visibly, on the request that needs it."""
+        for ds in self.all():
+            for name in COMPONENTS:
+                try:
+                    ds.component(name)
+                except Exception as exc:
+                    log.warning("warming %s/%s failed: %s", ds.region, name, exc)
+
     def summary(self) -> list[dict]:
         return [
             {

@@ -36,3 +36,4 @@ def datasets() -> DatasetRegistry:
         else:
             registry.reload()
         return registry
+

@@ -33,9 +33,9 @@ def run(ctx: ImportContext) -> dict[str, int]:
 def _warm_up(graph_dir) -> None:
     """Route once on the written graph: numba compiles the query kernels now and caches them
     (``cache=True``), so the first web request does not pay seconds of compilation."""
+    from engine.polyline import encode_arrays as encode
     from engine.routing.directions import build_steps
     from engine.routing.graph import RoadGraph
-    from engine.polyline import encode_arrays as encode
     from engine.routing.router import Router
 
     router = Router(RoadGraph.open(graph_dir))

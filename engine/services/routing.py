@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass, field
 
 from config.settings import Limits
+from engine import polyline
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
-from engine import polyline
 from engine.routing.directions import build_steps
 from engine.routing.router import avoid_mask
 

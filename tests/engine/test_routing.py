@@ -7,12 +7,11 @@ import math
 
 import pytest
 
-from engine import layout
+from engine import layout, polyline
 from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import haversine_m
 from engine.ingest.pipeline import Stage, import_pbf
-from engine import polyline
 from engine.routing import profile as P
 from engine.routing.build import build_graph
 from engine.routing.router import Router

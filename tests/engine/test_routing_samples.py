@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine import polyline
 from engine.errors import InvalidParameter
 from engine.geo import haversine_m
-from engine import polyline
 from engine.routing.graph import RoadGraph
 from engine.services.routing import RoutingParams, run
 

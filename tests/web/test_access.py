@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def backend_settings(request, settings):
     """The whole access suite runs on SQLite and on PostgreSQL (selected by DATABASE_URL)."""

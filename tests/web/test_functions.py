@@ -126,9 +126,10 @@ def test_etag_and_304(client, api_key):
 
 
 def test_repeated_markers_parameters(client, api_key):
+    from werkzeug.datastructures import MultiDict
+
     from app.functions.staticmap import StaticMapArgs
     from app.validation import load_params
-    from werkzeug.datastructures import MultiDict
 
     params = load_params(StaticMapArgs(), MultiDict([
         ("center", "43.7384,7.4246"), ("zoom", "15"),

@@ -1,0 +1,149 @@
+"""Heavy functions end to end through the queue: gunicorn (2 workers) -> Redis -> a Celery worker.
+
+For each sample region, on seeded random road nodes:
+- isochrone 5/10/15 min: first request (computed by a worker) and repeat (answered from the cache),
+  next to Valhalla's /isochrone over HTTP on the same origins when the peers kit serves the region;
+- static map 600x400 PNG: uncached (a new centre each time) and cached;
+- geometry download (admin areas containing a point): uncached and cached.
+
+Usage: ``python -m bench.heavy [--n 30] [--regions monaco,helsinki]``; prints a table and writes
+bench/results/heavy.json. Needs REDIS_URL (default redis://127.0.0.1:6379/0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import requests
+
+from accounts.store import AccountStore
+from bench.overhead import start_gunicorn, summary
+from config.settings import PROJECT_ROOT, Settings
+from engine.dataset import DatasetRegistry
+from engine.ingest.pipeline import import_pbf
+
+RESULTS = PROJECT_ROOT / "bench" / "results"
+VALHALLA = "http://127.0.0.1:8002/isochrone"
+
+
+def start_worker(env: dict) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q",
+         "isochrone,staticmap,geometry,default", "--concurrency", "2", "--loglevel", "WARNING",
+         "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    from workers.celery_app import make_celery
+
+    celery = make_celery(Settings.from_env(env))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not celery.control.ping(timeout=0.5):
+        pass
+    return proc
+
+
+def origins(registry: DatasetRegistry, region: str, n: int, seed: int = 7) -> list[tuple[float, float]]:
+    router = registry.get(region).router
+    comp = np.asarray(router.g.node_component)
+    main = np.bincount(comp).argmax()
+    nodes = np.flatnonzero(comp == main)
+    pick = np.random.default_rng(seed).choice(nodes, size=n, replace=False)
+    return [(round(float(router.node_lat[i]), 6), round(float(router.g.node_lng[i]), 6)) for i in pick]
+
+
+def timed(session: requests.Session, url: str, headers: dict) -> float:
+    t0 = time.perf_counter()
+    resp = session.get(url, headers=headers, timeout=60)
+    elapsed = time.perf_counter() - t0
+    assert resp.status_code == 200, (url, resp.status_code, resp.text[:200])
+    return elapsed
+
+
+def valhalla(session: requests.Session, lat: float, lng: float) -> float | None:
+    body = {"locations": [{"lat": lat, "lon": lng}], "costing": "auto",
+            "contours": [{"time": 5}, {"time": 10}, {"time": 15}], "polygons": True}
+    try:
+        t0 = time.perf_counter()
+        resp = session.post(VALHALLA, json=body, timeout=10)
+        elapsed = time.perf_counter() - t0
+    except requests.RequestException:
+        return None
+    return elapsed if resp.ok else None
+
+
+def bench_region(base: str, key: str, points: list[tuple[float, float]]) -> dict:
+    h = {"X-API-Key": key}
+    s = requests.Session()
+    out: dict[str, list[float]] = {k: [] for k in ("iso_first", "iso_cached", "valhalla", "map_first",
+                                                    "map_cached", "geom_first", "geom_cached")}
+    for lat, lng in points:
+        iso = f"{base}/v1/isochrone?lat={lat}&lng={lng}&time=5,10,15"
+        out["iso_first"].append(timed(s, iso, h))
+        out["iso_cached"].append(timed(s, iso, h))
+        v = valhalla(s, lat, lng)
+        if v is not None:
+            out["valhalla"].append(v)
+        smap = f"{base}/v1/staticmaps?center={lat},{lng}&zoom=15&size=600x400"
+        out["map_first"].append(timed(s, smap, h))
+        out["map_cached"].append(timed(s, smap, h))
+        geom = f"{base}/v1/geoment?lat={lat}&lng={lng}"
+        out["geom_first"].append(timed(s, geom, h))
+        out["geom_cached"].append(timed(s, geom, h))
+    return {k: summary(v) for k, v in out.items() if v}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--regions", default="monaco,helsinki")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="meridian-heavy-"))
+    data_dir = tmp / "data"
+    regions = args.regions.split(",")
+    for region in regions:
+        import_pbf(PROJECT_ROOT / "data" / "samples" / f"{region}.osm.pbf", data_dir, region)
+    registry = DatasetRegistry(data_dir)
+    db = f"sqlite:///{tmp / 'bench.db'}"
+    store = AccountStore(db)
+    store.create_schema()
+    key = store.create_key("bench-heavy", "pro").key
+    env = {**os.environ, "DATA_DIR": str(data_dir), "DATABASE_URL": db,
+           "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+           "SERVICE_NAME": f"meridianheavy{os.getpid()}", "PYTHONPATH": str(PROJECT_ROOT)}
+    from tests.fixtures_live import free_port
+
+    port = free_port()
+    worker = start_worker(env)
+    web = start_gunicorn(env, port)
+    results = {}
+    try:
+        for region in regions:
+            results[region] = bench_region(f"http://127.0.0.1:{port}", key, origins(registry, region, args.n))
+    finally:
+        for proc in (web, worker):
+            proc.terminate()
+            proc.wait(20)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "heavy.json").write_text(json.dumps(results, indent=2))
+    labels = {"iso_first": "isochrone 5/10/15 min, via worker", "iso_cached": "isochrone, cached",
+              "valhalla": "Valhalla /isochrone (same origins)", "map_first": "static map 600x400, via worker",
+              "map_cached": "static map, cached", "geom_first": "geometry download, via worker",
+              "geom_cached": "geometry download, cached"}
+    for region, rows in results.items():
+        print(f"\n{region} (n={args.n}, over HTTP, one keep-alive client)")
+        print(f"{'measure':<40}{'p50 ms':>10}{'p99 ms':>10}")
+        for k, label in labels.items():
+            if k in rows:
+                print(f"{label:<40}{rows[k]['p50_ms']:>10.2f}{rows[k]['p99_ms']:>10.2f}")
+    print(f"\nwrote {RESULTS / 'heavy.json'}")
+
+
+if __name__ == "__main__":
+    main()
