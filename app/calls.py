@@ -15,7 +15,7 @@ from flask import Response, g, request
 
 from app.core_format import to_core
 from app.functions import Function
-from app.results import BinaryResult
+from app.results import BinaryResult, JsonText
 from app.runtime import runtime
 from app.validation import TRANSPORT_PARAMETERS
 from engine.errors import NotFound
@@ -64,8 +64,11 @@ def gateway_answer(function: Function, params) -> Response:
         result = function.run(rt, params)
     if isinstance(result, BinaryResult):
         return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
-    if function.empty_key is not None and not result.get(function.empty_key):
+    data = result.data if isinstance(result, JsonText) else result
+    if function.empty_key is not None and not data.get(function.empty_key):
         raise NotFound(function.empty_message)
+    if isinstance(result, JsonText):
+        return _cache_headers(Response(result.body, mimetype="application/json"), function, etag)
     return _cache_headers(json_body(result), function, etag)
 
 
@@ -77,5 +80,6 @@ def core_answer(function: Function, params) -> Response:
     result = function.run(rt, params)
     if isinstance(result, BinaryResult):
         return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
-    envelope = {rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(result)}}
+    data = result.data if isinstance(result, JsonText) else result
+    envelope = {rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}}
     return _cache_headers(json_body(envelope), function, etag)

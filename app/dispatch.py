@@ -6,27 +6,29 @@ client waits (synchronously, with a bound).
 2. An identical request already in flight is joined (a Redis ``SET NX`` marker), not queued twice.
 3. Otherwise the task goes to the kind's own queue (a flood of static maps cannot starve
    isochrones); the worker writes the result (or the error) under the cache key.
-4. The web process polls that key until ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with
-   ``Retry-After``, and the task itself is bounded by Celery's soft/hard time limits.
+4. The web process waits on a wake-up list of its own (registered in ``<key>:waiters`` before it
+   looks at the cache; the worker stores, then wakes every registered waiter), until
+   ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with ``Retry-After``, and the task itself is
+   bounded by Celery's soft/hard time limits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from dataclasses import dataclass
 
 import redis
 from celery import Celery
 
-from app.results import BinaryResult
+from app.results import BinaryResult, JsonText
 from engine.codec import canonical, encode
 from engine.errors import ErrorKind, MeridianError, Unavailable
-from tasks.results import Binary, unpack
+from tasks.results import WAKE_TTL_S, unpack, waiters_key
 from workers.celery_app import HARD_TIME_LIMIT_S
 
-POLL_START_S = 0.002
-POLL_MAX_S = 0.05
+BLOCK_S = 0.5  # one BLPOP; below the Redis client's socket timeout, repeated until the deadline
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,18 @@ def cache_key(namespace: str, call: HeavyCall, dataset_versions: str) -> str:
     return f"{namespace}:cache:{call.kind}:{digest}"
 
 
-def _as_result(value):
-    if isinstance(value, Binary):
-        return BinaryResult(value.content_type, value.body)
-    if isinstance(value, dict) and "__error__" in value:
-        err = value["__error__"]
+ERROR_PREFIX = b'J{"__error__"'
+
+
+def _as_result(raw: bytes):
+    """A stored result for the web layer: errors re-raised, JSON passed on as text."""
+    if raw.startswith(ERROR_PREFIX):
+        err = unpack(raw)["__error__"]
         raise MeridianError(err["message"], kind=ErrorKind[err["kind"]], parameter=err.get("parameter"))
-    return value
+    if raw[:1] == b"J":
+        return JsonText(raw[1:])
+    value = unpack(raw)
+    return BinaryResult(value.content_type, value.body)
 
 
 class Dispatcher:
@@ -59,7 +66,7 @@ class Dispatcher:
 
     def cached(self, key: str):
         raw = self.redis.get(key)
-        return None if raw is None else _as_result(unpack(raw))
+        return None if raw is None else _as_result(raw)
 
     def submit(self, call: HeavyCall, key: str) -> bool:
         """Queue the task unless an identical one is in flight; True when this call queued it."""
@@ -77,8 +84,17 @@ class Dispatcher:
             hit = self.cached(key)
             if hit is not None:
                 return hit
+            wake = f"{key}:wake:{uuid.uuid4().hex}"
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.sadd(waiters_key(key), wake)
+            pipe.expire(waiters_key(key), WAKE_TTL_S)
+            pipe.get(key)
+            raw = pipe.execute()[2]
+            if raw is not None:  # stored between the first look and the registration
+                self.redis.srem(waiters_key(key), wake)
+                return _as_result(raw)
             self.submit(call, key)
-            return self._wait(key)
+            return self._wait(key, wake)
         except redis.RedisError as exc:
             raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
 
@@ -100,18 +116,21 @@ class Dispatcher:
         except redis.RedisError as exc:
             raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
 
-    def _wait(self, key: str):
+    def _wait(self, key: str, wake: str):
         deadline = time.monotonic() + self.wait_timeout_s
-        pause = POLL_START_S
-        while True:
-            raw = self.redis.get(key)
-            if raw is not None:
-                return _as_result(unpack(raw))
-            if time.monotonic() + pause > deadline:
-                raise Unavailable(
-                    f"no worker finished the {key.split(':')[2]} computation within "
-                    f"{self.wait_timeout_s:g} s; retry shortly",
-                    retry_after=5,
-                )
-            time.sleep(pause)
-            pause = min(POLL_MAX_S, pause * 2)
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Unavailable(
+                        f"no worker finished the {key.split(':')[2]} computation within "
+                        f"{self.wait_timeout_s:g} s; retry shortly",
+                        retry_after=5,
+                    )
+                self.redis.blpop([wake], timeout=max(0.01, min(BLOCK_S, left)))
+                raw = self.redis.get(key)
+                if raw is not None:
+                    return _as_result(raw)
+        finally:
+            self.redis.srem(waiters_key(key), wake)
+            self.redis.delete(wake)

@@ -46,7 +46,6 @@ from app.runtime import runtime
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
 from engine.errors import ErrorKind, InvalidParameter, MeridianError, NotFound, Unavailable
-from tasks.results import unpack
 
 JOB_TTL_S = 24 * 3600  # every key of a job expires 24 h after submission
 BATCH_CHUNK = 50  # addresses per meridian.geocode_chunk task
@@ -250,7 +249,7 @@ def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
         return body, None
     body["progress"] = {"done": 1, "total": 1}
     try:
-        value = _as_result(unpack(raw))
+        value = _as_result(raw)
     except MeridianError as err:
         body["status"] = "failed"
         body["error"] = _error_body(err)
@@ -260,6 +259,7 @@ def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
         body["result_url"] = f"{status_url(job_id)}/result"
         body["content_type"] = value.content_type
     else:
+        value = value.data  # JsonText
         body["result"] = value
     return body, value
 

@@ -33,5 +33,25 @@ def unpack(raw: bytes) -> Any:
     return json.loads(raw[1:])
 
 
+WAKE_TTL_S = 60
+
+
+def waiters_key(key: str) -> str:
+    return f"{key}:waiters"
+
+
 def store_result(client: redis.Redis, key: str, result: Any, ttl_s: int) -> None:
+    """Store the result, then wake every web request waiting for it.
+
+    A waiter adds its own wake-up list to ``<key>:waiters`` *before* it looks at the cache, and the
+    result is stored *before* the waiters are read here: whichever comes first, no waiter sleeps
+    past a stored result."""
     client.set(key, pack(result), ex=max(1, ttl_s))
+    waiters = client.smembers(waiters_key(key))
+    if waiters:
+        pipe = client.pipeline(transaction=False)
+        for wake in waiters:
+            pipe.rpush(wake, 1)
+            pipe.expire(wake, WAKE_TTL_S)
+        pipe.delete(waiters_key(key))
+        pipe.execute()

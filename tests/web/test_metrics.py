@@ -11,7 +11,7 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.metrics import FLUSH_S, queue_depths
+from app.metrics import queue_depths
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +30,8 @@ def value(samples, name, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def settled_scrape(base: str) -> dict[tuple, float]:
-    """Each process flushes its request counts within FLUSH_S (a scrape flushes only its own)."""
-    time.sleep(FLUSH_S + 0.3)
-    return scrape(base)
-
-
 def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, settings, celery_worker):
-    before = settled_scrape(live_server)
+    before = scrape(live_server)
     headers = {"X-API-Key": api_key}
     with requests.Session() as s:
         for _ in range(6):
@@ -58,7 +52,7 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
                     timeout=10).json()["status"] != "done":
             assert time.monotonic() < deadline
             time.sleep(0.1)
-    after = settled_scrape(live_server)
+    after = scrape(live_server)
 
     def delta(name, **labels):
         return value(after, name, **labels) - value(before, name, **labels)
