@@ -100,10 +100,14 @@ class AccessControl:
             raise QuotaExceeded(decision)
         return decision
 
+    def admit(self, record: KeyRecord, service: str, cost: int = 1) -> QuotaDecision | None:
+        """After authentication: the plan/scope check (403), then the quota (429)."""
+        self.authorize(record, service)
+        return self.spend(record, service, cost)
+
     def check(self, key: str | None, service: str, cost: int = 1) -> tuple[KeyRecord, QuotaDecision | None]:
         record = self.authenticate(key)
-        self.authorize(record, service)
-        return record, self.spend(record, service, cost)
+        return record, self.admit(record, service, cost)
 
 
 class QuotaExceeded(AccessDenied):

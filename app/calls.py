@@ -52,34 +52,43 @@ def json_body(body, status: int = 200) -> Response:
     )
 
 
-def gateway_answer(function: Function, params) -> Response:
+def _answer(function: Function, compute, render) -> Response:
+    """Both faces: 304 for a matching ``If-None-Match`` before any work, binary bodies as they
+    are, caching headers on every answer; ``render`` shapes a JSON result for its face."""
     etag, early = _not_modified(function)
     if early is not None:
         return early
-    rt = runtime()
-    if rt.backend is not None:
-        args = [(k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS]
-        result = rt.backend.call(function, args, getattr(g, "request_id", None))
-    else:
-        result = function.run(rt, params)
+    result = compute()
     if isinstance(result, BinaryResult):
         return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
-    data = result.data if isinstance(result, JsonText) else result
-    if function.empty_key is not None and not data.get(function.empty_key):
-        raise NotFound(function.empty_message)
-    if isinstance(result, JsonText):
-        return _cache_headers(Response(result.body, mimetype="application/json"), function, etag)
-    return _cache_headers(json_body(result), function, etag)
+    return _cache_headers(render(result), function, etag)
+
+
+def gateway_answer(function: Function, params) -> Response:
+    rt = runtime()
+
+    def compute():
+        if rt.backend is None:
+            return function.run(rt, params)
+        args = [(k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS]
+        return rt.backend.call(function, args, getattr(g, "request_id", None))
+
+    def render(result) -> Response:
+        data = result.data if isinstance(result, JsonText) else result
+        if function.empty_key is not None and not data.get(function.empty_key):
+            raise NotFound(function.empty_message)
+        if isinstance(result, JsonText):  # a cached document, sent as stored
+            return Response(result.body, mimetype="application/json")
+        return json_body(result)
+
+    return _answer(function, compute, render)
 
 
 def core_answer(function: Function, params) -> Response:
-    etag, early = _not_modified(function)
-    if early is not None:
-        return early
     rt = runtime()
-    result = function.run(rt, params)
-    if isinstance(result, BinaryResult):
-        return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
-    data = result.data if isinstance(result, JsonText) else result
-    envelope = {rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}}
-    return _cache_headers(json_body(envelope), function, etag)
+
+    def render(result) -> Response:
+        data = result.data if isinstance(result, JsonText) else result
+        return json_body({rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}})
+
+    return _answer(function, lambda: function.run(rt, params), render)

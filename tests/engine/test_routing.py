@@ -120,6 +120,19 @@ def test_motor_vehicle_no_and_destination(tmp_path):
     assert not passes_near(route(ds2, a, c), g2.coord("D"))
 
 
+def detour_map(tmp_path, bc_tags: dict):
+    """A straight road A-B-C-F whose middle B-C carries ``bc_tags``, and a detour B-D-E-C."""
+    g = OsmGrid("""
+        A----B----C----F
+             |    |
+             D----E
+    """, grid_m=20)
+    g.way("BC", **bc_tags)
+    for way in ("AB", "CF", "BD", "DE", "EC"):
+        g.way(way, highway="residential")
+    return g, serve(tmp_path, g)
+
+
 @pytest.mark.parametrize(
     "bc_tags,avoid",
     [({"highway": "residential", "toll": "yes"}, "tolls"),
@@ -127,18 +140,7 @@ def test_motor_vehicle_no_and_destination(tmp_path):
      ({"route": "ferry", "duration": "00:00:05"}, "ferries")],
 )
 def test_avoid(tmp_path, bc_tags, avoid):
-    g = OsmGrid("""
-        A----B----C----F
-             |    |
-             D----E
-    """, grid_m=20)
-    g.way("AB", highway="residential")
-    g.way("BC", **bc_tags)
-    g.way("CF", highway="residential")
-    g.way("BD", highway="residential")
-    g.way("DE", highway="residential")
-    g.way("EC", highway="residential")
-    ds = serve(tmp_path, g)
+    g, ds = detour_map(tmp_path, bc_tags)
     a, f = g.coord_between("A", "B", 0.1), g.coord_between("C", "F", 0.9)
     assert not passes_near(route(ds, a, f), g.coord("D"))
     assert passes_near(route(ds, a, f, avoid=frozenset({avoid})), g.coord("D"))
@@ -388,18 +390,7 @@ def leg_len(router, leg) -> float:
 
 
 def test_destination_only_road_is_not_a_through_route(tmp_path):
-    g = OsmGrid("""
-        A----B----C----F
-             |    |
-             D----E
-    """, grid_m=20)
-    g.way("AB", highway="residential")
-    g.way("BC", highway="residential", motor_vehicle="destination")
-    g.way("CF", highway="residential")
-    g.way("BD", highway="residential")
-    g.way("DE", highway="residential")
-    g.way("EC", highway="residential")
-    ds = serve(tmp_path, g)
+    g, ds = detour_map(tmp_path, {"highway": "residential", "motor_vehicle": "destination"})
     a, f = g.coord_between("A", "B", 0.1), g.coord_between("C", "F", 0.9)
     through = route(ds, a, f)
     assert passes_near(through, g.coord("D"))
