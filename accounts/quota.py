@@ -15,6 +15,8 @@ portal and ``meridian usage`` (kept 400 days).
 
 from __future__ import annotations
 
+import itertools
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -117,36 +119,63 @@ def _seconds_to_next_month(now: datetime) -> int:
     return max(1, int((nxt - now).total_seconds()))
 
 
+@dataclass(frozen=True)
+class _Calendar:
+    """The UTC day and month windows of one wall-clock second (computed once per second)."""
+
+    second: int
+    day: str
+    month: str
+    day_ttl: int
+    month_ttl: int
+
+    @classmethod
+    def at(cls, second: int) -> _Calendar:
+        now = datetime.fromtimestamp(second, UTC)
+        return cls(second, now.strftime("%Y%m%d"), now.strftime("%Y%m"), _seconds_to_next_day(now),
+                   _seconds_to_next_month(now))
+
+
 class QuotaCounter:
     def __init__(self, client: redis.Redis, namespace: str = "meridian") -> None:
         self.client = client
         self.ns = namespace
         self._script = client.register_script(_SCRIPT)
+        self._calendar = _Calendar.at(int(time.time()))
+        # Minute-window members: unique per counter (random prefix), process (pid: a counter
+        # created before a fork) and request (sequence number).
+        self._member_prefix = f"{secrets.token_hex(4)}-"
+        self._sequence = itertools.count()
 
-    def _keys(self, key_ref: str, now: datetime) -> list[str]:
-        day = now.strftime("%Y%m%d")
-        month = now.strftime("%Y%m")
+    def _calendar_now(self, now_s: float) -> _Calendar:
+        calendar = self._calendar
+        if int(now_s) != calendar.second:
+            calendar = self._calendar = _Calendar.at(int(now_s))
+        return calendar
+
+    def _keys(self, key_ref: str, calendar: _Calendar) -> list[str]:
         return [
             f"{self.ns}:quota:{key_ref}:minute",
-            f"{self.ns}:quota:{key_ref}:day:{day}",
-            f"{self.ns}:quota:{key_ref}:month:{month}",
-            f"{self.ns}:usage:{key_ref}:{day}",
+            f"{self.ns}:quota:{key_ref}:day:{calendar.day}",
+            f"{self.ns}:quota:{key_ref}:month:{calendar.month}",
+            f"{self.ns}:usage:{key_ref}:{calendar.day}",
         ]
 
     def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
-        now = datetime.now(UTC)
-        day_ttl, month_ttl = _seconds_to_next_day(now), _seconds_to_next_month(now)
+        now_s = time.time()
+        calendar = self._calendar_now(now_s)
+        day_ttl, month_ttl = calendar.day_ttl, calendar.month_ttl
         try:
             denied, minute_used, day_used, month_used, retry_ms = self._script(
-                keys=self._keys(key_ref, now),
+                keys=self._keys(key_ref, calendar),
                 args=[
-                    int(time.time() * 1000),
+                    int(now_s * 1000),
                     plan.per_minute,
                     plan.per_day,
                     plan.per_month,
                     day_ttl,
                     month_ttl,
-                    f"{time.time_ns()}-{secrets.token_hex(4)}",
+                    f"{self._member_prefix}{os.getpid()}-{next(self._sequence)}",
                     service,
                     cost,
                 ],

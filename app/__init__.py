@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import time
 
@@ -76,10 +77,22 @@ def _openapi_config(settings: Settings) -> dict:
     }
 
 
+class MeridianFlask(Flask):
+    """Flask asks ``ensure_sync`` of every hook and view on every request (about 15 calls through
+    ``inspect``); a look at the code flags answers the same question for plain functions and
+    bound methods in a fraction of the time. Anything else still goes through Flask's check."""
+
+    def ensure_sync(self, func):
+        code = getattr(getattr(func, "__func__", func), "__code__", None)
+        if code is not None and not code.co_flags & inspect.CO_COROUTINE:
+            return func
+        return super().ensure_sync(func)
+
+
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Flask:
     settings = settings or Settings.from_env()
     logs.configure(settings.log_format, settings.debug)
-    app = Flask(__name__)
+    app = MeridianFlask(__name__)
     app.config.update(
         SERVICE_NAME=settings.service_name,
         DEBUG=settings.debug,

@@ -4,10 +4,10 @@ Why Redis and not prometheus_client's multiprocess mode: the numbers come from s
 processes — gunicorn workers (forked, recycled), Celery pool processes, possibly on several hosts.
 ``PROMETHEUS_MULTIPROC_DIR`` only aggregates processes that share one directory on one host and
 needs gunicorn hooks to clean up after dead workers; Redis is already shared by every process
-(broker, quotas, caches). Each request adds one pipelined round trip of three commands
-(HINCRBY/HINCRBYFLOAT, ~0.1 ms on loopback, never fatal: errors are dropped); every scrape reads
-the hashes once and renders them with a custom collector, so any web process answers the same
-totals for the whole deployment.
+(broker, quotas, caches). A request adds to in-process sums that each web process writes to
+Redis twice a second in one pipeline (``app/metrics_buffer.py``); every scrape flushes its own
+process, reads the hashes once and renders them with a custom collector, so any web process
+answers the same totals for the whole deployment, at most half a second behind the others.
 
 Series:
 - ``meridian_http_requests_total{function,face,method,status}`` and
@@ -31,7 +31,8 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from tasks.signals import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, observe, tasks_key, workers_key
+from app.metrics_buffer import MetricsBuffer
+from tasks.signals import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, tasks_key, workers_key
 from workers.celery_app import QUEUES
 
 log = logging.getLogger("meridian.metrics")
@@ -71,14 +72,10 @@ def record_request(resp: Response) -> Response:
     if t0 is None:
         return resp
     seconds = time.perf_counter() - t0
-    try:
-        rt = current_app.extensions["meridian"]
-        pipe = rt.redis.pipeline(transaction=False)
-        observe(pipe, http_key(rt.settings.service_name),
-                (*_labels(), request.method, str(resp.status_code)), seconds, HTTP_BUCKETS)
-        pipe.execute()
-    except Exception as exc:  # metrics never fail a request
-        log.debug("request metrics not recorded: %s", exc)
+    rt = current_app.extensions["meridian"]
+    current_app.extensions["metrics_buffer"].observe(
+        http_key(rt.settings.service_name), (*_labels(), request.method, str(resp.status_code)), seconds,
+        HTTP_BUCKETS)
     return resp
 
 
@@ -183,6 +180,7 @@ class RedisCollector:
 @bp.get("/metrics")
 def metrics():
     rt = current_app.extensions["meridian"]
+    current_app.extensions["metrics_buffer"].flush()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RedisCollector(rt.redis, rt.settings.service_name))
     try:
@@ -196,5 +194,6 @@ def metrics():
 
 def init_app(app: Flask) -> None:
     """Register ``/metrics`` and the per-request recorder."""
+    app.extensions["metrics_buffer"] = MetricsBuffer(lambda: app.extensions["meridian"].redis)
     app.register_blueprint(bp)
     app.after_request(record_request)

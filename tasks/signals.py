@@ -46,12 +46,18 @@ def bucket_index(seconds: float, bounds: tuple[float, ...]) -> str:
     return "inf"
 
 
+def histogram_fields(labels: tuple[str, ...], seconds: float, bounds: tuple[float, ...]) -> tuple[str, str, str]:
+    """Hash fields of one observation: (count field, sum field, bucket field)."""
+    lab = SEP.join(labels)
+    return f"n{SEP}{lab}", f"s{SEP}{lab}", f"b{SEP}{lab}{SEP}{bucket_index(seconds, bounds)}"
+
+
 def observe(pipe, key: str, labels: tuple[str, ...], seconds: float, bounds: tuple[float, ...]) -> None:
     """Queue one histogram observation on a Redis pipeline (three commands)."""
-    lab = SEP.join(labels)
-    pipe.hincrby(key, f"n{SEP}{lab}", 1)
-    pipe.hincrbyfloat(key, f"s{SEP}{lab}", round(seconds, 6))
-    pipe.hincrby(key, f"b{SEP}{lab}{SEP}{bucket_index(seconds, bounds)}", 1)
+    count, total, bucket = histogram_fields(labels, seconds, bounds)
+    pipe.hincrby(key, count, 1)
+    pipe.hincrbyfloat(key, total, round(seconds, 6))
+    pipe.hincrby(key, bucket, 1)
 
 
 # ---------------------------------------------------------------------------- task signals

@@ -92,7 +92,9 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         handler = self.doc(summary=summary, description=description, **({"responses": responses} if responses else {}))(
             handler
         )
-        handler = self.arguments(args_schema, location=location, as_kwargs=False)(handler)
+        # An instance, not the class: webargs would build a new schema for every request.
+        schema = args_schema() if isinstance(args_schema, type) else args_schema
+        handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,), {method: handler})
         self.route(path)(view)

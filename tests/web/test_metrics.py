@@ -12,6 +12,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.metrics import queue_depths
+from app.metrics_buffer import FLUSH_INTERVAL_S
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,22 @@ def value(samples, name, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def scrape_settled(base: str, before: dict, expected: list[tuple[float, dict]], timeout_s: float = 5.0) -> dict:
+    """Scrape until every ``meridian_http_requests_total{labels}`` grew by its expected count since
+    ``before`` (or the time runs out): each web process sends its request counts to Redis twice a
+    second (app/metrics_buffer.py), the scraped process at once."""
+    deadline = time.monotonic() + timeout_s
+    name = "meridian_http_requests_total"
+    while True:
+        samples = scrape(base)
+        settled = all(value(samples, name, **labels) - value(before, name, **labels) >= n for n, labels in expected)
+        if settled or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.1)
+
+
 def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, settings, celery_worker):
+    time.sleep(2 * FLUSH_INTERVAL_S)  # earlier tests' requests are all in Redis before the baseline
     before = scrape(live_server)
     headers = {"X-API-Key": api_key}
     with requests.Session() as s:
@@ -52,7 +68,12 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
                     timeout=10).json()["status"] != "done":
             assert time.monotonic() < deadline
             time.sleep(0.1)
-    after = scrape(live_server)
+    series = dict(function="geocoding", face="gateway", method="GET")
+    after = scrape_settled(live_server, before, [
+        (6, dict(status="200", **series)), (2, dict(status="404", **series)), (1, dict(status="400", **series)),
+        (1, dict(function="geocoding/batch", face="gateway", method="POST", status="202")),
+        (1, dict(function="geocoding", face="core", method="GET", status="200")),
+    ])
 
     def delta(name, **labels):
         return value(after, name, **labels) - value(before, name, **labels)
