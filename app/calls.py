@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-import orjson
 from flask import Response, g, request
 
 from app.core_format import to_core
@@ -19,9 +18,8 @@ from app.functions import Function
 from app.results import BinaryResult, JsonText
 from app.runtime import runtime
 from app.validation import TRANSPORT_PARAMETERS
+from engine.codec import json_bytes
 from engine.errors import NotFound
-
-JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
 def _etag(function: Function) -> str:
@@ -51,7 +49,7 @@ def _not_modified(function: Function) -> tuple[str | None, Response | None]:
 
 def json_body(body, status: int = 200) -> Response:
     """A JSON answer (orjson: compact UTF-8, numpy scalars as numbers, NaN as null)."""
-    return Response(orjson.dumps(body, option=JSON_OPTIONS), status=status, mimetype="application/json")
+    return Response(json_bytes(body), status=status, mimetype="application/json")
 
 
 def _answer(function: Function, compute, render) -> Response:

@@ -25,7 +25,7 @@ from celery import Celery
 from app.results import BinaryResult, JsonText
 from engine.codec import canonical, encode
 from engine.errors import ErrorKind, MeridianError, Unavailable
-from tasks.results import WAKE_TTL_S, unpack, waiters_key
+from tasks.results import WAKE_TTL_S, inflight_key, unpack, waiters_key
 from workers.celery_app import HARD_TIME_LIMIT_S
 
 BLOCK_S = 0.5  # one BLPOP; below the Redis client's socket timeout, repeated until the deadline
@@ -70,11 +70,12 @@ class Dispatcher:
 
     def submit(self, call: HeavyCall, key: str) -> bool:
         """Queue the task unless an identical one is in flight; True when this call queued it."""
-        marker = f"{key}:inflight"
+        marker = inflight_key(key)
         if not self.redis.set(marker, "1", nx=True, ex=HARD_TIME_LIMIT_S + 10):
             return False
         self.celery.send_task(
-            "meridian.heavy", args=[call.service_ref, encode(call.params), key], queue=call.kind
+            "meridian.heavy", args=[call.service_ref, encode(call.params), key], queue=call.kind,
+            ignore_result=True,  # the result travels under the cache key, not Celery's backend
         )
         return True
 
@@ -110,7 +111,7 @@ class Dispatcher:
                 return True
             self.celery.send_task(
                 "meridian.heavy_job", args=[call.service_ref, encode(call.params), key, job_key, ttl_s],
-                queue=call.kind,
+                queue=call.kind, ignore_result=True,
             )
             return False
         except redis.RedisError as exc:

@@ -128,7 +128,7 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
         rt.redis.expire(key, JOB_TTL_S)
         for index, chunk in enumerate(chunks):
             rt.celery.send_task("meridian.geocode_chunk", args=[key, index, chunk, limit, JOB_TTL_S],
-                                queue=BATCH_QUEUE)
+                                queue=BATCH_QUEUE, ignore_result=True)  # progress is kept in the job hash
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
     return {"job_id": job_id, "status": "queued", "total": len(addresses), "status_url": status_url(job_id)}

@@ -6,7 +6,7 @@ For each sample region, on seeded random road nodes:
 - static map 600x400 PNG: uncached (a new centre each time) and cached;
 - geometry download (admin areas containing a point): uncached and cached.
 
-Usage: ``python -m bench.heavy [--n 30] [--regions monaco,helsinki]``; prints a table and writes
+Usage: ``python -m bench.heavy [--n 30] [--regions monaco,helsinki] [--start-peers]``; prints a table and writes
 bench/results/heavy.json. Needs REDIS_URL (default redis://127.0.0.1:6379/0).
 """
 
@@ -22,16 +22,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import requests
 
 from accounts.store import AccountStore
+from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
+from bench.routing import peers_region, start_peers
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
-VALHALLA = "http://127.0.0.1:8002/isochrone"
+VALHALLA = ("127.0.0.1", 8002)
 
 
 def start_worker(env: dict) -> subprocess.Popen:
@@ -58,44 +59,42 @@ def origins(registry: DatasetRegistry, region: str, n: int, seed: int = 7) -> li
     return [(round(float(router.node_lat[i]), 6), round(float(router.g.node_lng[i]), 6)) for i in pick]
 
 
-def timed(session: requests.Session, url: str, headers: dict) -> float:
-    t0 = time.perf_counter()
-    resp = session.get(url, headers=headers, timeout=60)
-    elapsed = time.perf_counter() - t0
-    assert resp.status_code == 200, (url, resp.status_code, resp.text[:200])
+def timed(client: Http, path: str, headers: dict) -> float:
+    elapsed, status, body = client.request("GET", path, headers=headers)
+    assert status == 200, (path, status, body[:200])
     return elapsed
 
 
-def valhalla(session: requests.Session, lat: float, lng: float) -> float | None:
+def valhalla(client: Http, lat: float, lng: float) -> float | None:
     body = {"locations": [{"lat": lat, "lon": lng}], "costing": "auto",
             "contours": [{"time": 5}, {"time": 10}, {"time": 15}], "polygons": True}
     try:
-        t0 = time.perf_counter()
-        resp = session.post(VALHALLA, json=body, timeout=10)
-        elapsed = time.perf_counter() - t0
-    except requests.RequestException:
+        elapsed, status, _ = client.request("POST", "/isochrone", body=json.dumps(body).encode())
+    except OSError:
         return None
-    return elapsed if resp.ok else None
+    return elapsed if status == 200 else None
 
 
-def bench_region(base: str, key: str, points: list[tuple[float, float]]) -> dict:
+def bench_region(port: int, key: str, points: list[tuple[float, float]], with_valhalla: bool) -> dict:
+    """Per origin, interleaved: Meridian's first (queued) and repeated (cached) request of each
+    heavy function, and Valhalla's isochrone, so that machine noise hits them alike."""
     h = {"X-API-Key": key}
-    s = requests.Session()
+    meridian, peer = Http("127.0.0.1", port), Http(*VALHALLA)
     out: dict[str, list[float]] = {k: [] for k in ("iso_first", "iso_cached", "valhalla", "map_first",
                                                     "map_cached", "geom_first", "geom_cached")}
     for lat, lng in points:
-        iso = f"{base}/v1/isochrone?lat={lat}&lng={lng}&time=5,10,15"
-        out["iso_first"].append(timed(s, iso, h))
-        out["iso_cached"].append(timed(s, iso, h))
-        v = valhalla(s, lat, lng)
+        iso = f"/v1/isochrone?lat={lat}&lng={lng}&time=5,10,15"
+        out["iso_first"].append(timed(meridian, iso, h))
+        out["iso_cached"].append(timed(meridian, iso, h))
+        v = valhalla(peer, lat, lng) if with_valhalla else None
         if v is not None:
             out["valhalla"].append(v)
-        smap = f"{base}/v1/staticmaps?center={lat},{lng}&zoom=15&size=600x400"
-        out["map_first"].append(timed(s, smap, h))
-        out["map_cached"].append(timed(s, smap, h))
-        geom = f"{base}/v1/geoment?lat={lat}&lng={lng}"
-        out["geom_first"].append(timed(s, geom, h))
-        out["geom_cached"].append(timed(s, geom, h))
+        smap = f"/v1/staticmaps?center={lat},{lng}&zoom=15&size=600x400"
+        out["map_first"].append(timed(meridian, smap, h))
+        out["map_cached"].append(timed(meridian, smap, h))
+        geom = f"/v1/geoment?lat={lat}&lng={lng}"
+        out["geom_first"].append(timed(meridian, geom, h))
+        out["geom_cached"].append(timed(meridian, geom, h))
     return {k: summary(v) for k, v in out.items() if v}
 
 
@@ -103,6 +102,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--regions", default="monaco,helsinki")
+    ap.add_argument("--start-peers", action="store_true",
+                    help="start each region's peers (../shared/peers serve.sh) before measuring it")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="meridian-heavy-"))
     data_dir = tmp / "data"
@@ -125,7 +126,10 @@ def main() -> None:
     results = {}
     try:
         for region in regions:
-            results[region] = bench_region(f"http://127.0.0.1:{port}", key, origins(registry, region, args.n))
+            if args.start_peers:
+                start_peers(region)
+            with_valhalla = peers_region() == region
+            results[region] = bench_region(port, key, origins(registry, region, args.n), with_valhalla)
     finally:
         for proc in (web, worker):
             proc.terminate()
@@ -137,7 +141,7 @@ def main() -> None:
               "map_cached": "static map, cached", "geom_first": "geometry download, via worker",
               "geom_cached": "geometry download, cached"}
     for region, rows in results.items():
-        print(f"\n{region} (n={args.n}, over HTTP, one keep-alive client)")
+        print(f"\n{region} (n={args.n}, over HTTP, one keep-alive http.client connection per server)")
         print(f"{'measure':<40}{'p50 ms':>10}{'p99 ms':>10}")
         for k, label in labels.items():
             if k in rows:

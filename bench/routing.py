@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import os
 import subprocess
@@ -31,6 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.http_client import Http  # noqa: E402
 from engine import layout  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
 from engine.errors import MeridianError  # noqa: E402
@@ -59,33 +59,6 @@ def peers_region() -> str | None:
 def start_peers(region: str) -> None:
     subprocess.run(["./serve.sh", "start", region], cwd=PEERS, env=dict(os.environ, PEERS_DIR=PEERS_DIR),
                    check=True, timeout=600, capture_output=True)
-
-
-class Http:
-    """One keep-alive connection; returns (seconds, status, body bytes)."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.conn = http.client.HTTPConnection(host, port, timeout=30)
-
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
-        hdrs = {"Connection": "keep-alive"}
-        if body is not None:
-            hdrs["Content-Type"] = "application/json"
-        hdrs.update(headers or {})
-        for attempt in range(2):
-            try:
-                t0 = time.perf_counter()
-                self.conn.request(method, path, body=body, headers=hdrs)
-                resp = self.conn.getresponse()
-                data = resp.read()
-                return time.perf_counter() - t0, resp.status, data
-            except (http.client.HTTPException, OSError):
-                self.conn.close()
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-                if attempt:
-                    raise
-        raise RuntimeError("unreachable")
 
 
 def osrm_route(client: Http, a, b, steps: bool):

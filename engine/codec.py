@@ -8,6 +8,8 @@ import importlib
 import json
 from typing import Any
 
+import orjson
+
 _ALLOWED_PREFIX = "engine."
 
 
@@ -54,3 +56,9 @@ def decode(obj: Any) -> Any:
 def canonical(obj: Any) -> str:
     """A stable text for cache keys: equal parameters give equal text."""
     return json.dumps(encode(obj), sort_keys=True, separators=(",", ":"))
+
+
+def json_bytes(document: Any) -> bytes:
+    """A result document as compact UTF-8 JSON (numpy scalars as numbers, NaN as null): what the
+    web answers and what the workers store."""
+    return orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)

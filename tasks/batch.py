@@ -29,7 +29,7 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-@shared_task(name="meridian.geocode_chunk", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="meridian.geocode_chunk", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_s: int) -> dict:
     client = redis_client()
     if not client.exists(job_key):
@@ -51,7 +51,7 @@ def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_
     return {"ok": True, "done": len(results)}
 
 
-@shared_task(name="meridian.heavy_job", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="meridian.heavy_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def heavy_job(service_ref: str, encoded_params: dict, cache_key: str, job_key: str, ttl_s: int) -> dict:
     client = redis_client()
     if not client.exists(job_key):

@@ -37,7 +37,7 @@ def _error(kind: ErrorKind, message: str, parameter: str | None = None) -> dict:
     return {"__error__": {"kind": kind.name, "message": message, "parameter": parameter}}
 
 
-@shared_task(name="meridian.heavy", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="meridian.heavy", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_heavy(service_ref: str, encoded_params: dict, cache_key: str) -> dict:
     client = redis_client()
     try:
@@ -55,5 +55,3 @@ def run_heavy(service_ref: str, encoded_params: dict, cache_key: str) -> dict:
         log.exception("heavy task %s failed", service_ref)
         store_result(client, cache_key, _error(ErrorKind.INTERNAL, "internal error in a worker"), 10)
         raise
-    finally:
-        client.delete(f"{cache_key}:inflight")

@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import redis
+
+from engine.codec import json_bytes
 
 
 @dataclass(frozen=True)
@@ -23,14 +25,14 @@ def pack(result: Any) -> bytes:
         return b"B" + result["content_type"].encode() + b"\n" + result["body"]
     if isinstance(result, Binary):
         return b"B" + result.content_type.encode() + b"\n" + result.body
-    return b"J" + json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode()
+    return b"J" + json_bytes(result)
 
 
 def unpack(raw: bytes) -> Any:
     if raw[:1] == b"B":
         content_type, _, body = raw[1:].partition(b"\n")
         return Binary(content_type.decode(), body)
-    return json.loads(raw[1:])
+    return orjson.loads(raw[1:])
 
 
 WAKE_TTL_S = 60
@@ -40,18 +42,34 @@ def waiters_key(key: str) -> str:
     return f"{key}:waiters"
 
 
-def store_result(client: redis.Redis, key: str, result: Any, ttl_s: int) -> None:
-    """Store the result, then wake every web request waiting for it.
+# Store, wake every registered waiter, forget the waiters and clear the in-flight marker: one
+# round trip. The wake-up lists are not declared in KEYS (fine on one Redis; not for Cluster).
+_STORE_SCRIPT = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+local waiters = redis.call('SMEMBERS', KEYS[2])
+for _, wake in ipairs(waiters) do
+  redis.call('RPUSH', wake, 1)
+  redis.call('EXPIRE', wake, tonumber(ARGV[3]))
+end
+redis.call('DEL', KEYS[2], KEYS[3])
+return #waiters
+"""
+_store_scripts: dict[int, redis.commands.core.Script] = {}
+
+
+def inflight_key(key: str) -> str:
+    return f"{key}:inflight"
+
+
+def store_result(client: redis.Redis, key: str, result: Any, ttl_s: int) -> int:
+    """Store the result, then wake every web request waiting for it; returns how many waited.
 
     A waiter adds its own wake-up list to ``<key>:waiters`` *before* it looks at the cache, and the
-    result is stored *before* the waiters are read here: whichever comes first, no waiter sleeps
-    past a stored result."""
-    client.set(key, pack(result), ex=max(1, ttl_s))
-    waiters = client.smembers(waiters_key(key))
-    if waiters:
-        pipe = client.pipeline(transaction=False)
-        for wake in waiters:
-            pipe.rpush(wake, 1)
-            pipe.expire(wake, WAKE_TTL_S)
-        pipe.delete(waiters_key(key))
-        pipe.execute()
+    result is stored *before* the waiters are read here (atomically, in one script): whichever
+    comes first, no waiter sleeps past a stored result. The in-flight marker goes with it, so an
+    identical request that comes later is answered from the cache, not joined to a finished task."""
+    script = _store_scripts.get(id(client))
+    if script is None:
+        script = _store_scripts[id(client)] = client.register_script(_STORE_SCRIPT)
+    return int(script(keys=[key, waiters_key(key), inflight_key(key)],
+                      args=[pack(result), max(1, ttl_s), WAKE_TTL_S]))

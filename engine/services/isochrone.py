@@ -16,7 +16,6 @@ Result: a GeoJSON FeatureCollection, one (Multi)Polygon feature per contour, lar
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -74,18 +73,28 @@ def _component(datasets: DatasetRegistry, lat: float, lng: float):
 
 
 def _geojson(geom: shapely.Geometry, net) -> dict:
-    """GeoJSON of a local (Multi)Polygon in WGS84, coordinates rounded to 6 decimals (~0.1 m)."""
-
-    def to_lnglat(xy: np.ndarray) -> np.ndarray:
-        lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
-        return np.round(np.column_stack([lng, lat]), 6)
-
+    """GeoJSON of a local (Multi)Polygon in WGS84, coordinates rounded to 6 decimals (~0.1 m).
+    Every ring is projected in one vectorised call, then split back into rings."""
     if geom.is_empty:
         return {"type": "Polygon", "coordinates": []}
     if geom.geom_type == "GeometryCollection":  # make_valid may add stray lines
         polys = [g for g in geom.geoms if g.geom_type in ("Polygon", "MultiPolygon")]
         geom = shapely.union_all(polys) if polys else shapely.Polygon()
-    return json.loads(shapely.to_geojson(shapely.transform(geom, to_lnglat)))
+        if geom.is_empty:
+            return {"type": "Polygon", "coordinates": []}
+    polygons = list(geom.geoms) if geom.geom_type == "MultiPolygon" else [geom]
+    rings_per_polygon = [[p.exterior, *p.interiors] for p in polygons]
+    rings = [r for rs in rings_per_polygon for r in rs]
+    xy = shapely.get_coordinates(rings)
+    lat, lng = net.proj.to_latlng(xy[:, 0], xy[:, 1])
+    coords = np.round(np.column_stack([lng, lat]), 6).tolist()
+    ends = np.cumsum(shapely.get_num_coordinates(rings)).tolist()
+    starts = [0, *ends[:-1]]
+    ring_coords = iter([coords[a:b] for a, b in zip(starts, ends, strict=True)])
+    nested = [[next(ring_coords) for _ in rs] for rs in rings_per_polygon]
+    if len(nested) == 1:
+        return {"type": "Polygon", "coordinates": nested[0]}
+    return {"type": "MultiPolygon", "coordinates": nested}
 
 
 def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None,

@@ -116,7 +116,9 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
         latest = scrape(live_server)
         failed = value(latest, "meridian_task_failures_total", **failures) - value(
             before, "meridian_task_failures_total", **failures)
-        if failed or time.monotonic() > deadline:
+        # task_failure fires before task_postrun (which counts the run): wait for both
+        runs = value(latest, "meridian_task_runs_total", task="meridian.heavy", queue="default", state="FAILURE")
+        if (failed and runs) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert failed == 1
