@@ -12,6 +12,7 @@ import threading
 import time
 
 from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable
+from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore, KeyRecord, split_key
 from engine.errors import ErrorKind, MeridianError
 
@@ -30,7 +31,7 @@ class AccessControl:
     def __init__(
         self,
         store: AccountStore,
-        quota: QuotaCounter,
+        quota: QuotaCounter | LeasedQuota,
         *,
         cache_ttl_s: float = 5.0,
         fail_open: bool = True,

@@ -36,6 +36,7 @@ local month_ttl = tonumber(ARGV[6])
 local member = ARGV[7]
 local service = ARGV[8]
 local cost = tonumber(ARGV[9])
+local reserve = tonumber(ARGV[10] or '0')
 
 local minute_used = 0
 if per_minute > 0 then
@@ -62,22 +63,54 @@ elseif per_month > 0 and month_used + cost > per_month then
   retry_ms = month_ttl * 1000
 end
 
+if denied ~= '' then
+  reserve = 0
+elseif reserve > 0 then
+  -- units reserved for the caller's later requests: only what every window still has
+  if per_minute > 0 then reserve = math.min(reserve, per_minute - minute_used - cost) end
+  if per_day > 0 then reserve = math.min(reserve, per_day - day_used - cost) end
+  if per_month > 0 then reserve = math.min(reserve, per_month - month_used - cost) end
+  if reserve < 0 then reserve = 0 end
+end
+
 if denied == '' then
+  local units = cost + reserve
   if per_minute > 0 then
-    for i = 1, cost do
+    for i = 1, units do
       redis.call('ZADD', KEYS[1], now, member .. ':' .. i)
     end
     redis.call('PEXPIRE', KEYS[1], 61000)
-    minute_used = minute_used + cost
+    minute_used = minute_used + units
   end
-  day_used = redis.call('INCRBY', KEYS[2], cost)
+  day_used = redis.call('INCRBY', KEYS[2], units)
   redis.call('EXPIRE', KEYS[2], day_ttl + 60)
-  month_used = redis.call('INCRBY', KEYS[3], cost)
+  month_used = redis.call('INCRBY', KEYS[3], units)
   redis.call('EXPIRE', KEYS[3], month_ttl + 60)
   redis.call('HINCRBY', KEYS[4], service, cost)
   redis.call('EXPIRE', KEYS[4], 34560000)
 end
-return {denied, minute_used, day_used, month_used, retry_ms}
+return {denied, minute_used, day_used, month_used, retry_ms, reserve}
+"""
+
+# Settle a reservation (accounts/quota_lease.py): usage of the units spent from it, and the units
+# not spent given back to every window (their minute-window entries removed).
+# ARGV: unspent, k, k pairs (service, count), then the minute-window members to remove.
+_SETTLE_SCRIPT = """
+local unspent = tonumber(ARGV[1])
+local k = tonumber(ARGV[2])
+for i = 0, k - 1 do
+  redis.call('HINCRBY', KEYS[4], ARGV[3 + 2 * i], tonumber(ARGV[4 + 2 * i]))
+end
+if k > 0 then redis.call('EXPIRE', KEYS[4], 34560000) end
+if unspent > 0 then
+  local first = 3 + 2 * k
+  if #ARGV >= first and redis.call('EXISTS', KEYS[1]) == 1 then
+    redis.call('ZREM', KEYS[1], unpack(ARGV, first, #ARGV))
+  end
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], unspent) end
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('DECRBY', KEYS[3], unspent) end
+end
+return unspent
 """
 
 
@@ -94,11 +127,23 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """Units counted in every window beyond the request's own, for the caller to spend later
+    (``accounts/quota_lease.py``); ``members`` are their minute-window entries, ``keys`` the
+    Redis keys they were counted under (so a settlement after midnight goes to the right day)."""
+
+    units: int
+    members: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class QuotaDecision:
     allowed: bool
     windows: tuple[Window, ...]
     retry_after_s: int = 0
     exceeded: str | None = None
+    reservation: Reservation | None = None
 
     @property
     def tightest(self) -> Window | None:
@@ -141,6 +186,7 @@ class QuotaCounter:
         self.client = client
         self.ns = namespace
         self._script = client.register_script(_SCRIPT)
+        self._settle_script = client.register_script(_SETTLE_SCRIPT)
         self._calendar = _Calendar.at(int(time.time()))
         # Minute-window members: unique per counter (random prefix), process (pid: a counter
         # created before a fork) and request (sequence number).
@@ -161,24 +207,20 @@ class QuotaCounter:
             f"{self.ns}:usage:{key_ref}:{calendar.day}",
         ]
 
-    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
+    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1,
+              reserve: int = 0) -> QuotaDecision:
+        """Count ``cost`` units in every window, or deny; with ``reserve``, also count up to that
+        many more units (as many as every window still has) as a :class:`Reservation`."""
         now_s = time.time()
         calendar = self._calendar_now(now_s)
         day_ttl, month_ttl = calendar.day_ttl, calendar.month_ttl
+        keys = self._keys(key_ref, calendar)
+        member = f"{self._member_prefix}{os.getpid()}-{next(self._sequence)}"
         try:
-            denied, minute_used, day_used, month_used, retry_ms = self._script(
-                keys=self._keys(key_ref, calendar),
-                args=[
-                    int(now_s * 1000),
-                    plan.per_minute,
-                    plan.per_day,
-                    plan.per_month,
-                    day_ttl,
-                    month_ttl,
-                    f"{self._member_prefix}{os.getpid()}-{next(self._sequence)}",
-                    service,
-                    cost,
-                ],
+            denied, minute_used, day_used, month_used, retry_ms, reserved = self._script(
+                keys=keys,
+                args=[int(now_s * 1000), plan.per_minute, plan.per_day, plan.per_month, day_ttl, month_ttl,
+                      member, service, cost, reserve],
             )
         except redis.RedisError as exc:
             raise QuotaUnavailable(str(exc)) from exc
@@ -195,7 +237,20 @@ class QuotaCounter:
         if denied:
             retry = max(1, -(-int(retry_ms) // 1000))
             return QuotaDecision(False, tuple(windows), retry_after_s=retry, exceeded=denied)
-        return QuotaDecision(True, tuple(windows))
+        reservation = None
+        if int(reserved):
+            members = tuple(f"{member}:{i}" for i in range(cost + 1, cost + int(reserved) + 1)) if plan.per_minute else ()
+            reservation = Reservation(int(reserved), members, tuple(keys))
+        return QuotaDecision(True, tuple(windows), reservation=reservation)
+
+    def settle(self, reservation: Reservation, unspent: int, usage: dict[str, int]) -> None:
+        """Record the usage of the units spent from a reservation and give back the rest."""
+        members = reservation.members[len(reservation.members) - unspent:] if unspent else ()
+        pairs = [x for service, n in usage.items() for x in (service, n)]
+        try:
+            self._settle_script(keys=list(reservation.keys), args=[unspent, len(usage), *pairs, *members])
+        except redis.RedisError as exc:
+            raise QuotaUnavailable(str(exc)) from exc
 
     def usage(self, key_ref: str, days: int = 30) -> dict[str, dict[str, int]]:
         """{YYYY-MM-DD: {service: count}} for the last ``days`` UTC days (newest first)."""

@@ -12,6 +12,7 @@ from flask import current_app
 
 from accounts.access import AccessControl
 from accounts.quota import QuotaCounter
+from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore
 from app.backend import RemoteCore
 from app.dispatch import Dispatcher, HeavyCall
@@ -48,7 +49,7 @@ class Runtime:
         client = redis_client(settings.redis_url)
         access = AccessControl(
             store,
-            QuotaCounter(client, namespace=settings.service_name),
+            LeasedQuota(QuotaCounter(client, namespace=settings.service_name)),
             cache_ttl_s=settings.auth_cache_ttl_s,
             fail_open=settings.quota_fail_open,
         )

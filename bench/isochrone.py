@@ -23,6 +23,7 @@ import shapely
 import shapely.geometry
 
 from bench.matching import RESULTS, load_registry
+from bench.routing import start_peers
 from engine.services.isochrone import IsochroneParams, run
 
 VALHALLA = ("127.0.0.1", 8002)
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--origins", type=int, default=30)
     parser.add_argument("--regions", default="monaco,helsinki")
+    parser.add_argument("--start-peers", action="store_true",
+                        help="switch the peers (../shared/peers serve.sh) to each region before measuring it")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="Meridian timings per origin")
     args = parser.parse_args(argv)
@@ -79,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'region':9} {'contour':>7} {'IoU mean':>8} {'IoU p50':>8} {'IoU min':>8} "
           f"{'area M/V':>8}   latency p50/p95 ms: meridian | valhalla")
     for region in regions:
+        if args.start_peers:
+            start_peers(region)
+            served = valhalla_region()
         comp = reg.get(region).component("roadnet")
         net, graph = comp.network, comp.graph
         big = np.flatnonzero(graph.component_size[graph.node_component] == graph.component_size.max())

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from bench.routing import start_peers
 from config.settings import PROJECT_ROOT
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
@@ -175,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=50)
     parser.add_argument("--regions", default="monaco,helsinki")
+    parser.add_argument("--start-peers", action="store_true",
+                        help="switch the peers (../shared/peers serve.sh) to each region before measuring it")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     regions = args.regions.split(",")
@@ -187,11 +190,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'region':9} {'sigma':>5} {'engine':9} {'pts/tr':>6} {'on_path':>8} {'on_route':>8} "
           f"{'mean m':>7} {'dropped':>7} {'pieces':>6} {'p50 ms':>7} {'p95 ms':>7}")
     for region in regions:
+        if args.start_peers:
+            start_peers(region)
+            served = osrm_region()
         min_length = 3000.0 if region == "monaco" else 1500.0
         res = bench_region(reg, region, (10.0, 20.0), args.traces, min_length,
                            served == region, args.seed)
+        res["osrm_served"] = served == region
         report["regions"][region] = res
         for key, engines in res.items():
+            if not isinstance(engines, dict):
+                continue
             for engine, s in engines.items():
                 print(f"{region:9} {key[6:]:>5} {engine:9} {s['points_per_trace']:>6} "
                       f"{s['on_path']:>8.3f} {s.get('on_route', float('nan')):>8.3f} "

@@ -266,6 +266,30 @@ def _redact(args: list[str]) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def own_server(data_dir: Path):
+    """A gunicorn (config/gunicorn.py, 2 workers) over ``data_dir``, with a key whose plan has no
+    limits (the quota script still runs for every request): yields (url, key)."""
+    from accounts.store import AccountStore
+    from bench.overhead import start_gunicorn
+    from tests.fixtures_live import free_port
+
+    db = f"sqlite:///{data_dir / 'bench-accounts.db'}"
+    store = AccountStore(db)
+    store.create_schema()
+    store.set_plan("bench-unlimited", per_minute=0, per_day=0, per_month=0, services=["*"])
+    key = store.create_key("bench-routing", "bench-unlimited").key
+    port = free_port()
+    env = {**os.environ, "DATA_DIR": str(data_dir), "DATABASE_URL": db,
+           "SERVICE_NAME": f"meridianbench{os.getpid()}", "PYTHONPATH": str(ROOT)}
+    proc = start_gunicorn(env, port)
+    try:
+        yield f"http://127.0.0.1:{port}", key
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(20)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--regions", default="monaco,helsinki")
@@ -275,6 +299,8 @@ def main(argv=None) -> int:
     ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
     ap.add_argument("--meridian-url", default=None, help="also measure Meridian over HTTP (/v1/routing)")
     ap.add_argument("--api-key", default=os.environ.get("MERIDIAN_API_KEY", ""))
+    ap.add_argument("--serve", action="store_true",
+                    help="start a gunicorn of our own (2 workers, gthread) on the bench data and measure it over HTTP")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "routing.json"))
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
@@ -285,7 +311,10 @@ def main(argv=None) -> int:
         if not res.skipped:
             print(f"imported {region} (roads) in {time.perf_counter() - t0:.2f}s: {res.manifest['counts']}")
     ds = DatasetRegistry(data_dir)
-    results = [bench_region(r, args, ds) for r in regions]
+    with contextlib.ExitStack() as stack:
+        if args.serve:
+            args.meridian_url, args.api_key = stack.enter_context(own_server(data_dir))
+        results = [bench_region(r, args, ds) for r in regions]
     print_table(results)
     print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs (the machine is shared: latencies are noisy)")
     doc = {"benchmark": "routing", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

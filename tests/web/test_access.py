@@ -185,6 +185,7 @@ def test_usage_counted_per_service(client, store, app):
     for _ in range(2):
         gateway_get(client, issued.key)
     core_get(client, issued.key)
+    app.extensions["meridian"].access.quota.settle_all()  # requests served from a reservation
     counter = QuotaCounter(app.extensions["meridian"].redis, "meridiantest")
     today = next(iter(counter.usage(issued.record.prefix, days=1).values()))
     assert today == {"geocoding": 3}

@@ -1,0 +1,77 @@
+"""Quota reservations (accounts/quota_lease.py) against a real Redis: busy keys are counted a
+batch at a time, the plan is never exceeded, unspent units come back, usage is complete."""
+
+from __future__ import annotations
+
+import redis
+
+from accounts.quota import QuotaCounter
+from accounts.quota_lease import LeasedQuota, reserve_size
+from accounts.store import PlanRecord
+
+
+def _plan(per_minute=0, per_day=0, per_month=0) -> PlanRecord:
+    return PlanRecord("lease-test", per_minute, per_day, per_month, ("*",))
+
+
+def _counter(redis_url: str, ns: str) -> QuotaCounter:
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(f"{ns}:*"):
+        client.delete(key)
+    return QuotaCounter(client, ns)
+
+
+def _counted(counter: QuotaCounter, key_ref: str) -> tuple[int, int, dict]:
+    """(minute-window entries, day counter, today's usage) as stored in Redis."""
+    keys = counter._keys(key_ref, counter._calendar_now(__import__("time").time()))
+    client = counter.client
+    usage = next(iter(counter.usage(key_ref, days=1).values()), {})
+    return client.zcard(keys[0]), int(client.get(keys[1]) or 0), usage
+
+
+def test_reserve_size_follows_the_plan():
+    assert reserve_size(_plan(per_minute=3, per_day=1000), 1) == 0  # small plans: exact
+    assert reserve_size(_plan(per_minute=600, per_day=100_000, per_month=2_000_000), 1) == 29
+    assert reserve_size(_plan(), 1) == 63  # unlimited: the cap
+    assert reserve_size(_plan(per_minute=6000), 64) == 0  # a request as big as the cap
+
+
+def test_busy_key_is_counted_in_batches_and_settles_exactly(redis_url):
+    counter = _counter(redis_url, "leasetest1")
+    calls = []
+    spend = counter.spend
+    counter.spend = lambda *a, **k: calls.append(k.get("reserve", 0)) or spend(*a, **k)
+    quota = LeasedQuota(counter, ttl_s=30)
+    plan = _plan(per_minute=600, per_day=100_000)
+    decisions = [quota.spend("k1", plan, "routing" if i % 2 else "geocoding") for i in range(50)]
+    assert all(d.allowed for d in decisions)
+    assert len(calls) < 5, calls  # the first request exact, then reservations of 29
+    remaining = [d.tightest.remaining for d in decisions]
+    assert remaining == list(range(599, 549, -1))  # still one less per request
+    minute, day, _ = _counted(counter, "k1")
+    assert minute == day > 50  # reserved units count before they are spent
+    quota.settle_all()
+    assert _counted(counter, "k1") == (50, 50, {"geocoding": 25, "routing": 25})
+
+
+def test_quiet_key_is_counted_request_by_request(redis_url):
+    counter = _counter(redis_url, "leasetest2")
+    quota = LeasedQuota(counter, ttl_s=0.0)  # no request counts as "recent": never busy
+    for _ in range(5):
+        assert quota.spend("k2", _plan(per_minute=600), "poi").reservation is None
+    assert _counted(counter, "k2") == (5, 5, {"poi": 5})
+
+
+def test_processes_holding_reservations_never_exceed_the_plan(redis_url):
+    counter = _counter(redis_url, "leasetest3")
+    processes = [LeasedQuota(QuotaCounter(counter.client, "leasetest3"), ttl_s=30) for _ in range(3)]
+    plan = _plan(per_minute=100)  # reservations of up to 4 units
+    allowed = sum(processes[i % 3].spend("k3", plan, "geocoding").allowed for i in range(300))
+    assert allowed <= 100
+    minute, _, _ = _counted(counter, "k3")
+    assert minute == 100  # every unit of the window is counted, spent or held
+    for p in processes:
+        p.settle_all()
+    assert _counted(counter, "k3")[0] == allowed  # the held units came back
+    more = sum(processes[0].spend("k3", plan, "geocoding").allowed for _ in range(200))
+    assert allowed + more == 100  # and can be spent: the window ends exactly at the plan
