@@ -43,6 +43,7 @@ MAX_RESERVED = 64
 RESERVE_SHARE = 20  # a reservation holds at most 1/20 of the minute window
 DAY_SHARE = 1000
 MONTH_SHARE = 10_000
+MAX_SETTLE_ATTEMPTS = 1200  # about ten minutes of retries while Redis is away
 
 
 def reserve_size(plan: PlanRecord, cost: int) -> int:
@@ -67,6 +68,7 @@ class _Lease:
     expires: float  # time.monotonic()
     left: int
     usage: Counter = field(default_factory=Counter)
+    failed_settlements: int = 0
 
     def serves(self, plan: PlanRecord, cost: int, now: float) -> bool:
         return now < self.expires and self.left >= cost and self.limits == _limits(plan)
@@ -139,7 +141,13 @@ class LeasedQuota:
         try:
             self.counter.settle(lease.reservation, lease.left, dict(lease.usage))
         except QuotaUnavailable as exc:
-            log.warning("quota reservation not settled yet (retried): %s", exc)
+            lease.failed_settlements += 1
+            if lease.failed_settlements == 1:
+                log.warning("quota reservation not settled yet (retried every %.1f s): %s", self.ttl_s / 2, exc)
+            if lease.failed_settlements >= MAX_SETTLE_ATTEMPTS:
+                log.error("quota reservation dropped after %d attempts: %d units stay counted, usage of %d "
+                          "requests not recorded", lease.failed_settlements, lease.left, sum(lease.usage.values()))
+                return
             with self._lock:
                 self._unsettled.append(lease)
 

@@ -68,13 +68,13 @@ class Dispatcher:
         raw = self.redis.get(key)
         return None if raw is None else _as_result(raw)
 
-    def submit(self, call: HeavyCall, key: str) -> bool:
+    def submit(self, call: HeavyCall, key: str, dataset_versions: str) -> bool:
         """Queue the task unless an identical one is in flight; True when this call queued it."""
         marker = inflight_key(key)
         if not self.redis.set(marker, "1", nx=True, ex=HARD_TIME_LIMIT_S + 10):
             return False
         self.celery.send_task(
-            "meridian.heavy", args=[call.service_ref, encode(call.params), key], queue=call.kind,
+            "meridian.heavy", args=[call.service_ref, encode(call.params), key, dataset_versions], queue=call.kind,
             ignore_result=True,  # the result travels under the cache key, not Celery's backend
         )
         return True
@@ -94,7 +94,7 @@ class Dispatcher:
             if raw is not None:  # stored between the first look and the registration
                 self.redis.srem(waiters_key(key), wake)
                 return _as_result(raw)
-            self.submit(call, key)
+            self.submit(call, key, dataset_versions)
             return self._wait(key, wake)
         except redis.RedisError as exc:
             raise Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5) from exc
@@ -110,7 +110,8 @@ class Dispatcher:
                 self.redis.set(f"{job_key}:result", raw, ex=ttl_s)
                 return True
             self.celery.send_task(
-                "meridian.heavy_job", args=[call.service_ref, encode(call.params), key, job_key, ttl_s],
+                "meridian.heavy_job",
+                args=[call.service_ref, encode(call.params), key, job_key, ttl_s, dataset_versions],
                 queue=call.kind, ignore_result=True,
             )
             return False
@@ -133,5 +134,7 @@ class Dispatcher:
                 if raw is not None:
                     return _as_result(raw)
         finally:
-            self.redis.srem(waiters_key(key), wake)
-            self.redis.delete(wake)
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.srem(waiters_key(key), wake)
+            pipe.delete(wake)
+            pipe.execute()

@@ -61,7 +61,7 @@ class Runtime:
         return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend, celery, dispatcher)
 
     def dataset_versions(self) -> str:
-        return ",".join(sorted(f"{d.region}:{d.version}" for d in self.datasets.all()))
+        return self.datasets.versions()
 
     def refresh_datasets(self) -> None:
         """Pick up a re-imported region (its ``current`` link moved) within DATASET_RECHECK_S."""

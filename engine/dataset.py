@@ -145,6 +145,10 @@ class DatasetRegistry:
     def all(self) -> list[Dataset]:
         return list(self._datasets.values())
 
+    def versions(self) -> str:
+        """``region:version,...`` of every loaded dataset: part of every heavy cache key."""
+        return ",".join(sorted(f"{d.region}:{d.version}" for d in self.all()))
+
     def regions(self) -> list[str]:
         return list(self._datasets)
 

@@ -26,14 +26,14 @@ def redis_client():
     return _state["redis"]
 
 
-def datasets() -> DatasetRegistry:
-    """The worker's registry, opened once per process (not per task) and reloaded when a region
-    was re-imported."""
+def datasets(expected_versions: str | None = None) -> DatasetRegistry:
+    """The worker's registry, opened once per process (not per task). It is reloaded (a region
+    was re-imported) when the web process that queued the task saw other dataset versions than
+    this worker has, or when the task does not say which versions it expects."""
     with _lock:
         registry = _state.get("datasets")
         if registry is None:
             registry = _state["datasets"] = DatasetRegistry(settings().data_dir)
-        else:
+        elif expected_versions is None or registry.versions() != expected_versions:
             registry.reload()
         return registry
-

@@ -52,13 +52,14 @@ def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_
 
 
 @shared_task(name="meridian.heavy_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def heavy_job(service_ref: str, encoded_params: dict, cache_key: str, job_key: str, ttl_s: int) -> dict:
+def heavy_job(service_ref: str, encoded_params: dict, cache_key: str, job_key: str, ttl_s: int,
+              dataset_versions: str | None = None) -> dict:
     client = redis_client()
     if not client.exists(job_key):
         return {"ok": False, "skipped": "job expired"}
     client.hsetnx(job_key, "started", _now_iso())
     try:
-        return run_heavy(service_ref, encoded_params, cache_key)
+        return run_heavy(service_ref, encoded_params, cache_key, dataset_versions)
     finally:
         raw = client.get(cache_key)
         if raw is not None:

@@ -38,10 +38,11 @@ def _error(kind: ErrorKind, message: str, parameter: str | None = None) -> dict:
 
 
 @shared_task(name="meridian.heavy", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_heavy(service_ref: str, encoded_params: dict, cache_key: str) -> dict:
+def run_heavy(service_ref: str, encoded_params: dict, cache_key: str, dataset_versions: str | None = None) -> dict:
+    """``dataset_versions``: what the web process keyed the cache with (None from older senders)."""
     client = redis_client()
     try:
-        result = _resolve(service_ref)(datasets(), decode(encoded_params))
+        result = _resolve(service_ref)(datasets(dataset_versions), decode(encoded_params))
         store_result(client, cache_key, result, settings().cache_ttl_s)
         return {"ok": True}
     except MeridianError as exc:
