@@ -27,6 +27,7 @@ from engine.routing.search import dijkstra, path_to
 from engine.routing.snap import EdgeSnapper, Snap
 
 INF = math.inf
+AT_NODE_M = 0.05  # a snapped point this close to an end of its edge is on the junction
 
 
 @dataclass
@@ -176,19 +177,49 @@ class Router:
             out.append((tw, 1.0 - s.fraction))
         return out
 
+    def _node_at(self, s: Snap) -> int:
+        """The graph node a snapped point lies on (within AT_NODE_M), else -1."""
+        along = s.fraction * float(self.length[s.edge])
+        if along <= AT_NODE_M:
+            return int(self.g.edge_tail[s.edge])
+        if float(self.length[s.edge]) - along <= AT_NODE_M:
+            return int(self.edge_head[s.edge])
+        return -1
+
+    def _starts(self, s: Snap) -> list[tuple[int, float]]:
+        """Where a route from ``s`` may begin: its edge (both ways); on a junction, every road
+        leaving the junction too (a point on a node has no approach to restrict its turns)."""
+        out = self._directed(s)
+        node = self._node_at(s)
+        if node >= 0:
+            first = self.g.node_first_out
+            out += [(e, 0.0) for e in range(int(first[node]), int(first[node + 1])) if (e, 0.0) not in out]
+        return out
+
+    def _ends(self, s: Snap) -> list[tuple[int, float]]:
+        """Where a route to ``s`` may end: its edge (both ways); on a junction, every road
+        entering the junction too."""
+        out = self._directed(s)
+        node = self._node_at(s)
+        if node >= 0:
+            first, into = self.g.node_first_in, self.g.in_edges
+            out += [(int(e), 1.0) for e in into[int(first[node]):int(first[node + 1])] if (int(e), 1.0) not in out]
+        return out
+
     def _endpoints(self, o: Snap, d: Snap, w: np.ndarray):
         """Source successors (edge, cost, origin edge), target entries, direct candidates."""
         src: dict[int, tuple[float, int]] = {}
-        for e, a in self._directed(o):
+        starts = self._starts(o)
+        for e, a in starts:
             base = (1.0 - a) * w[e]
             for t in range(self.tfirst[e], self.tfirst[e + 1]):
                 f = int(self.tto[t])
                 c = base + self.tweight[t] + w[f]
                 if f not in src or c < src[f][0]:
                     src[f] = (c, e)
-        tgt = [(e, b) for e, b in self._directed(d)]
+        tgt = self._ends(d)
         direct = []
-        for e, a in self._directed(o):
+        for e, a in starts:
             for f, b in tgt:
                 if e == f and b >= a:
                     direct.append(((b - a) * w[e], e, a, b))
@@ -222,7 +253,9 @@ class Router:
         return best
 
     def _frac_of(self, s: Snap, edge: int) -> float:
-        return s.fraction if edge == s.edge else 1.0 - s.fraction
+        if edge == s.edge:
+            return s.fraction
+        return 1.0 - s.fraction if edge == int(self.twin[s.edge]) else 0.0  # else: leaving a junction
 
     def leg_dijkstra(self, o: Snap, d: Snap, avoid_mask: int = 0, weight: np.ndarray | None = None) -> Leg | None:
         """Reference search (plain Dijkstra); ``weight`` overrides edge weights (penalties)."""

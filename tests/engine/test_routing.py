@@ -192,6 +192,45 @@ def test_snap_projects_onto_the_edge(tmp_path):
     assert w["name"] == "West Street"
 
 
+def test_a_point_on_a_junction_may_leave_and_arrive_by_any_road(tmp_path):
+    """A point exactly on a junction is snapped onto one of its roads (any of them is nearest).
+    Whichever, a route may start out of, or end into, the junction by every road: here starting
+    on the one-way B->C (a dead end) would make A unreachable."""
+    from engine.routing.snap import Snap
+
+    g = OsmGrid("""
+        A----B----C
+             |
+             D
+    """, grid_m=20)
+    g.way("AB", highway="residential", name="West Street")
+    g.way("BC", highway="residential", name="East Street", oneway="yes")
+    g.way("BD", highway="residential", name="South Street")
+    ds = serve(tmp_path, g)
+    router = ds.get("grid").component("router")
+    graph = router.g
+    b_lat, b_lng = g.coord("B")
+    node_b = min(range(graph.n_nodes), key=lambda v: haversine_m(graph.node_lat[v], graph.node_lng[v], b_lat, b_lng))
+    a = router.snap(*g.coord_between("A", "B", 0.5))
+    expected = haversine_m(*g.coord_between("A", "B", 0.5), b_lat, b_lng)
+    at_b = [Snap(int(e), 0.0, b_lat, b_lng, 0.0)
+            for e in range(int(graph.node_first_out[node_b]), int(graph.node_first_out[node_b + 1]))]
+    at_b += [Snap(int(e), 1.0, b_lat, b_lng, 0.0)
+             for e in graph.in_edges[int(graph.node_first_in[node_b]):int(graph.node_first_in[node_b + 1])]]
+    assert len(at_b) == 5  # out: B->A, B->C, B->D; in: A->B, D->B
+    for snap in at_b:
+        there, back = router.leg(snap, a), router.leg(a, snap)
+        assert there is not None and back is not None, snap
+        for leg in (there, back):
+            assert route_length(router, leg) == pytest.approx(expected, rel=0.02), snap
+
+
+def route_length(router, leg) -> float:
+    """Metres along a leg: its edges, minus what lies before the start and after the end."""
+    lengths = [float(router.length[e]) for e in leg.edges]
+    return sum(lengths) - leg.start * lengths[0] - (1.0 - leg.end) * lengths[-1]
+
+
 def test_far_point_is_invalid_parameter(tmp_path):
     g, _ = square()
     ds = serve(tmp_path, g)
