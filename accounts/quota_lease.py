@@ -25,10 +25,8 @@ What this keeps and what it changes:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -36,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, Reservation
 from accounts.store import PlanRecord
+from config.ticker import ProcessTicker
 
 log = logging.getLogger("meridian.quota")
 
@@ -94,7 +93,7 @@ class LeasedQuota:
         self._leases: dict[str, _Lease] = {}
         self._last_call: dict[str, float] = {}
         self._unsettled: list[_Lease] = []  # settlements that failed (Redis away), retried
-        self._settler_pid: int | None = None
+        self._settler = ProcessTicker("meridian-quota-settle", ttl_s / 2, self._settle_expired, self._settle_at_exit)
 
     def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
         now = time.monotonic()
@@ -117,7 +116,7 @@ class LeasedQuota:
             self._leases[key_ref] = lease
         if replaced is not None:  # another thread of this process reserved at the same time
             self._settle(replaced)
-        self._ensure_settler()
+        self._settler.ensure_started()
         return lease.answer()
 
     def settle_all(self) -> None:
@@ -169,20 +168,3 @@ class LeasedQuota:
             self._settle(lease)
         self._retry_unsettled()
 
-    def _ensure_settler(self) -> None:
-        if self._settler_pid == os.getpid():
-            return
-        with self._lock:
-            if self._settler_pid == os.getpid():
-                return
-            self._settler_pid = os.getpid()  # a forked child starts its own thread
-        threading.Thread(target=self._run, name="meridian-quota-settle", daemon=True).start()
-        atexit.register(self._settle_at_exit)
-
-    def _run(self) -> None:
-        stop = threading.Event()
-        while not stop.wait(self.ttl_s / 2):
-            try:
-                self._settle_expired()
-            except Exception:  # never let the settler die: the next round retries
-                log.exception("quota reservations not settled")

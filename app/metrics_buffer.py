@@ -14,14 +14,13 @@ A worker that exits flushes at interpreter exit.
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
 import threading
 from collections.abc import Callable
 
 import redis
 
+from config.ticker import ProcessTicker
 from tasks.signals import histogram_fields
 
 log = logging.getLogger("meridian.metrics")
@@ -36,7 +35,7 @@ class MetricsBuffer:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
         self._sums: dict[tuple[str, str], float] = {}
-        self._flusher_pid: int | None = None
+        self._flusher = ProcessTicker("meridian-metrics-flush", interval_s, self.flush, self.flush)
 
     def observe(self, key: str, labels: tuple[str, ...], seconds: float, bounds: tuple[float, ...]) -> None:
         count, total, bucket = histogram_fields(labels, seconds, bounds)
@@ -45,8 +44,7 @@ class MetricsBuffer:
             counts[(key, count)] = counts.get((key, count), 0) + 1
             counts[(key, bucket)] = counts.get((key, bucket), 0) + 1
             self._sums[(key, total)] = self._sums.get((key, total), 0.0) + seconds
-        if self._flusher_pid != os.getpid():
-            self._start_flusher()
+        self._flusher.ensure_started()
 
     def flush(self) -> None:
         """Send the pending sums in one pipeline; on a Redis error keep them for the next try."""
@@ -73,18 +71,3 @@ class MetricsBuffer:
             for k, s in sums.items():
                 self._sums[k] = self._sums.get(k, 0.0) + s
 
-    def _start_flusher(self) -> None:
-        with self._lock:
-            if self._flusher_pid == os.getpid():
-                return
-            self._flusher_pid = os.getpid()  # a forked child starts its own thread
-        threading.Thread(target=self._run, name="meridian-metrics-flush", daemon=True).start()
-        atexit.register(self.flush)
-
-    def _run(self) -> None:
-        stop = threading.Event()
-        while not stop.wait(self.interval_s):
-            try:
-                self.flush()
-            except Exception:  # never let the flusher die: the next interval retries
-                log.exception("request metrics flush failed")
