@@ -170,3 +170,27 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     found, compared = check_router(router, np.random.default_rng(9), 120,
                                    (lat.min(), lng.min(), lat.max(), lng.max()))
     assert found > 0.5 * compared
+
+
+def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path):
+    """No core at all (every node contracted, however many shortcuts it needs): still exact, and
+    the stored graphs are a hierarchy: both store an arc at its lower-ranked end (upward arcs
+    x -> higher, downward arcs higher -> x kept at x)."""
+    g = random_network(5)
+    graph, _ = build_graph(g.write(tmp_path / "full.osm.pbf"), with_ch=False)
+    arrays = ch.build(graph, core_shortcuts=1 << 30, sim_limit=1, settle_limit=5)
+    assert int(arrays.pop("ch_core")[0]) == 0
+    rank = arrays["ch_rank"].astype(np.int64)
+    assert np.array_equal(np.sort(rank), np.arange(graph.n_edges))
+    for side in ("up", "dn"):
+        owner = np.repeat(np.arange(graph.n_edges), np.diff(arrays[f"ch_{side}_first"]))
+        assert (rank[arrays[f"ch_{side}_to"].astype(np.int64)] > rank[owner]).all()
+    for k, v in arrays.items():
+        setattr(graph, k, v)
+    graph.has_ch = True
+    router = Router(graph)
+    lat = np.asarray(graph.node_lat)
+    lng = np.asarray(graph.node_lng)
+    found, compared = check_router(router, np.random.default_rng(5), 120,
+                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    assert found > 0.5 * compared
