@@ -79,6 +79,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.arrays import grown
+
 INF = np.inf
 
 
@@ -86,11 +88,7 @@ INF = np.inf
 @njit(cache=True, inline="always")
 def _hpush(hk, hv, size, key, val):
     if size >= hk.shape[0]:
-        nk = np.empty(hk.shape[0] * 2, np.float64)
-        nv = np.empty(hk.shape[0] * 2, np.int64)
-        nk[:size] = hk[:size]
-        nv[:size] = hv[:size]
-        hk, hv = nk, nv
+        hk, hv = grown(hk, size), grown(hv, size)
     i = size
     hk[i] = key
     hv[i] = val
@@ -224,9 +222,7 @@ def _witness(u, skip, limit, settle_limit, os_, ol, oto, ow, dist, touched, hk, 
             if nd < dist[y]:
                 if dist[y] == INF:
                     if nt >= touched.shape[0]:
-                        nt2 = np.empty(touched.shape[0] * 2, np.int64)
-                        nt2[:nt] = touched[:nt]
-                        touched = nt2
+                        touched = grown(touched, nt)
                     touched[nt] = y
                     nt += 1
                 dist[y] = nd
@@ -316,16 +312,7 @@ def _priority(v, new, hops, ol, oc, ohop, os_, il, ihop, is_, deleted, level, co
 @njit(cache=True)
 def _emit(buf_at, buf_to, buf_w, buf_mid, nb, at, x, wt, mid):
     if nb >= buf_at.shape[0]:
-        size = buf_at.shape[0] * 2
-        a2 = np.empty(size, np.int32)
-        t2 = np.empty(size, np.int32)
-        w2 = np.empty(size, np.float64)
-        m2 = np.empty(size, np.int32)
-        a2[:nb] = buf_at[:nb]
-        t2[:nb] = buf_to[:nb]
-        w2[:nb] = buf_w[:nb]
-        m2[:nb] = buf_mid[:nb]
-        buf_at, buf_to, buf_w, buf_mid = a2, t2, w2, m2
+        buf_at, buf_to, buf_w, buf_mid = grown(buf_at, nb), grown(buf_to, nb), grown(buf_w, nb), grown(buf_mid, nb)
     buf_at[nb] = at
     buf_to[nb] = x
     buf_w[nb] = wt
@@ -459,9 +446,7 @@ def _contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef):
             ua, ut, uw, um, nu = _emit(ua, ut, uw, um, nu, v, x, ow[k], omid[k])
             _remove(is_, il, ito, iw, imid, ihop, x, v)
             if nn >= nbr.shape[0]:
-                nb2 = np.empty(nbr.shape[0] * 2, np.int64)
-                nb2[:nn] = nbr[:nn]
-                nbr = nb2
+                nbr = grown(nbr, nn)
             nbr[nn] = x
             nn += 1
         for k in range(is_[v], is_[v] + il[v]):
@@ -469,9 +454,7 @@ def _contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef):
             da, dt, dw, dm, nd = _emit(da, dt, dw, dm, nd, v, u, iw[k], imid[k])
             _remove(os_, ol, oto, ow, omid, ohop, u, v)
             if nn >= nbr.shape[0]:
-                nb2 = np.empty(nbr.shape[0] * 2, np.int64)
-                nb2[:nn] = nbr[:nn]
-                nbr = nb2
+                nbr = grown(nbr, nn)
             nbr[nn] = u
             nn += 1
         ol[v] = 0
@@ -667,9 +650,7 @@ def _unpack_into(out, n_out, u, x, mid, uf, ut, uw, um, df, dt, dw, dm):
         m = sm[sp]
         if m < 0:
             if n_out >= out.shape[0]:
-                o2 = np.empty(out.shape[0] * 2, np.int64)
-                o2[:n_out] = out[:n_out]
-                out = o2
+                out = grown(out, n_out)
             out[n_out] = b
             n_out += 1
             continue
@@ -677,13 +658,7 @@ def _unpack_into(out, n_out, u, x, mid, uf, ut, uw, um, df, dt, dw, dm):
         k1 = _arc_at(df, dt, dw, dm, m, a)
         k2 = _arc_at(uf, ut, uw, um, m, b)
         if sp + 2 >= sa.shape[0]:
-            sa2 = np.empty(sa.shape[0] * 2, np.int64)
-            sb2 = np.empty(sa.shape[0] * 2, np.int64)
-            sm2 = np.empty(sa.shape[0] * 2, np.int64)
-            sa2[:sp] = sa[:sp]
-            sb2[:sp] = sb[:sp]
-            sm2[:sp] = sm[:sp]
-            sa, sb, sm = sa2, sb2, sm2
+            sa, sb, sm = grown(sa, sp), grown(sb, sp), grown(sm, sp)
         # push second half first so the first half is processed first
         sa[sp] = m
         sb[sp] = b
@@ -706,9 +681,7 @@ def _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from):
     while parf[x] >= 0:
         k = parf[x]
         if nc >= chain.shape[0]:
-            c2 = np.empty(chain.shape[0] * 2, np.int64)
-            c2[:nc] = chain[:nc]
-            chain = c2
+            chain = grown(chain, nc)
         chain[nc] = k
         nc += 1
         x = up_from[k]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from engine.arrays import grown
 from engine.geo import LocalProjection
 
 CELL_M = 64.0
@@ -154,14 +155,7 @@ def _within(x0, y0, x1, y1, first, items, minx, miny, cell, nx, ny, x, y, radius
                 d, t = _dist(x0, y0, x1, y1, i, x, y)
                 if d <= radius:
                     if n >= out_i.shape[0]:
-                        m = out_i.shape[0] * 2
-                        a1 = np.empty(m, np.int64)
-                        a2 = np.empty(m, np.float64)
-                        a3 = np.empty(m, np.float64)
-                        a1[:n] = out_i[:n]
-                        a2[:n] = out_t[:n]
-                        a3[:n] = out_d[:n]
-                        out_i, out_t, out_d = a1, a2, a3
+                        out_i, out_t, out_d = grown(out_i, n), grown(out_t, n), grown(out_d, n)
                     out_i[n] = i
                     out_t[n] = t
                     out_d[n] = d
