@@ -154,6 +154,20 @@ def test_ch_equals_dijkstra_on_samples(datasets, region):
     assert found >= 0.9 * compared
 
 
+def router_over(graph, arrays: dict) -> Router:
+    """A router over ``graph`` with the CH ``arrays`` just built (instead of the stored ones)."""
+    for k, v in arrays.items():
+        setattr(graph, k, v)
+    graph.has_ch = True
+    return Router(graph)
+
+
+def check_whole_network(router: Router, seed: int, pairs: int = 120) -> tuple[int, int]:
+    lat = np.asarray(router.g.node_lat)
+    lng = np.asarray(router.g.node_lng)
+    return check_router(router, np.random.default_rng(seed), pairs, (lat.min(), lng.min(), lat.max(), lng.max()))
+
+
 def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     """Stopping the contraction early (a core searched as a plain graph) stays exact."""
     g = random_network(9)
@@ -161,14 +175,7 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     arrays = ch.build(graph, core_shortcuts=2)
     core = int(arrays.pop("ch_core")[0])
     assert core > 50  # the early stop really left a core
-    for k, v in arrays.items():
-        setattr(graph, k, v)
-    graph.has_ch = True
-    router = Router(graph)
-    lat = np.asarray(graph.node_lat)
-    lng = np.asarray(graph.node_lng)
-    found, compared = check_router(router, np.random.default_rng(9), 120,
-                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    found, compared = check_whole_network(router_over(graph, arrays), seed=9)
     assert found > 0.5 * compared
 
 
@@ -185,12 +192,5 @@ def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path):
     for side in ("up", "dn"):
         owner = np.repeat(np.arange(graph.n_edges), np.diff(arrays[f"ch_{side}_first"]))
         assert (rank[arrays[f"ch_{side}_to"].astype(np.int64)] > rank[owner]).all()
-    for k, v in arrays.items():
-        setattr(graph, k, v)
-    graph.has_ch = True
-    router = Router(graph)
-    lat = np.asarray(graph.node_lat)
-    lng = np.asarray(graph.node_lng)
-    found, compared = check_router(router, np.random.default_rng(5), 120,
-                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    found, compared = check_whole_network(router_over(graph, arrays), seed=5)
     assert found > 0.5 * compared
