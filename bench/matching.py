@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     # warm up (numba compilation, component loading)
     for region in regions:
         bench_region(reg, region, (10.0,), 2, 500.0, False, 0)
-    report: dict = {"osrm_region": served, "regions": {}}
+    report: dict = {"osrm_served": {}, "regions": {}}
     print(f"{'region':9} {'sigma':>5} {'engine':9} {'pts/tr':>6} {'on_path':>8} {'on_route':>8} "
           f"{'mean m':>7} {'dropped':>7} {'pieces':>6} {'p50 ms':>7} {'p95 ms':>7}")
     for region in regions:
@@ -196,11 +196,9 @@ def main(argv: list[str] | None = None) -> None:
         min_length = 3000.0 if region == "monaco" else 1500.0
         res = bench_region(reg, region, (10.0, 20.0), args.traces, min_length,
                            served == region, args.seed)
-        res["osrm_served"] = served == region
         report["regions"][region] = res
+        report["osrm_served"][region] = served == region
         for key, engines in res.items():
-            if not isinstance(engines, dict):
-                continue
             for engine, s in engines.items():
                 print(f"{region:9} {key[6:]:>5} {engine:9} {s['points_per_trace']:>6} "
                       f"{s['on_path']:>8.3f} {s.get('on_route', float('nan')):>8.3f} "
