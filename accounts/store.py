@@ -24,6 +24,7 @@ from config.plans import DEFAULT_PLANS, SERVICES
 
 KEY_PREFIX = "mrd"
 _ALPHABET = string.ascii_letters + string.digits
+_ALPHABET_SET = frozenset(_ALPHABET)
 
 
 class AccountError(ValueError):
@@ -86,7 +87,7 @@ def split_key(key: str) -> str | None:
     parts = key.split("_")
     if len(parts) != 3 or parts[0] != KEY_PREFIX or len(parts[1]) != 10 or len(parts[2]) < 20:
         return None
-    if not all(c in _ALPHABET for c in parts[1] + parts[2]):
+    if not _ALPHABET_SET.issuperset(parts[1] + parts[2]):
         return None
     return parts[1]
 

@@ -127,36 +127,39 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
 
 def _register_request_hooks(app: Flask, settings: Settings) -> None:
     max_uri = settings.limits.request_line_bytes
+    rt = app.extensions["meridian"]
 
     @app.before_request
     def _start():
-        g.t0 = time.perf_counter()
-        g.request_id = logs.request_id_from(request.headers.get("X-Request-Id"))
-        if len(request.full_path) > max_uri:
+        ctx = g._get_current_object()  # one context look-up for the hook, not one per attribute
+        req = request._get_current_object()
+        ctx.t0 = time.perf_counter()
+        ctx.request_id = logs.request_id_from(req.headers.get("X-Request-Id"))
+        if len(req.full_path) > max_uri:
             from werkzeug.exceptions import RequestURITooLarge
 
             raise RequestURITooLarge()
-        app.extensions["meridian"].refresh_datasets()
+        rt.refresh_datasets()
 
     @app.after_request
     def _finish(resp):
-        resp.headers["X-Request-Id"] = g.get("request_id", "")
-        if g.get("quota") is not None:
-            resp.headers.update(rate_limit_headers(g.quota))
-        key = g.get("api_key")
-        log.info(
-            "%s %s %s",
-            request.method,
-            request.path,
-            resp.status_code,
-            extra={
-                "method": request.method,
-                "path": request.path,
-                "status": resp.status_code,
-                "duration_ms": round((time.perf_counter() - g.get("t0", time.perf_counter())) * 1000, 3),
-                "request_id": g.get("request_id"),
-                "key_prefix": key.prefix if key is not None else None,
-            },
+        ctx = g._get_current_object()
+        req = request._get_current_object()
+        request_id = ctx.get("request_id")
+        resp.headers["X-Request-Id"] = request_id or ""
+        quota = ctx.get("quota")
+        if quota is not None:
+            resp.headers.update(rate_limit_headers(quota))
+        key = ctx.get("api_key")
+        t0 = ctx.get("t0")
+        logs.request_line(
+            log,
+            method=req.method,
+            path=req.path,
+            status=resp.status_code,
+            duration_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 is not None else 0.0,
+            request_id=request_id,
+            key_prefix=key.prefix if key is not None else None,
         )
         return resp
 

@@ -9,41 +9,40 @@ of the dataset versions and the normalised parameters, and ``Cache-Control: publ
 from __future__ import annotations
 
 import hashlib
-import json
 
-from flask import Response, g, request
+from flask import Request, Response, g, request
 
 from app.core_format import to_core
 from app.functions import Function
 from app.results import BinaryResult, JsonText
-from app.runtime import runtime
+from app.runtime import Runtime, runtime
 from app.validation import TRANSPORT_PARAMETERS
 from engine.codec import json_bytes
 from engine.errors import NotFound
 
 
-def _etag(function: Function) -> str:
-    versions = runtime().dataset_versions()
-    args = sorted((k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS)
-    raw = json.dumps([function.cmd, versions, args], separators=(",", ":"))
+def _etag(rt: Runtime, function: Function, req: Request) -> str:
+    args = sorted((k, v) for k, v in req.args.items(multi=True) if k not in TRANSPORT_PARAMETERS)
+    raw = repr((function.cmd, rt.dataset_versions(), args))  # strings only: repr is unambiguous
     return hashlib.sha1(raw.encode()).hexdigest()
 
 
-def _cache_headers(resp: Response, function: Function, etag: str | None) -> Response:
+def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | None) -> Response:
     if function.cacheable and etag:
         resp.set_etag(etag)
-        resp.headers["Cache-Control"] = f"public, max-age={runtime().settings.http_max_age_s}"
+        resp.headers["Cache-Control"] = f"public, max-age={rt.settings.http_max_age_s}"
     else:
         resp.headers["Cache-Control"] = "private, no-store"
     return resp
 
 
-def _not_modified(function: Function) -> tuple[str | None, Response | None]:
+def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response | None]:
     if not function.cacheable:
         return None, None
-    etag = _etag(function)
-    if request.if_none_match.contains(etag):
-        return etag, _cache_headers(Response(status=304), function, etag)
+    req = request._get_current_object()
+    etag = _etag(rt, function, req)
+    if req.if_none_match.contains(etag):
+        return etag, _cache_headers(rt, Response(status=304), function, etag)
     return etag, None
 
 
@@ -52,16 +51,16 @@ def json_body(body, status: int = 200) -> Response:
     return Response(json_bytes(body), status=status, mimetype="application/json")
 
 
-def _answer(function: Function, compute, render) -> Response:
+def _answer(rt: Runtime, function: Function, compute, render) -> Response:
     """Both faces: 304 for a matching ``If-None-Match`` before any work, binary bodies as they
     are, caching headers on every answer; ``render`` shapes a JSON result for its face."""
-    etag, early = _not_modified(function)
+    etag, early = _not_modified(rt, function)
     if early is not None:
         return early
     result = compute()
     if isinstance(result, BinaryResult):
-        return _cache_headers(Response(result.body, mimetype=result.content_type), function, etag)
-    return _cache_headers(render(result), function, etag)
+        return _cache_headers(rt, Response(result.body, mimetype=result.content_type), function, etag)
+    return _cache_headers(rt, render(result), function, etag)
 
 
 def gateway_answer(function: Function, params) -> Response:
@@ -81,7 +80,7 @@ def gateway_answer(function: Function, params) -> Response:
             return Response(result.body, mimetype="application/json")
         return json_body(result)
 
-    return _answer(function, compute, render)
+    return _answer(rt, function, compute, render)
 
 
 def core_answer(function: Function, params) -> Response:
@@ -91,4 +90,4 @@ def core_answer(function: Function, params) -> Response:
         data = result.data if isinstance(result, JsonText) else result
         return json_body({rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}})
 
-    return _answer(function, lambda: function.run(rt, params), render)
+    return _answer(rt, function, lambda: function.run(rt, params), render)

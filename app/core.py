@@ -7,7 +7,10 @@ Order of checks: key (401) -> command (400) -> plan/scopes (403) -> quota (429) 
 
 from __future__ import annotations
 
+from functools import cache
+
 from flask import Blueprint, request
+from marshmallow import Schema
 
 from app.access import admit, core_key
 from app.calls import core_answer
@@ -18,9 +21,15 @@ from engine.errors import InvalidParameter
 bp = Blueprint("core", __name__)
 
 
+@cache
+def _schema(schema_class: type[Schema]) -> Schema:
+    """One instance per schema, like the gateway's views (building one copies its fields)."""
+    return schema_class()
+
+
 def _serve(function: Function, key: str):
     admit(function.service, key)
-    params = load_params(function.core_schema(), request.args)
+    params = load_params(_schema(function.core_schema), request.args)
     return core_answer(function, params)
 
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import cache
 
 import redis
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Blueprint, Flask, Request, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
@@ -50,33 +51,27 @@ def http_key(ns: str) -> str:
     return f"{ns}:metrics:http"
 
 
-def _labels() -> tuple[str, str]:
-    """(function, face) of the current request; bounded cardinality (route templates, known cmds)."""
-    rule = request.url_rule
+def _labels(req: Request) -> tuple[str, str]:
+    """(function, face) of a request; bounded cardinality (route templates, known cmds)."""
+    rule = req.url_rule
     if rule is None:
         return "unmatched", "other"
     if rule.rule in CORE_PATHS:
         from app.functions import REGISTRY
 
-        cmd = (request.args.get("cmd") or "").strip()
+        cmd = (req.args.get("cmd") or "").strip()
         return (cmd if cmd in REGISTRY else "unknown"), "core"
-    if rule.rule == "/suggest/json":
+    return _route_labels(rule.rule)
+
+
+@cache
+def _route_labels(rule: str) -> tuple[str, str]:
+    """(function, face) of a route other than the core's (one entry per route of the app)."""
+    if rule == "/suggest/json":
         return "suggest", "core"
-    if rule.rule.startswith("/v1/") and not rule.rule.startswith("/v1/health"):
-        return rule.rule.removeprefix("/v1/"), "gateway"
-    return rule.rule, "other"
-
-
-def record_request(resp: Response) -> Response:
-    t0 = g.get("t0")
-    if t0 is None:
-        return resp
-    seconds = time.perf_counter() - t0
-    rt = current_app.extensions["meridian"]
-    current_app.extensions["metrics_buffer"].observe(
-        http_key(rt.settings.service_name), (*_labels(), request.method, str(resp.status_code)), seconds,
-        HTTP_BUCKETS)
-    return resp
+    if rule.startswith("/v1/") and not rule.startswith("/v1/health"):
+        return rule.removeprefix("/v1/"), "gateway"
+    return rule, "other"
 
 
 def queue_depths(client: redis.Redis) -> dict[str, int]:
@@ -194,6 +189,16 @@ def metrics():
 
 def init_app(app: Flask) -> None:
     """Register ``/metrics`` and the per-request recorder."""
-    app.extensions["metrics_buffer"] = MetricsBuffer(lambda: app.extensions["meridian"].redis)
+    buffer = app.extensions["metrics_buffer"] = MetricsBuffer(lambda: app.extensions["meridian"].redis)
+    key = http_key(app.extensions["meridian"].settings.service_name)
     app.register_blueprint(bp)
-    app.after_request(record_request)
+
+    @app.after_request
+    def record_request(resp: Response) -> Response:
+        t0 = g.get("t0")
+        if t0 is None:
+            return resp
+        seconds = time.perf_counter() - t0
+        req = request._get_current_object()
+        buffer.observe(key, (*_labels(req), req.method, str(resp.status_code)), seconds, HTTP_BUCKETS)
+        return resp

@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     ap.add_argument("--meridian-url", default=None, help="also measure Meridian over HTTP (/v1/routing)")
     ap.add_argument("--api-key", default=os.environ.get("MERIDIAN_API_KEY", ""))
     ap.add_argument("--serve", action="store_true",
-                    help="start a gunicorn of our own (2 workers, gthread) on the bench data and measure it over HTTP")
+                    help="start a gunicorn of our own (config/gunicorn.py, 2 workers) on the bench data and measure it over HTTP")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "routing.json"))
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
