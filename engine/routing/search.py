@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.routing.ch import _hpop, _hpush
+from engine.routing import heap
 
 INF = np.inf
 
@@ -31,18 +31,15 @@ def dijkstra(turn_first, turn_to, turn_cost, edge_cost, srcs, sd, limit, stop_at
     m = edge_cost.shape[0]
     dist = np.full(m, INF)
     par = np.full(m, -1, np.int64)
-    hk = np.empty(1024, np.float64)
-    hv = np.empty(1024, np.int64)
+    hk, hv, hpos = heap.new_heap(m)
     size = 0
     for i in range(srcs.shape[0]):
         e = srcs[i]
         if sd[i] < dist[e]:
             dist[e] = sd[i]
-            hk, hv, size = _hpush(hk, hv, size, sd[i], e)
+            size = heap.push(hk, hv, hpos, size, sd[i], e)
     while size > 0:
-        d, e, size = _hpop(hk, hv, size)
-        if d > dist[e]:
-            continue
+        d, e, size = heap.pop(hk, hv, hpos, size)
         if d > limit:
             break
         if e == stop_at:
@@ -53,7 +50,7 @@ def dijkstra(turn_first, turn_to, turn_cost, edge_cost, srcs, sd, limit, stop_at
             if nd < dist[f]:
                 dist[f] = nd
                 par[f] = e
-                hk, hv, size = _hpush(hk, hv, size, nd, f)
+                size = heap.push(hk, hv, hpos, size, nd, f)
     return dist, par
 
 

@@ -1,0 +1,460 @@
+"""Contraction of the turn graph into a contraction hierarchy (the import half of
+:mod:`engine.routing.ch`, which documents the arrays it produces and the measured variants).
+
+The dynamic graph keeps, per node, an out list and an in list (target, weight, middle node, hop
+count = original arcs represented) in two growable pools; a list holds only arcs between
+uncontracted nodes: contracting v moves its arcs to the output (upward v -> x; downward, stored
+at v, u -> v) and drops them from its neighbours' lists, so witness searches and degrees never
+walk contracted nodes.
+
+Order: in rounds, every node whose priority (``PRIORITY``: edge difference + level) is below all
+its neighbours' (hashed tie-break) is contracted, then the priorities of the nodes next to a
+contracted one are simulated again, once per round. Witness searches settle at most
+``sim_limit`` nodes while estimating and ``settle_limit`` while contracting (a missed witness
+only adds a shortcut, never a wrong answer).
+
+numba note: no kernel here returns or rebinds an array inside a loop. A loop in which an array
+variable may be rebound pays two atomic reference-count updates per iteration for it, even on a
+branch never taken; that cost was most of the build time (12k-node grid: 31 s -> 8 s with the
+indexed heap of :mod:`engine.routing.heap`, and again with the pools below). Pools and output
+buffers are therefore grown by the round loop, before a node is contracted, by the most that
+contracting it can use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.routing import heap
+
+INF = np.inf
+
+# priority weights: edge difference, added/removed arcs, added/removed hops, deleted neighbours,
+# level (hop depth); measured alternatives in the engine.routing.ch docstring
+PRIORITY = (1.0, 0.0, 0.0, 0.0, 1.0)
+
+
+# --- pools: (start, length, cap, to, w, mid, hop, used[1]) per direction
+@njit(cache=True)
+def _new_pool(degree):
+    n = degree.shape[0]
+    start = np.zeros(n, np.int64)
+    cap = degree + 2
+    pos = 0
+    for u in range(n):
+        start[u] = pos
+        pos += cap[u]
+    size = 2 * pos + 16
+    used = np.full(1, pos, np.int64)
+    return (start, np.zeros(n, np.int64), cap, np.empty(size, np.int32), np.empty(size, np.float64),
+            np.empty(size, np.int32), np.empty(size, np.int32), used)
+
+
+@njit(cache=True)
+def _pool_grown(pool, need):
+    """The pool with room for ``need`` more slots (a new pool when it had not)."""
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    if used[0] + need <= pto.shape[0]:
+        return pool
+    size = max(2 * pto.shape[0], used[0] + need)
+    nto = np.empty(size, np.int32)
+    nw = np.empty(size, np.float64)
+    nmid = np.empty(size, np.int32)
+    nhop = np.empty(size, np.int32)
+    u = used[0]
+    nto[:u] = pto[:u]
+    nw[:u] = pw[:u]
+    nmid[:u] = pmid[:u]
+    nhop[:u] = phop[:u]
+    return start, length, cap, nto, nw, nmid, nhop, used
+
+
+@njit(cache=True)
+def _append(pool, node, x, wt, mid, hop):
+    """Append to node's list; the pool has room (see :func:`_room`)."""
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    if length[node] == cap[node]:
+        newcap = max(4, cap[node] * 2)
+        s = start[node]
+        u = used[0]
+        for k in range(length[node]):
+            pto[u + k] = pto[s + k]
+            pw[u + k] = pw[s + k]
+            pmid[u + k] = pmid[s + k]
+            phop[u + k] = phop[s + k]
+        start[node] = u
+        cap[node] = newcap
+        used[0] = u + newcap
+    i = start[node] + length[node]
+    pto[i] = x
+    pw[i] = wt
+    pmid[i] = mid
+    phop[i] = hop
+    length[node] += 1
+
+
+@njit(cache=True)
+def _remove(pool, node, x):
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    s = start[node]
+    last = s + length[node] - 1
+    for k in range(s, last + 1):
+        if pto[k] == x:
+            pto[k] = pto[last]
+            pw[k] = pw[last]
+            pmid[k] = pmid[last]
+            phop[k] = phop[last]
+            length[node] -= 1
+            return
+
+
+@njit(cache=True)
+def _set_weight(pool, node, x, wt, mid, hop):
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    for k in range(start[node], start[node] + length[node]):
+        if pto[k] == x:
+            pw[k] = wt
+            pmid[k] = mid
+            phop[k] = hop
+            return
+
+
+@njit(cache=True)
+def _room(pool, nodes_pool, v, extra_pool):
+    """Most slots appending to the lists of v's neighbours (listed in ``nodes_pool`` at v) can
+    use when contracting v: each gets at most ``extra_pool.length[v]`` arcs, and a list growing
+    from L to L + a by doubling moves to new space of at most 4 (L + a) + 8 slots in all."""
+    ns, nl = nodes_pool[0], nodes_pool[1]
+    length = pool[1]
+    extra = extra_pool[1][v]
+    need = 0
+    for k in range(ns[v], ns[v] + nl[v]):
+        need += 4 * (length[nodes_pool[3][k]] + extra) + 8
+    return need
+
+
+@njit(cache=True)
+def _dynamic_graph(n, first, to, w):
+    """Out and in pools from a CSR graph, without self loops, keeping the cheapest of parallel
+    arcs."""
+    outdeg = np.zeros(n, np.int64)
+    indeg = np.zeros(n, np.int64)
+    for u in range(n):
+        for k in range(first[u], first[u + 1]):
+            if to[k] != u:
+                outdeg[u] += 1
+                indeg[to[k]] += 1
+    out = _new_pool(outdeg)
+    inn = _new_pool(indeg)
+    os_, ol, oto, ow = out[0], out[1], out[3], out[4]
+    for u in range(n):
+        for k in range(first[u], first[u + 1]):
+            x = to[k]
+            if x == u:
+                continue
+            dup = False
+            for q in range(os_[u], os_[u] + ol[u]):
+                if oto[q] == x:
+                    dup = True
+                    if w[k] < ow[q]:
+                        ow[q] = w[k]
+                        _set_weight(inn, x, u, w[k], -1, 1)
+                    break
+            if not dup:
+                _append(out, u, x, w[k], -1, 1)
+                _append(inn, x, u, w[k], -1, 1)
+    return out, inn
+
+
+# --- witness searches
+@njit(cache=True)
+def _workspace(n):
+    """dist, touched, heap (keys, nodes, slots), target marks and their stamp."""
+    hk, hv, hpos = heap.new_heap(n)
+    return np.full(n, INF), np.empty(n, np.int64), hk, hv, hpos, np.full(n, -1, np.int64), np.zeros(1, np.int64)
+
+
+@njit(cache=True, _nrt=False)
+def _witness(u, skip, limit, settle_limit, out, ws, n_targets):
+    """Dijkstra from u avoiding ``skip``, bounded by cost ``limit`` and ``settle_limit`` settled
+    nodes, until the ``n_targets`` nodes marked with the current stamp are settled; distances
+    stay in ``dist`` (the caller resets the ``touched`` ones, whose count is returned)."""
+    os_, ol, oto, ow = out[0], out[1], out[3], out[4]
+    dist, touched, hk, hv, hpos, tmark, stamp = ws
+    nt = 1
+    dist[u] = 0.0
+    touched[0] = u
+    size = heap.push(hk, hv, hpos, 0, 0.0, u)
+    settled = 0
+    while size > 0:
+        d, x, size = heap.pop(hk, hv, hpos, size)
+        if d > limit:
+            break
+        settled += 1
+        if settled > settle_limit:
+            break
+        if tmark[x] == stamp[0]:
+            n_targets -= 1
+            if n_targets <= 0:
+                break
+        for k in range(os_[x], os_[x] + ol[x]):
+            y = oto[k]
+            if y == skip:
+                continue
+            nd = d + ow[k]
+            if nd < dist[y]:
+                if dist[y] == INF:
+                    touched[nt] = y
+                    nt += 1
+                dist[y] = nd
+                size = heap.push(hk, hv, hpos, size, nd, y)
+    heap.clear(hv, hpos, size)
+    return nt
+
+
+@njit(cache=True)
+def _shortcuts(v, do_it, settle_limit, out, inn, ws):
+    """Shortcuts that contracting v needs: (needed, of which new arcs, their hop count).
+    With ``do_it`` they are inserted (or lower the weight of an existing arc); the pools must
+    have the room :func:`_room` asks for."""
+    os_, ol, oto, ow, omid, ohop = out[0], out[1], out[3], out[4], out[5], out[6]
+    is_, il, ito, iw, ihop = inn[0], inn[1], inn[3], inn[4], inn[6]
+    dist, touched, tmark, stamp = ws[0], ws[1], ws[5], ws[6]
+    needed = 0
+    new = 0
+    hops = 0
+    for ka in range(is_[v], is_[v] + il[v]):  # v's own lists do not change while shortcuts are added
+        u = ito[ka]
+        w1 = iw[ka]
+        h1 = ihop[ka]
+        limit = -1.0
+        stamp[0] += 1
+        n_targets = 0
+        for j in range(os_[v], os_[v] + ol[v]):
+            x = oto[j]
+            if x == u:
+                continue
+            tmark[x] = stamp[0]
+            n_targets += 1
+            limit = max(limit, w1 + ow[j])
+        if limit < 0:
+            continue
+        nt = _witness(u, v, limit, settle_limit, out, ws, n_targets)
+        for j in range(os_[v], os_[v] + ol[v]):
+            x = oto[j]
+            if x == u:
+                continue
+            wt = w1 + ow[j]
+            if dist[x] <= wt:
+                continue
+            hop = h1 + ohop[j]
+            needed += 1
+            hops += hop
+            found = False
+            for q in range(os_[u], os_[u] + ol[u]):
+                if oto[q] == x:
+                    found = True
+                    if do_it and wt < ow[q]:
+                        ow[q] = wt
+                        omid[q] = v
+                        ohop[q] = hop
+                        _set_weight(inn, x, u, wt, v, hop)
+                    break
+            if not found:
+                new += 1
+                if do_it:
+                    _append(out, u, x, wt, v, hop)
+                    _append(inn, x, u, wt, v, hop)
+        for t in range(nt):
+            dist[touched[t]] = INF
+    return needed, new, hops
+
+
+@njit(cache=True)
+def _priority(v, new, hops, out, inn, deleted, level, coef):
+    os_, ol, ohop = out[0], out[1], out[6]
+    is_, il, ihop = inn[0], inn[1], inn[6]
+    removed = ol[v] + il[v]
+    removed_hops = 0
+    for k in range(os_[v], os_[v] + ol[v]):
+        removed_hops += ohop[k]
+    for k in range(is_[v], is_[v] + il[v]):
+        removed_hops += ihop[k]
+    return (coef[0] * (new - removed) + coef[1] * new / max(removed, 1)
+            + coef[2] * hops / max(removed_hops, 1) + coef[3] * deleted[v] + coef[4] * level[v])
+
+
+@njit(cache=True, inline="always")
+def _before(p1, v1, p2, v2):
+    """Priority order with a hashed tie-break (a plain id tie-break lines up along the grid)."""
+    if p1 != p2:
+        return p1 < p2
+    h1 = (v1 * 2654435761) & 0xFFFFFFFF
+    h2 = (v2 * 2654435761) & 0xFFFFFFFF
+    return h1 < h2 or (h1 == h2 and v1 < v2)
+
+
+@njit(cache=True)
+def _local_minimum(v, out, inn, prio):
+    os_, ol, oto = out[0], out[1], out[3]
+    is_, il, ito = inn[0], inn[1], inn[3]
+    for k in range(os_[v], os_[v] + ol[v]):
+        if not _before(prio[v], v, prio[oto[k]], oto[k]):
+            return False
+    for k in range(is_[v], is_[v] + il[v]):
+        if not _before(prio[v], v, prio[ito[k]], ito[k]):
+            return False
+    return True
+
+
+# --- output: upward arcs (at, to, w, mid) and downward arcs stored at their lower end
+@njit(cache=True)
+def _new_output(cap):
+    return (np.empty(cap, np.int32), np.empty(cap, np.int32), np.empty(cap, np.float64), np.empty(cap, np.int32),
+            np.zeros(1, np.int64))
+
+
+@njit(cache=True)
+def _output_grown(buf, need):
+    at, to, w, mid, used = buf
+    if used[0] + need <= at.shape[0]:
+        return buf
+    size = max(2 * at.shape[0], used[0] + need)
+    nat = np.empty(size, np.int32)
+    nto = np.empty(size, np.int32)
+    nw = np.empty(size, np.float64)
+    nmid = np.empty(size, np.int32)
+    u = used[0]
+    nat[:u] = at[:u]
+    nto[:u] = to[:u]
+    nw[:u] = w[:u]
+    nmid[:u] = mid[:u]
+    return nat, nto, nw, nmid, used
+
+
+@njit(cache=True)
+def _emit(buf, at, x, wt, mid):
+    i = buf[4][0]
+    buf[0][i] = at
+    buf[1][i] = x
+    buf[2][i] = wt
+    buf[3][i] = mid
+    buf[4][0] = i + 1
+
+
+@njit(cache=True)
+def _retire(v, out, inn, up, down, nbr):
+    """Move contracted v's arcs to the output and out of its neighbours' lists; the neighbours
+    are written to ``nbr`` and their count returned."""
+    os_, ol, oto, ow, omid = out[0], out[1], out[3], out[4], out[5]
+    is_, il, ito, iw, imid = inn[0], inn[1], inn[3], inn[4], inn[5]
+    nn = 0
+    for k in range(os_[v], os_[v] + ol[v]):
+        _emit(up, v, oto[k], ow[k], omid[k])
+        _remove(inn, oto[k], v)
+        nbr[nn] = oto[k]
+        nn += 1
+    for k in range(is_[v], is_[v] + il[v]):
+        _emit(down, v, ito[k], iw[k], imid[k])
+        _remove(out, ito[k], v)
+        nbr[nn] = ito[k]
+        nn += 1
+    ol[v] = 0
+    il[v] = 0
+    return nn
+
+
+@njit(cache=True)
+def _simulate(remaining, n_rem, dirty, sim_limit, out, inn, ws, need, prio, deleted, level, coef):
+    for i in range(n_rem):
+        v = remaining[i]
+        if dirty[v]:
+            dirty[v] = False
+            needed, new, hops = _shortcuts(v, False, sim_limit, out, inn, ws)
+            need[v] = needed
+            prio[v] = _priority(v, new, hops, out, inn, deleted, level, coef)
+
+
+@njit(cache=True)
+def _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, chosen):
+    n_chosen = 0
+    for i in range(n_rem):
+        v = remaining[i]
+        if need[v] <= core_shortcuts and _local_minimum(v, out, inn, prio):
+            chosen[n_chosen] = v
+            n_chosen += 1
+    return n_chosen
+
+
+@njit(cache=True)
+def _after(v, nbr, nn, deleted, level, dirty):
+    for j in range(nn):
+        y = nbr[j]
+        deleted[y] += 1.0
+        level[y] = max(level[y], level[v] + 1.0)
+        dirty[y] = True
+
+
+@njit(cache=True)
+def _still_remaining(remaining, n_rem, rank):
+    kept = 0
+    for i in range(n_rem):
+        v = remaining[i]
+        if rank[v] < 0:
+            remaining[kept] = v
+            kept += 1
+    return kept
+
+
+@njit(cache=True)
+def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef):
+    """Contract the CSR graph; returns (rank, core size, upward (at, to, w, mid), downward (at, to,
+    w, mid)). Nodes that would need more than ``core_shortcuts`` shortcuts are never contracted
+    and when only those remain, they form the core: ranked last, their arcs in both outputs."""
+    out, inn = _dynamic_graph(n, first, to, w)
+    ws = _workspace(n)
+    deleted = np.zeros(n, np.float64)
+    level = np.zeros(n, np.float64)
+    prio = np.zeros(n, np.float64)
+    need = np.zeros(n, np.int64)
+    dirty = np.ones(n, np.bool_)
+    remaining = np.arange(n).astype(np.int64)
+    chosen = np.empty(n, np.int64)
+    nbr = np.empty(2 * n + 2, np.int64)
+    rank = np.full(n, -1, np.int64)
+    up = _new_output(2 * first[n] + 1024)
+    down = _new_output(2 * first[n] + 1024)
+    n_rem = n
+    r = 0
+    while n_rem > 0:
+        _simulate(remaining, n_rem, dirty, sim_limit, out, inn, ws, need, prio, deleted, level, coef)
+        n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, chosen)
+        if n_chosen == 0:
+            break
+        for i in range(n_chosen):
+            v = chosen[i]
+            out = _pool_grown(out, _room(out, inn, v, out))
+            inn = _pool_grown(inn, _room(inn, out, v, inn))
+            _shortcuts(v, True, settle_limit, out, inn, ws)
+            rank[v] = r
+            r += 1
+            up = _output_grown(up, out[1][v])
+            down = _output_grown(down, inn[1][v])
+            nn = _retire(v, out, inn, up, down, nbr)
+            _after(v, nbr, nn, deleted, level, dirty)
+        n_rem = _still_remaining(remaining, n_rem, rank)
+    for i in range(n_rem):  # the core
+        v = remaining[i]
+        rank[v] = r
+        r += 1
+        deg = out[1][v]
+        up = _output_grown(up, deg)
+        down = _output_grown(down, deg)
+        for k in range(out[0][v], out[0][v] + deg):
+            _emit(up, v, out[3][k], out[4][k], out[5][k])
+            _emit(down, out[3][k], v, out[4][k], out[5][k])
+    nu = up[4][0]
+    nd = down[4][0]
+    return (rank, n_rem, up[0][:nu].copy(), up[1][:nu].copy(), up[2][:nu].copy(), up[3][:nu].copy(),
+            down[0][:nd].copy(), down[1][:nd].copy(), down[2][:nd].copy(), down[3][:nd].copy())
