@@ -16,7 +16,7 @@ Contraction: :mod:`engine.routing.contraction` (rounds of independent local mini
 difference + level; witness searches bounded by ``sim_limit`` settled nodes while estimating and
 ``settle_limit`` while contracting). Measured on ``bench/synthetic.py`` grid cities ("arcs/node":
 up + down arcs per CH node of a *full* contraction; queries between random edges; this 2-core
-machine, one core busy with other work):
+machine; ``contract`` timed alone on graphs built without a CH):
 
 ==========================================  =============================  ====================
 full contraction, sim 10 / settle 200       10k-node city (11.9k CH nodes)  100k (116k CH nodes)
@@ -25,7 +25,8 @@ lazy priority heap, exact neighbour updates  16-37 s, 15.3 arcs/node,        250
 (before 2026-11-22 09:00)                    query p50 0.21 ms               0.64 ms
 rounds of local minima, same kernels         31 s, 15.8, 0.24 ms
 rounds + indexed heap, no array rebinding    5.5 s, 15.8, 0.08 ms            84 s, 17.8, 0.55 ms
-in numba loops (now)
+in numba loops, one thread
+the same on two threads (now)                4.0 s, 16.1, 0.08 ms            49.5 s, 18.2, 0.49 ms
 nested dissection order (geometric           25 s, 30.2, 1.2 ms
 bisection), no priorities
 ==========================================  =============================  ====================
@@ -69,6 +70,7 @@ Arrays (CH node = directed edge id of the road graph):
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -107,7 +109,8 @@ def build(graph, *, sim_limit: int = 10, settle_limit: int = 200, core_shortcuts
     n = graph.n_edges
     first, to, w = turn_arcs(graph)
     rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
-        n, first, to, w, sim_limit, settle_limit, core_shortcuts, np.asarray(priority, np.float64))
+        n, first, to, w, sim_limit, settle_limit, core_shortcuts, np.asarray(priority, np.float64),
+        numba.get_num_threads())
     uf, ut, uw, um = _csr(n, ua, ut, uw, um)
     df, dt, dw, dm = _csr(n, da, dt, dw, dm)
     return {
