@@ -342,7 +342,7 @@ def _local_minimum(v, out, inn, prio):
     for k in range(os_[v], os_[v] + ol[v]):
         if not _before(prio[v], v, prio[oto[k]], oto[k]):
             return False
-    for k in range(is_[v], is_[v] + il[v]):
+    for k in range(is_[v], is_[v] + il[v]):  # noqa: SIM110 (a generator in all() does not compile in numba)
         if not _before(prio[v], v, prio[ito[k]], ito[k]):
             return False
     return True
