@@ -9,6 +9,12 @@ from numba import njit
 @njit(cache=True, inline="always")
 def grown(a, n):
     """A copy of ``a`` twice as long, holding its first ``n`` items."""
-    b = np.empty(a.shape[0] * 2, a.dtype)
+    return resized(a, a.shape[0] * 2, n)
+
+
+@njit(cache=True, inline="always")
+def resized(a, size, n):
+    """A new array of ``size`` items holding the first ``n`` items of ``a``."""
+    b = np.empty(size, a.dtype)
     b[:n] = a[:n]
     return b

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from engine.arrays import resized
 from engine.routing import heap
 
 INF = np.inf
@@ -65,16 +66,9 @@ def _pool_grown(pool, need):
     if used[0] + need <= pto.shape[0]:
         return pool
     size = max(2 * pto.shape[0], used[0] + need)
-    nto = np.empty(size, np.int32)
-    nw = np.empty(size, np.float64)
-    nmid = np.empty(size, np.int32)
-    nhop = np.empty(size, np.int32)
     u = used[0]
-    nto[:u] = pto[:u]
-    nw[:u] = pw[:u]
-    nmid[:u] = pmid[:u]
-    nhop[:u] = phop[:u]
-    return start, length, cap, nto, nw, nmid, nhop, used
+    return (start, length, cap, resized(pto, size, u), resized(pw, size, u), resized(pmid, size, u),
+            resized(phop, size, u), used)
 
 
 @njit(cache=True)
@@ -361,16 +355,8 @@ def _output_grown(buf, need):
     if used[0] + need <= at.shape[0]:
         return buf
     size = max(2 * at.shape[0], used[0] + need)
-    nat = np.empty(size, np.int32)
-    nto = np.empty(size, np.int32)
-    nw = np.empty(size, np.float64)
-    nmid = np.empty(size, np.int32)
     u = used[0]
-    nat[:u] = at[:u]
-    nto[:u] = to[:u]
-    nw[:u] = w[:u]
-    nmid[:u] = mid[:u]
-    return nat, nto, nw, nmid, used
+    return resized(at, size, u), resized(to, size, u), resized(w, size, u), resized(mid, size, u), used
 
 
 @njit(cache=True)
