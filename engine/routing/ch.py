@@ -116,9 +116,10 @@ def build(graph, *, sim_limit: int = 10, settle_limit: int = 200, core_shortcuts
           priority: tuple[float, float, float, float, float] = PRIORITY) -> dict[str, np.ndarray]:
     """Contract the turn graph (see the module docstring for the parameters' measured effect).
 
-    ``core_shortcuts`` stops the contraction when the next node would need more shortcuts than
-    that: the uncontracted *core*'s arcs then go into both the upward and the downward graph, so
-    the query searches it as a plain bidirectional Dijkstra (its stopping rule covers that).
+    A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
+    such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
+    the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
+    rule covers that).
     """
     n = graph.n_edges
     first, to, w = turn_arcs(graph)

@@ -22,10 +22,10 @@ add (a witness through another node of the round could vanish with it). Grid cit
 
 numba note: no kernel here returns or rebinds an array inside a loop. A loop in which an array
 variable may be rebound pays two atomic reference-count updates per iteration for it, even on a
-branch never taken; that cost was most of the build time (12k-node grid: 31 s -> 8 s with the
-indexed heap of :mod:`engine.routing.heap`, and again with the pools below). Pools and output
-buffers are therefore grown by the round loop, before a node is contracted, by the most that
-contracting it can use.
+branch never taken; that cost was most of the build time (12k-node grid, one thread: 31 s ->
+8.4 s with the indexed heap of :mod:`engine.routing.heap`, -> 5.5 s with the witness search
+compiled without reference counting, ``_nrt=False``). Pools and output buffers are therefore grown
+by the round loop, before a node is contracted, by the most that contracting it can use.
 """
 
 from __future__ import annotations
@@ -122,13 +122,21 @@ def _set_weight(pool, node, x, wt, mid, hop):
 
 
 @njit(cache=True)
-def _room(pool, nodes_pool, v, extra_pool):
-    """Most slots appending to the lists of v's neighbours (listed in ``nodes_pool`` at v) can
-    use when contracting v: each gets at most ``extra_pool.length[v]`` arcs, and a list growing
-    from L to L + a by doubling moves to new space of at most 4 (L + a) + 8 slots in all."""
+def _arc_index(out, u, x):
+    for q in range(out[0][u], out[0][u] + out[1][u]):
+        if out[3][q] == x:
+            return q
+    return -1
+
+
+@njit(cache=True)
+def _room(pool, nodes_pool, v):
+    """Most slots of ``pool`` that contracting v can use: each neighbour listed in ``nodes_pool``
+    at v gets at most as many arcs as v's own list in ``pool`` holds, and a list growing from L
+    to L + a by doubling moves to new space of at most 4 (L + a) + 8 slots in all."""
     ns, nl = nodes_pool[0], nodes_pool[1]
     length = pool[1]
-    extra = extra_pool[1][v]
+    extra = length[v]
     need = 0
     for k in range(ns[v], ns[v] + nl[v]):
         need += 4 * (length[nodes_pool[3][k]] + extra) + 8
@@ -148,23 +156,19 @@ def _dynamic_graph(n, first, to, w):
                 indeg[to[k]] += 1
     out = _new_pool(outdeg)
     inn = _new_pool(indeg)
-    os_, ol, oto, ow = out[0], out[1], out[3], out[4]
+    ow = out[4]
     for u in range(n):
         for k in range(first[u], first[u + 1]):
             x = to[k]
             if x == u:
                 continue
-            dup = False
-            for q in range(os_[u], os_[u] + ol[u]):
-                if oto[q] == x:
-                    dup = True
-                    if w[k] < ow[q]:
-                        ow[q] = w[k]
-                        _set_weight(inn, x, u, w[k], -1, 1)
-                    break
-            if not dup:
+            q = _arc_index(out, u, x)
+            if q < 0:
                 _append(out, u, x, w[k], -1, 1)
                 _append(inn, x, u, w[k], -1, 1)
+            elif w[k] < ow[q]:
+                ow[q] = w[k]
+                _set_weight(inn, x, u, w[k], -1, 1)
     return out, inn
 
 
@@ -260,14 +264,6 @@ def _needed(v, settle_limit, out, inn, ws, buf, base):
         for t in range(nt):
             dist[touched[t]] = INF
     return count
-
-
-@njit(cache=True)
-def _arc_index(out, u, x):
-    for q in range(out[0][u], out[0][u] + out[1][u]):
-        if out[3][q] == x:
-            return q
-    return -1
 
 
 @njit(cache=True)
@@ -499,8 +495,8 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, thr
         _collect(chosen, n_chosen, settle_limit, out, inn, wss, buf, base, count)
         for i in range(n_chosen):
             v = chosen[i]
-            out = _pool_grown(out, _room(out, inn, v, out))
-            inn = _pool_grown(inn, _room(inn, out, v, inn))
+            out = _pool_grown(out, _room(out, inn, v))
+            inn = _pool_grown(inn, _room(inn, out, v))
             _insert(v, buf, base[i], count[i], out, inn)
             rank[v] = r
             r += 1
