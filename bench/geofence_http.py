@@ -1,5 +1,5 @@
 """Geofencing over HTTP: latency of single checks with ``device`` against a gunicorn this program
-starts (2 workers, gthread, in-process engine), real Redis, SQLite accounts.
+starts (config/gunicorn.py: 2 workers of its threaded worker, in-process engine), real Redis, SQLite accounts.
 
 Scenarios (sequential keep-alive client, one request at a time, client overhead included):
 
