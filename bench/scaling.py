@@ -118,6 +118,8 @@ def child_query(data: str, pairs: int, seed: int) -> None:
         "snap_ms": pct(snap_ms), "snap_points_per_trace": round(float(np.mean(points)), 1) if points else 0,
         "iso10_ms": pct(iso_ms),
         "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "ch": {"seconds": graph.meta["seconds"].get("ch"), "core": graph.meta["counts"].get("ch_core"),
+               "shortcuts": graph.meta["counts"].get("ch_shortcuts"), "ch_nodes": graph.n_edges},
     }))
 
 
@@ -206,8 +208,9 @@ def main(argv: list[str] | None = None) -> None:
 
     WORK.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'peak MB':>7} "
-          f"{'route p50/p95 ms':>17} {'snap p50 ms':>11} {'iso10 p50 ms':>12}")
+    print(f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'CH s':>6} "
+          f"{'CH core':>7} {'peak MB':>7} {'route p50/p95 ms':>17} {'snap p50 ms':>11} "
+          f"{'iso10 p50 ms':>12}")
     for size in (int(s) for s in args.sizes.split(",") if s):
         t0 = time.perf_counter()
         city = generate(size, args.seed)
@@ -236,7 +239,8 @@ def main(argv: list[str] | None = None) -> None:
         imp, q = row["import"], row["query"]
         route = q["route_ms"] or {"p50": float("nan"), "p95": float("nan")}
         print(f"{city.node_count:>9} {len(city.ways):>7} {gen_s:>6.1f} {imp['seconds']:>8.1f} "
-              f"{imp['stages'].get('roads', float('nan')):>7.1f} {imp['peak_rss_mb']:>7.0f} "
+              f"{imp['stages'].get('roads', float('nan')):>7.1f} {q['ch']['seconds'] or 0:>6.1f} "
+              f"{q['ch']['core'] or 0:>7} {imp['peak_rss_mb']:>7.0f} "
               f"{route['p50']:>8.2f}/{route['p95']:<8.2f} {q['snap_ms']['p50']:>11.2f} "
               f"{q['iso10_ms']['p50']:>12.2f}")
     engine_rows = []

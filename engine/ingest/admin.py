@@ -254,7 +254,7 @@ def build_areas(pbf_path, bbox: list[float] | None, log=None) -> list[AdminArea]
                 deferred.append(rid)
                 continue
             lines = [piece for w in rel["ways"] for piece in way_coords.get(w, [])]
-            if lines:
+            if lines:  # noqa: SIM108 (a nested conditional expression reads worse)
                 geom = _partial_area(lines, bbox_poly, anchors, outside)
             else:  # no boundary crosses the extract: it covers all of it or none of it
                 geom = bbox_poly if anchors else None

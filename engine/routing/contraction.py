@@ -8,10 +8,15 @@ at v, u -> v) and drops them from its neighbours' lists, so witness searches and
 walk contracted nodes.
 
 Order: in rounds, every node whose priority (``PRIORITY``: edge difference + level) is below all
-its neighbours' (hashed tie-break) is contracted, then the priorities of the nodes next to a
-contracted one are simulated again, once per round. Witness searches settle at most
-``sim_limit`` nodes while estimating and ``settle_limit`` while contracting (a missed witness
-only adds a shortcut, never a wrong answer).
+its neighbours' (hashed tie-break) is contracted. A node next to a contracted one becomes
+*dirty*; a round simulates again only the dirty nodes in its *front* (priority among the lowest
+``front`` share of the remaining nodes, from a sample), and only clean nodes may be chosen. The
+others keep their last priority until the front reaches them: in the dense upper levels almost
+every node is dirty after every round, and re-simulating all of them was three quarters of the
+build (grid city, 100k nodes: 1.43M simulations, 58 s; with a 5 % front 0.47M, 28 s, for 17.3
+instead of 18.2 arcs/node). Witness searches settle at most ``sim_limit`` nodes while estimating
+and ``settle_limit`` while contracting (a missed witness only adds a shortcut, never a wrong
+answer).
 
 Threads: the searches only read the graph, so both the priority simulations and the shortcut
 searches of a round's nodes run on all threads (one search workspace each); the shortcuts are
@@ -268,13 +273,25 @@ def _needed(v, settle_limit, out, inn, ws, buf, base):
 
 @njit(cache=True)
 def _estimate(v, sim_limit, out, inn, ws, buf):
-    """(shortcuts needed, of which new arcs, their hop count) for contracting v now."""
+    """(shortcuts needed, of which new arcs, their hop count) for contracting v now. The
+    shortcuts come grouped by their tail u: u's out-neighbours are marked once per group (with a
+    fresh stamp of the target marks), not searched once per shortcut (at the top of a grid
+    city's hierarchy a node needs 10k shortcuts between neighbours of degree 250)."""
     count = _needed(v, sim_limit, out, inn, ws, buf, 0)
+    os_, ol, oto = out[0], out[1], out[3]
+    mark, stamp = ws[5], ws[6]
     new = 0
     hops = 0
+    tail = -1
     for i in range(count):
+        u = buf[0][i]
+        if u != tail:
+            tail = u
+            stamp[0] += 1
+            for k in range(os_[u], os_[u] + ol[u]):
+                mark[oto[k]] = stamp[0]
         hops += buf[3][i]
-        if _arc_index(out, buf[0][i], buf[1][i]) < 0:
+        if mark[buf[1][i]] != stamp[0]:
             new += 1
     return count, new, hops
 
@@ -396,9 +413,24 @@ def _largest_product(remaining, n_rem, out, inn):
     return most
 
 
+@njit(cache=True)
+def _front_limit(prio, remaining, n_rem, front):
+    """The priority below which lie about ``front`` of the remaining nodes (from a sample of at
+    most ~4096 of them); inf when few nodes remain."""
+    if front >= 1.0 or n_rem < 256:
+        return INF
+    stride = max(1, n_rem // 4096)
+    sample = np.empty(n_rem // stride, np.float64)
+    for i in range(sample.shape[0]):
+        sample[i] = prio[remaining[i * stride]]
+    sample.sort()
+    return sample[int(front * (sample.shape[0] - 1))]
+
+
 @njit(cache=True, parallel=True)
-def _simulate(remaining, n_rem, dirty, sim_limit, out, inn, wss, need, prio, deleted, level, coef):
-    """Priorities of the dirty nodes, one thread per workspace (searches only read the graph)."""
+def _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef):
+    """Priorities of the dirty nodes whose last priority is at most ``limit``, one thread per
+    workspace (searches only read the graph); the others stay dirty."""
     t = wss[0].shape[0]
     room = _largest_product(remaining, n_rem, out, inn)
     for c in prange(t):
@@ -406,7 +438,7 @@ def _simulate(remaining, n_rem, dirty, sim_limit, out, inn, wss, need, prio, del
         buf = _new_buffer(room)
         for i in range(c, n_rem, t):
             v = remaining[i]
-            if dirty[v]:
+            if dirty[v] and prio[v] <= limit:
                 dirty[v] = False
                 needed, new, hops = _estimate(v, sim_limit, out, inn, ws, buf)
                 need[v] = needed
@@ -431,11 +463,11 @@ def _collect(chosen, n_chosen, settle_limit, out, inn, wss, buf, base, count):
 
 
 @njit(cache=True)
-def _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, chosen):
+def _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen):
     n_chosen = 0
     for i in range(n_rem):
         v = remaining[i]
-        if need[v] <= core_shortcuts and _local_minimum(v, out, inn, prio):
+        if not dirty[v] and need[v] <= core_shortcuts and _local_minimum(v, out, inn, prio):
             chosen[n_chosen] = v
             n_chosen += 1
     return n_chosen
@@ -462,7 +494,7 @@ def _still_remaining(remaining, n_rem, rank):
 
 
 @njit(cache=True)
-def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, threads):
+def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads):
     """Contract the CSR graph; returns (rank, core size, upward (at, to, w, mid), downward (at, to,
     w, mid)). Nodes that would need more than ``core_shortcuts`` shortcuts are never contracted
     and when only those remain, they form the core: ranked last, their arcs in both outputs."""
@@ -484,8 +516,14 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, thr
     n_rem = n
     r = 0
     while n_rem > 0:
-        _simulate(remaining, n_rem, dirty, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
-        n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, chosen)
+        limit = _front_limit(prio, remaining, n_rem, front)
+        _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
+        n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
+        # the lowest clean node at or below the limit is always a local minimum, so this happens
+        # only when every node of the front rose above the limit: refresh everything once
+        if n_chosen == 0 and limit < INF:
+            _simulate(remaining, n_rem, dirty, INF, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
+            n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
         if n_chosen == 0:
             break
         for i in range(n_chosen):

@@ -179,13 +179,16 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     assert found > 0.5 * compared
 
 
-def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path):
+@pytest.mark.parametrize("front", [1.0, 0.05, 0.002])
+def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path, front):
     """No core at all (every node contracted, however many shortcuts it needs): still exact, and
     the stored graphs are a hierarchy: both store an arc at its lower-ranked end (upward arcs
-    x -> higher, downward arcs higher -> x kept at x)."""
+    x -> higher, downward arcs higher -> x kept at x). Whatever share of the dirty nodes a round
+    refreshes (``front``: 1.0 = all of them; 0.002 = only those at the lowest priority)."""
     g = random_network(5)
     graph, _ = build_graph(g.write(tmp_path / "full.osm.pbf"), with_ch=False)
-    arrays = ch.build(graph, core_shortcuts=1 << 30, sim_limit=1, settle_limit=5)
+    assert graph.n_edges > 256  # the front applies while 256 nodes or more remain
+    arrays = ch.build(graph, core_shortcuts=1 << 30, sim_limit=1, settle_limit=5, front=front)
     assert int(arrays.pop("ch_core")[0]) == 0
     rank = arrays["ch_rank"].astype(np.int64)
     assert np.array_equal(np.sort(rank), np.arange(graph.n_edges))
