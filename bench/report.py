@@ -1,0 +1,130 @@
+"""Writes docs/benchmarks.md from the routing, map matching and scaling results in bench/results/.
+
+The tables are only as fresh as the JSON: each section names the command that rewrites its
+file. Re-run the benchmarks, then this:
+
+    .venv/bin/python -m bench.report
+"""
+
+from __future__ import annotations
+
+import json
+
+from config.settings import PROJECT_ROOT
+
+RESULTS = PROJECT_ROOT / "bench" / "results"
+OUT = PROJECT_ROOT / "docs" / "benchmarks.md"
+
+ROUTING_CMD = ("PEERS_DIR=... .venv/bin/python -m bench.routing --regions monaco,helsinki "
+               "--pairs 1000 --serve --start-peers")
+MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
+SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if c is None else str(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _us(stats: dict | None, key: str) -> str:
+    return "" if not stats or stats.get(key) is None else f"{stats[key]:.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "" if not a or not b else f"{a / b:.2f}x"
+
+
+def routing_section(doc: dict) -> list[str]:
+    lines = ["## Routing", "", f"`{doc.get('command', ROUTING_CMD)}`, run {doc.get('when', '?')} "
+             f"on {doc.get('cpus', '?')} cores (load average {doc.get('load_average', ['?'])[0]:.2f}"
+             " at the start). Latencies in µs, sequential keep-alive client, the engines taking "
+             "turns every 50 pairs. Meridian over HTTP: `/v1/routing` under its own gunicorn "
+             "(2 workers), key check and quota included.", ""]
+    for r in doc["results"]:
+        mer, http, osrm, val = (r.get(k) or {} for k in ("meridian_inprocess", "meridian_http", "osrm", "valhalla"))
+        agr = r.get("agreement_vs_osrm") or {}
+        lines += [f"### {r['region'].title()} ({r['pairs']} seeded random pairs; "
+                  f"graph {r['graph']['nodes']} nodes, {r['graph']['edges']} edges, CH core {r['graph'].get('ch_core', 0)})", ""]
+        lines += _table(
+            ["", "p50", "p95", "p50 with steps", "p95 with steps", "no route"],
+            [["Meridian in process", _us(mer, "p50_us"), _us(mer, "p95_us"), _us(mer, "p50_steps_us"),
+              _us(mer, "p95_steps_us"), mer.get("no_route")],
+             ["Meridian over HTTP", _us(http, "p50_us"), _us(http, "p95_us"), _us(http, "p50_steps_us"),
+              _us(http, "p95_steps_us"), http.get("no_route")],
+             ["OSRM over HTTP", _us(osrm, "p50_us"), _us(osrm, "p95_us"), _us(osrm, "p50_steps_us"),
+              _us(osrm, "p95_steps_us"), osrm.get("no_route")],
+             ["Valhalla over HTTP", _us(val, "p50_us"), _us(val, "p95_us"), _us(val, "p50_steps_us"),
+              _us(val, "p95_steps_us"), val.get("no_route")]])
+        lines += [f"Over HTTP with steps, Meridian p50 / OSRM p50 = "
+                  f"{_ratio(http.get('p50_steps_us'), osrm.get('p50_steps_us'))}, / Valhalla p50 = "
+                  f"{_ratio(http.get('p50_steps_us'), val.get('p50_steps_us'))}.", ""]
+        if agr:
+            lines += [f"Agreement with OSRM on {agr['compared']} pairs: distance within 5 % "
+                      f"{agr['distance_within_5pct']:.1%}, within 10 % {agr['distance_within_10pct']:.1%}; "
+                      f"duration within 5 % {agr['duration_within_5pct']:.1%}, within 10 % "
+                      f"{agr['duration_within_10pct']:.1%}; median ratios {agr['median_distance_ratio']} "
+                      f"(distance), {agr['median_duration_ratio']} (duration). Largest distance "
+                      "differences (Meridian / OSRM):", ""]
+            lines += _table(["origin", "destination", "metres", "seconds"],
+                            [[f"{w['origin'][0]},{w['origin'][1]}", f"{w['destination'][0]},{w['destination'][1]}",
+                              f"{w['meridian_m']:.0f} / {w['osrm_m']:.0f}", f"{w['meridian_s']:.0f} / {w['osrm_s']:.0f}"]
+                             for w in agr.get("worst", [])[:5]])
+    return lines
+
+
+def matching_section(doc: dict) -> list[str]:
+    lines = ["## Map matching (snap to road)", "", f"`{MATCHING_CMD}`: synthetic traces sampled "
+             "every 100 m along true routes with Gaussian noise; \"on path\" is the share of points "
+             "snapped within 2 m of the true path. Meridian in process, OSRM `/match` over HTTP.", ""]
+    rows = []
+    for region, sigmas in doc["regions"].items():
+        for sigma, engines in sigmas.items():
+            for name, m in engines.items():
+                rows.append([region, sigma.replace("sigma_", "σ = ") + " m", name, m["points_per_trace"],
+                             f"{m['on_path']:.1%}", m["mean_dist_m"], m["p50_ms"], m["p95_ms"]])
+    return lines + _table(["region", "noise", "engine", "points/trace", "on path", "mean dist m",
+                           "p50 ms", "p95 ms"], rows)
+
+
+def scaling_section(doc: dict) -> list[str]:
+    lines = ["## Scaling curve (synthetic grid cities)", "", f"`{SCALING_CMD}`: `bench/synthetic.py` "
+             "cities (one-ways, three road classes, signals, turn restrictions) imported with every "
+             "stage; queries in process between random nodes. The import budget is 10 minutes on "
+             "this 2-core machine.", ""]
+    rows = []
+    for r in doc.get("import_and_services", []):
+        if "error" in r:
+            rows.append([r["osm_nodes"], "", r["error"], "", "", "", "", "", ""])
+            continue
+        imp, q = r["import"], r["query"]
+        ch = q.get("ch") or {}
+        route = q.get("route_ms") or {}
+        rows.append([r["osm_nodes"], ch.get("ch_nodes", ""), imp["seconds"], ch.get("seconds", ""),
+                     ch.get("core", ""), imp["peak_rss_mb"], f"{route.get('p50')} / {route.get('p95')}",
+                     (q.get("snap_ms") or {}).get("p50"), (q.get("iso10_ms") or {}).get("p50")])
+    return lines + _table(["OSM nodes", "CH nodes", "import s", "of which CH s", "CH core", "peak MB",
+                           "route p50 / p95 ms", "snap p50 ms", "isochrone 10 min p50 ms"], rows)
+
+
+def main() -> None:
+    lines = ["# Benchmarks", "", "Written by `python -m bench.report` from `bench/results/*.json`; "
+             "the peers (OSRM, Valhalla) run from `../shared/peers/` on the same machine in the same "
+             "run. Compare ratios: the machines are shared and absolute times move by 30-50 % "
+             "between runs.", ""]
+    for name, section in (("routing.json", routing_section), ("matching.json", matching_section),
+                          ("scaling.json", scaling_section)):
+        doc = _load(name)
+        if doc:
+            lines += section(doc)
+    OUT.write_text("\n".join(lines))
+    print(f"written {OUT}")
+
+
+if __name__ == "__main__":
+    main()
