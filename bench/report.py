@@ -1,4 +1,5 @@
-"""Writes docs/benchmarks.md from the routing, map matching and scaling results in bench/results/.
+"""Writes docs/benchmarks.md from the routing, throughput, map matching and scaling results in
+bench/results/.
 
 The tables are only as fresh as the JSON: each section names the command that rewrites its
 file. Re-run the benchmarks, then this:
@@ -17,6 +18,7 @@ OUT = PROJECT_ROOT / "docs" / "benchmarks.md"
 
 ROUTING_CMD = ("PEERS_DIR=... .venv/bin/python -m bench.routing --regions monaco,helsinki "
                "--pairs 1000 --serve --start-peers")
+THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-peers"
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
 
@@ -78,6 +80,16 @@ def routing_section(doc: dict) -> list[str]:
     return lines
 
 
+def throughput_section(doc: dict) -> list[str]:
+    lines = ["## Routing throughput", "", f"`{THROUGHPUT_CMD}`, run {doc['when']}: `wrk`, "
+             f"{doc['connections']} connections for {doc['seconds']} s per row, cycling through the same "
+             f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
+             "answers without a route.", ""]
+    rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}",
+             r["p50_ms"], r["non_2xx"]] for r in doc["results"]]
+    return lines + _table(["region", "engine", "steps", "requests/s", "p50 ms", "non-2xx"], rows)
+
+
 def matching_section(doc: dict) -> list[str]:
     lines = ["## Map matching (snap to road)", "", f"`{MATCHING_CMD}`: synthetic traces sampled "
              "every 100 m along true routes with Gaussian noise; \"on path\" is the share of points "
@@ -117,7 +129,8 @@ def main() -> None:
              "the peers (OSRM, Valhalla) run from `../shared/peers/` on the same machine in the same "
              "run. Compare ratios: the machines are shared and absolute times move by 30-50 % "
              "between runs.", ""]
-    for name, section in (("routing.json", routing_section), ("matching.json", matching_section),
+    for name, section in (("routing.json", routing_section), ("throughput.json", throughput_section),
+                          ("matching.json", matching_section),
                           ("scaling.json", scaling_section)):
         doc = _load(name)
         if doc:

@@ -1,0 +1,117 @@
+"""Routing throughput with 8 connections: Meridian (its own gunicorn, 2 workers, as
+``config/gunicorn.py`` starts it) next to OSRM and Valhalla, measured by ``wrk`` on the same seeded
+pairs (a Lua script cycles through them), one engine after the other, each region in turn.
+
+    PEERS_DIR=... .venv/bin/python -m bench.throughput [--regions monaco,helsinki] [--seconds 10]
+                                                        [--connections 8] [--start-peers]
+
+Needs ``wrk`` (Debian package). Requests: ``/v1/routing`` (key check and quota included), OSRM
+``/route/v1/driving`` with ``overview=full``, Valhalla ``/route`` (GET, ``json=``), each with and
+without turn-by-turn steps. Results: bench/results/throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from bench.routing import ROADS, SAMPLES, make_pairs, own_server, peers_region, start_peers
+from config.settings import PROJECT_ROOT
+from engine.dataset import DatasetRegistry
+from engine.ingest.pipeline import import_pbf
+
+OUT = PROJECT_ROOT / "bench" / "results" / "throughput.json"
+OSRM = "http://127.0.0.1:5000"
+VALHALLA = "http://127.0.0.1:8002"
+
+
+def meridian_path(a, b, steps: bool) -> str:
+    return f"/v1/routing?origin={a[0]},{a[1]}&destination={b[0]},{b[1]}&steps={str(steps).lower()}"
+
+
+def osrm_path(a, b, steps: bool) -> str:
+    return (f"/route/v1/driving/{a[1]},{a[0]};{b[1]},{b[0]}?overview=full&geometries=polyline6"
+            f"&steps={str(steps).lower()}")
+
+
+def valhalla_path(a, b, steps: bool) -> str:
+    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto"}
+    if not steps:
+        req["directions_type"] = "none"
+    return "/route?json=" + quote(json.dumps(req, separators=(",", ":")), safe="")
+
+
+def lua_script(paths: list[str], headers: dict[str, str]) -> str:
+    lines = [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
+    lines.append("local paths = {" + ",".join(f'"{p}"' for p in paths) + "}")
+    lines.append("local i = 0")
+    lines.append("request = function()\n  i = i % #paths + 1\n  return wrk.format(\"GET\", paths[i])\nend")
+    # non-2xx answers are counted by wrk itself ("Non-2xx or 3xx responses")
+    return "\n".join(lines) + "\n"
+
+
+def run_wrk(url: str, paths: list[str], headers: dict[str, str], seconds: int, connections: int) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua_script(paths, headers))
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", f.name, url],
+                         capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    Path(f.name).unlink()
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+    return {"requests_per_s": round(rps, 1), "non_2xx": int(errors.group(1)) if errors else 0,
+            "p50_ms": round(float(p50.group(1)) * scale[p50.group(2)], 3) if p50 else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--regions", default="monaco,helsinki")
+    ap.add_argument("--pairs", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
+    ap.add_argument("--data-dir", default="/tmp/meridian-bench-data")
+    args = ap.parse_args(argv)
+    data_dir = Path(args.data_dir)
+    regions = [r for r in args.regions.split(",") if r]
+    for region in regions:
+        import_pbf(SAMPLES / f"{region}.osm.pbf", data_dir, region, stages=ROADS)
+    datasets = DatasetRegistry(data_dir)
+    results = []
+    print(f"{'region':9} {'engine':9} {'steps':>5} {'req/s':>8} {'p50 ms':>7} {'non-2xx':>7}")
+    with contextlib.ExitStack() as stack:
+        url, key = stack.enter_context(own_server(data_dir))
+        for region in regions:
+            if args.start_peers:
+                start_peers(region)
+            peers_up = peers_region() == region
+            pairs = make_pairs(datasets.get(region).router, args.pairs, args.seed)
+            engines = [("meridian", url, meridian_path, {"X-API-Key": key})]
+            if peers_up:
+                engines += [("osrm", OSRM, osrm_path, {}), ("valhalla", VALHALLA, valhalla_path, {})]
+            for steps in (False, True):
+                for name, base, path_of, headers in engines:
+                    row = run_wrk(base, [path_of(a, b, steps) for a, b in pairs], headers, args.seconds,
+                                  args.connections)
+                    row.update(region=region, engine=name, steps=steps)
+                    results.append(row)
+                    print(f"{region:9} {name:9} {str(steps):>5} {row['requests_per_s']:>8.0f} "
+                          f"{row['p50_ms'] or float('nan'):>7.2f} {row['non_2xx']:>7}")
+    doc = {"benchmark": "throughput", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "connections": args.connections, "seconds": args.seconds, "meridian_workers": 2, "results": results}
+    OUT.write_text(json.dumps(doc, indent=1))
+    print(f"written {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
