@@ -28,7 +28,7 @@ rounds of local minima, same kernels         31 s, 15.8, 0.24 ms
 rounds + indexed heap, no array rebinding    5.5 s, 15.8, 0.08 ms            84 s, 17.8, 0.55 ms
 in numba loops, one thread
 the same on two threads                      4.0 s, 16.1, 0.08 ms            49.5 s, 18.2, 0.49 ms
-+ 5 % front                                                                  35.9 s, 19.3
++ 5 % front (20 %: 35.9 s, 19.3)                                             34.9 s, 19.6
 + sim 30 / settle 500 (sim 3: 100 s, 22.1;                                   27.6 s, 17.3
 sim 100 / settle 1000: 43 s, 16.3)
 + new arcs counted with marks (now)                                          26.7 s, 17.4

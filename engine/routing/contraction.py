@@ -13,10 +13,10 @@ its neighbours' (hashed tie-break) is contracted. A node next to a contracted on
 ``front`` share of the remaining nodes, from a sample), and only clean nodes may be chosen. The
 others keep their last priority until the front reaches them: in the dense upper levels almost
 every node is dirty after every round, and re-simulating all of them was three quarters of the
-build (grid city, 100k nodes: 1.43M simulations, 58 s; with a 5 % front 0.47M, 28 s, for 17.3
-instead of 18.2 arcs/node). Witness searches settle at most ``sim_limit`` nodes while estimating
-and ``settle_limit`` while contracting (a missed witness only adds a shortcut, never a wrong
-answer).
+build (grid city, 100k nodes: 1.43M simulations, 58 s, 18.2 arcs/node; with a 5 % front 0.50M,
+35 s, 19.6; and with sim 30 / settle 500, 0.47M, 28 s, 17.3). Witness searches settle at most
+``sim_limit`` nodes while estimating and ``settle_limit`` while contracting (a missed witness
+only adds a shortcut, never a wrong answer).
 
 Threads: the searches only read the graph, so both the priority simulations and the shortcut
 searches of a round's nodes run on all threads (one search workspace each); the shortcuts are
