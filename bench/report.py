@@ -81,10 +81,15 @@ def routing_section(doc: dict) -> list[str]:
 
 
 def throughput_section(doc: dict) -> list[str]:
-    lines = ["## Routing throughput", "", f"`{THROUGHPUT_CMD}`, run {doc['when']}: `wrk`, "
-             f"{doc['connections']} connections for {doc['seconds']} s per row, cycling through the same "
+    single = doc["connections"] == 1
+    title = "Routing latency of the servers alone (wrk, one connection)" if single else "Routing throughput"
+    command = THROUGHPUT_CMD + (" --connections 1 --seconds 6 --out bench/results/latency-wrk.json" if single else "")
+    lines = [f"## {title}", "", f"`{command}`, run {doc['when']}: `wrk`, "
+             f"{doc['connections']} connection{'s' if doc['connections'] != 1 else ''} for {doc['seconds']} s per row, cycling through the same "
              f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
-             "answers without a route.", ""]
+             "answers without a route." + (" A lean C client: this is the fair ratio to OSRM (the Python "
+                                          "client above adds more to Meridian's answers than to OSRM's)."
+                                          if single else ""), ""]
     rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}",
              r["p50_ms"], r["non_2xx"]] for r in doc["results"]]
     return lines + _table(["region", "engine", "steps", "requests/s", "p50 ms", "non-2xx"], rows)
@@ -129,7 +134,8 @@ def main() -> None:
              "the peers (OSRM, Valhalla) run from `../shared/peers/` on the same machine in the same "
              "run. Compare ratios: the machines are shared and absolute times move by 30-50 % "
              "between runs.", ""]
-    for name, section in (("routing.json", routing_section), ("throughput.json", throughput_section),
+    for name, section in (("routing.json", routing_section), ("latency-wrk.json", throughput_section),
+                          ("throughput.json", throughput_section),
                           ("matching.json", matching_section),
                           ("scaling.json", scaling_section)):
         doc = _load(name)

@@ -3,7 +3,13 @@
 pairs (a Lua script cycles through them), one engine after the other, each region in turn.
 
     PEERS_DIR=... .venv/bin/python -m bench.throughput [--regions monaco,helsinki] [--seconds 10]
-                                                        [--connections 8] [--start-peers]
+                                                        [--connections 8] [--start-peers] [--out F]
+
+With ``--connections 1`` (``--out bench/results/latency-wrk.json``) it measures the sequential
+latency of the servers alone: ``wrk`` is a lean C client, whereas the Python client of
+``bench.routing`` (in a process holding the engine) adds 0.1-0.2 ms to OSRM's answers and
+0.3-0.45 ms to Meridian's, which flatters the ratio (Helsinki with steps: 2.3x there, 3.0x
+from a lean client process; measured 2026-11-22).
 
 Needs ``wrk`` (Debian package). Requests: ``/v1/routing`` (key check and quota included), OSRM
 ``/route/v1/driving`` with ``overview=full``, Valhalla ``/route`` (GET, ``json=``), each with and
@@ -60,7 +66,8 @@ def lua_script(paths: list[str], headers: dict[str, str]) -> str:
 def run_wrk(url: str, paths: list[str], headers: dict[str, str], seconds: int, connections: int) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(lua_script(paths, headers))
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", f.name, url],
+    threads = min(2, connections)
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", f.name, url],
                          capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
     Path(f.name).unlink()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -80,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
     ap.add_argument("--data-dir", default="/tmp/meridian-bench-data")
+    ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
     regions = [r for r in args.regions.split(",") if r]
@@ -108,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row['p50_ms'] or float('nan'):>7.2f} {row['non_2xx']:>7}")
     doc = {"benchmark": "throughput", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "connections": args.connections, "seconds": args.seconds, "meridian_workers": 2, "results": results}
-    OUT.write_text(json.dumps(doc, indent=1))
-    print(f"written {OUT}")
+    Path(args.out).write_text(json.dumps(doc, indent=1))
+    print(f"written {args.out}")
     return 0
 
 
