@@ -45,9 +45,11 @@ def _ratio(a: float | None, b: float | None) -> str:
 def routing_section(doc: dict) -> list[str]:
     lines = ["## Routing", "", f"`{doc.get('command', ROUTING_CMD)}`, run {doc.get('when', '?')} "
              f"on {doc.get('cpus', '?')} cores (load average {doc.get('load_average', ['?'])[0]:.2f}"
-             " at the start). Latencies in µs, sequential keep-alive client, the engines taking "
+             " at the end). Latencies in µs, sequential keep-alive client, the engines taking "
              "turns every 50 pairs. Meridian over HTTP: `/v1/routing` under its own gunicorn "
-             "(2 workers), key check and quota included.", ""]
+             "(2 workers), key check and quota included. The HTTP client is Python's http.client "
+             "in the benchmark's own process; it adds more to Meridian's answers than to OSRM's, "
+             "so the wrk table below is the fair comparison of the servers.", ""]
     for r in doc["results"]:
         mer, http, osrm, val = (r.get(k) or {} for k in ("meridian_inprocess", "meridian_http", "osrm", "valhalla"))
         agr = r.get("agreement_vs_osrm") or {}
