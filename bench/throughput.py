@@ -7,9 +7,10 @@ pairs (a Lua script cycles through them), one engine after the other, each regio
 
 With ``--connections 1`` (``--out bench/results/latency-wrk.json``) it measures the sequential
 latency of the servers alone: ``wrk`` is a lean C client, whereas the Python client of
-``bench.routing`` (in a process holding the engine) adds 0.1-0.2 ms to OSRM's answers and
-0.3-0.45 ms to Meridian's, which flatters the ratio (Helsinki with steps: 2.3x there, 3.0x
-from a lean client process; measured 2026-11-22).
+``bench.routing`` (in the benchmark's own process, which also starts the gunicorn) adds
+0.1-0.2 ms to OSRM's answers and 0.3-0.45 ms to Meridian's, which flatters the ratio (Helsinki
+with steps: 2.3x there; 3.0x from the same client code in a separate process, whether or not it
+imports the engine; measured 2026-11-22).
 
 Needs ``wrk`` (Debian package). Requests: ``/v1/routing`` (key check and quota included), OSRM
 ``/route/v1/driving`` with ``overview=full``, Valhalla ``/route`` (GET, ``json=``), each with and
