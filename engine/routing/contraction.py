@@ -517,13 +517,14 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
     r = 0
     while n_rem > 0:
         limit = _front_limit(prio, remaining, n_rem, front)
-        _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
-        n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
-        # the lowest clean node at or below the limit is always a local minimum, so this happens
-        # only when every node of the front rose above the limit: refresh everything once
-        if n_chosen == 0 and limit < INF:
-            _simulate(remaining, n_rem, dirty, INF, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
+        while True:
+            _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
             n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
+            if n_chosen > 0 or limit == INF:
+                break
+            # the lowest clean node at or below the limit is always a local minimum, so this
+            # happens only when every node of the front rose above the limit: refresh them all
+            limit = INF
         if n_chosen == 0:
             break
         for i in range(n_chosen):
