@@ -61,10 +61,26 @@ def start_peers(region: str) -> None:
                    check=True, timeout=600, capture_output=True)
 
 
-def osrm_route(client: Http, a, b, steps: bool):
-    path = (f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
+def osrm_path(a, b, steps: bool) -> str:
+    return (f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
             f"?overview=full&geometries=polyline6&steps={'true' if steps else 'false'}")
-    dt, status, body = client.request("GET", path)
+
+
+def valhalla_request(a, b, steps: bool) -> dict:
+    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto",
+           "directions_options": {"units": "kilometers"}}
+    if not steps:
+        req["directions_type"] = "none"
+    return req
+
+
+def meridian_path(a, b, steps: bool) -> str:
+    return (f"/v1/routing?origin={a[0]:.7f},{a[1]:.7f}&destination={b[0]:.7f},{b[1]:.7f}"
+            f"&steps={'true' if steps else 'false'}")
+
+
+def osrm_route(client: Http, a, b, steps: bool):
+    dt, status, body = client.request("GET", osrm_path(a, b, steps))
     doc = json.loads(body)
     if status == 200 and doc.get("code") == "Ok":
         r = doc["routes"][0]
@@ -73,11 +89,7 @@ def osrm_route(client: Http, a, b, steps: bool):
 
 
 def valhalla_route(client: Http, a, b, steps: bool):
-    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto",
-           "directions_options": {"units": "kilometers"}}
-    if not steps:
-        req["directions_type"] = "none"
-    dt, status, body = client.request("POST", "/route", json.dumps(req).encode())
+    dt, status, body = client.request("POST", "/route", json.dumps(valhalla_request(a, b, steps)).encode())
     if status == 200:
         s = json.loads(body)["trip"]["summary"]
         return dt, s["length"] * 1000.0, s["time"]
@@ -85,9 +97,7 @@ def valhalla_route(client: Http, a, b, steps: bool):
 
 
 def meridian_http(client: Http, key: str, a, b, steps: bool):
-    path = (f"/v1/routing?origin={a[0]:.7f},{a[1]:.7f}&destination={b[0]:.7f},{b[1]:.7f}"
-            f"&steps={'true' if steps else 'false'}")
-    dt, status, body = client.request("GET", path, headers={"X-API-Key": key})
+    dt, status, body = client.request("GET", meridian_path(a, b, steps), headers={"X-API-Key": key})
     if status == 200:
         doc = json.loads(body)
         r = doc["routes"][0]

@@ -29,7 +29,17 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from bench.routing import ROADS, SAMPLES, make_pairs, own_server, peers_region, start_peers
+from bench.routing import (
+    ROADS,
+    SAMPLES,
+    make_pairs,
+    meridian_path,
+    osrm_path,
+    own_server,
+    peers_region,
+    start_peers,
+    valhalla_request,
+)
 from config.settings import PROJECT_ROOT
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
@@ -39,20 +49,9 @@ OSRM = "http://127.0.0.1:5000"
 VALHALLA = "http://127.0.0.1:8002"
 
 
-def meridian_path(a, b, steps: bool) -> str:
-    return f"/v1/routing?origin={a[0]},{a[1]}&destination={b[0]},{b[1]}&steps={str(steps).lower()}"
-
-
-def osrm_path(a, b, steps: bool) -> str:
-    return (f"/route/v1/driving/{a[1]},{a[0]};{b[1]},{b[0]}?overview=full&geometries=polyline6"
-            f"&steps={str(steps).lower()}")
-
-
 def valhalla_path(a, b, steps: bool) -> str:
-    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto"}
-    if not steps:
-        req["directions_type"] = "none"
-    return "/route?json=" + quote(json.dumps(req, separators=(",", ":")), safe="")
+    """The same request as ``bench.routing`` POSTs, as a GET (wrk sends one method here)."""
+    return "/route?json=" + quote(json.dumps(valhalla_request(a, b, steps), separators=(",", ":")), safe="")
 
 
 def lua_script(paths: list[str], headers: dict[str, str]) -> str:
