@@ -149,18 +149,24 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         resp.headers["X-Request-Id"] = request_id or ""
         quota = ctx.get("quota")
         if quota is not None:
-            resp.headers.update(rate_limit_headers(quota))
+            resp.headers.extend(rate_limit_headers(quota))
         key = ctx.get("api_key")
         t0 = ctx.get("t0")
-        logs.request_line(
-            log,
-            method=req.method,
-            path=req.path,
-            status=resp.status_code,
-            duration_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 is not None else 0.0,
-            request_id=request_id,
-            key_prefix=key.prefix if key is not None else None,
-        )
+        method, path, status = req.method, req.path, resp.status_code
+        key_prefix = key.prefix if key is not None else None
+
+        def log_line():  # after the last byte: the client does not wait for it (app/logs.py)
+            logs.request_line(
+                log,
+                method=method,
+                path=path,
+                status=status,
+                duration_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 is not None else 0.0,
+                request_id=request_id,
+                key_prefix=key_prefix,
+            )
+
+        resp.call_on_close(log_line)
         return resp
 
 

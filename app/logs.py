@@ -1,5 +1,9 @@
 """Structured logs: one line per request (method, path, status, duration, request id).
 
+The request line is written once the answer has been sent (``app/__init__.py`` hands it to the
+response's ``call_on_close``, which the WSGI server calls after the last byte), so formatting and
+writing it is not part of the client's wait; its ``duration_ms`` runs until that moment.
+
 ``LOG_FORMAT=json`` writes JSON lines, ``text`` a readable line. Keys never appear: requests are
 logged with the key's public prefix only, and query strings are dropped from the logged path
 (they may carry personal data such as addresses).
@@ -7,23 +11,43 @@ logged with the key's public prefix only, and query strings are dropped from the
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import sys
-from datetime import UTC, datetime
+import time
+
+import orjson
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 
+class _SecondCache:
+    """The formatted second of a timestamp, formatted once per second (``time.strftime`` is most
+    of a log line's formatting cost); milliseconds are appended per record."""
+
+    def __init__(self, fmt: str, convert) -> None:
+        self.fmt = fmt
+        self.convert = convert
+        self.last: tuple[int, str] = (-1, "")
+
+    def __call__(self, created: float) -> str:
+        second = int(created)
+        cached = self.last  # one tuple: a concurrent thread sees a consistent pair
+        if cached[0] != second:
+            cached = self.last = (second, time.strftime(self.fmt, self.convert(second)))
+        return cached[1]
+
+
 class JsonFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = _SecondCache("%Y-%m-%dT%H:%M:%S", time.gmtime)
+
     def format(self, record: logging.LogRecord) -> str:
         out = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace(
-                "+00:00", "Z"
-            ),
+            "ts": f"{self._second(record.created)}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -33,12 +57,18 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str, ensure_ascii=False)
+        return orjson.dumps(out, default=str).decode()
 
 
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = _SecondCache(self.default_time_format, self.converter)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        return f"{self._second(record.created)},{int(record.msecs):03d}"
 
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)

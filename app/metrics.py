@@ -198,7 +198,8 @@ def init_app(app: Flask) -> None:
         t0 = g.get("t0")
         if t0 is None:
             return resp
-        seconds = time.perf_counter() - t0
         req = request._get_current_object()
-        buffer.observe(key, (*_labels(req), req.method, str(resp.status_code)), seconds, HTTP_BUCKETS)
+        labels = (*_labels(req), req.method, str(resp.status_code))
+        # observed once the answer has been sent, as the request log line (app/logs.py)
+        resp.call_on_close(lambda: buffer.observe(key, labels, time.perf_counter() - t0, HTTP_BUCKETS))
         return resp
