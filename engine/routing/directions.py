@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.geo import bearing_deg
 from engine.routing import profile as P
 
 TURN_MIN_DEG = 35.0
@@ -152,26 +151,51 @@ def _gather(edges, code, angle, turn_s, exits, start, end, length, duration, nam
     return ints, flts, cd, ct
 
 
+@njit(cache=True)
+def _bearing_along(gf, gcum, glat, glng, edge, frac):
+    """Bearing of the segment of ``edge``'s geometry at ``frac`` of its length."""
+    a, b = gf[edge], gf[edge + 1]
+    target = frac * gcum[b - 1]
+    i = np.searchsorted(gcum[a:b], target, side="right") - 1
+    i = min(max(i, 0), b - a - 2)
+    p1, p2 = np.radians(glat[a + i]), np.radians(glat[a + i + 1])
+    dl = np.radians(glng[a + i + 1] - glng[a + i])
+    x = np.sin(dl) * np.cos(p2)
+    y = np.cos(p1) * np.sin(p2) - np.sin(p1) * np.cos(p2) * np.cos(dl)
+    return (np.degrees(np.arctan2(x, y)) + 360.0) % 360.0
+
+
+@njit(cache=True)
+def _leg_rows(edges, start, end, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag, cls,
+              minor_cls, length, duration, head, node_lat, node_lng, gf, gcum, glat, glng):
+    """One call for the whole leg (each numba dispatch costs microseconds): the maneuver rows of
+    ``_gather``, cumulative distance/time, and the bearings at the origin and the destination."""
+    code, angle, turn_s, exits = _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag,
+                                       cls, minor_cls)
+    ints, flts, cd, ct = _gather(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart,
+                                 bend, head, node_lat, node_lng)
+    first, last = edges[0], edges[edges.shape[0] - 1]
+    b_after = bstart[first] if start <= 0.0 else _bearing_along(gf, gcum, glat, glng, first, start)
+    b_before = bend[last] if end >= 1.0 else _bearing_along(gf, gcum, glat, glng, last, end)
+    return ints, flts, cd, ct, b_after, b_before
+
+
 def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
     g = router.g
     edges = leg.edges
     n = edges.shape[0]
     names = g.names
     name_ids = router.name_ids
-    code, angle, turn_s, exits = _scan(edges, name_ids, router.flags, router.bstart, router.bend,
-                                       router.tfirst, router.tto, router.tcost, TURN_MIN_DEG,
-                                       P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"])
-    ints, flts, cd, ct = _gather(edges, code, angle, turn_s, exits, float(leg.start), float(leg.end),
-                                 router.length, router.duration, name_ids, router.bstart, router.bend,
-                                 router.edge_head, router.node_lat, router.node_lng)
+    ints, flts, cd, ct, b_after, b_before = _leg_rows(
+        edges, float(leg.start), float(leg.end), name_ids, router.flags, router.bstart, router.bend, router.tfirst,
+        router.tto, router.tcost, TURN_MIN_DEG, P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"],
+        router.length, router.duration, router.edge_head, router.node_lat, router.node_lng, router.gf, router.gcum,
+        router.glat, router.glng)
     cd = cd.tolist()
     ct = ct.tolist()
     o, d = leg.origin, leg.destination
-    first = int(edges[0])
-    last_e = int(edges[-1])
-    b_after = float(router.bstart[first]) if leg.start <= 0.0 else _bearing_at(router, first, leg.start)
     # step = [type, modifier, exit, name, bearing_before, bearing_after, i, lat, lng]
-    steps = [["depart", "", 0, names[int(name_ids[first])], 0.0, b_after, 0, o.lat, o.lng]]
+    steps = [["depart", "", 0, names[int(name_ids[edges[0]])], 0.0, b_after, 0, o.lat, o.lng]]
     for (i, c, exit_n, name_id, prev_id), (a, bb, ba, lat, lng) in zip(ints.tolist(), flts.tolist(), strict=True):
         name = names[name_id]
         if c == _RB_EXIT:
@@ -188,14 +212,11 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
         else:
             mtype = "turn"
         steps.append([mtype, mod, 0, name, bb, ba, i, lat, lng])
-    b_before = float(router.bend[last_e]) if leg.end >= 1.0 else _bearing_at(router, last_e, leg.end)
-    steps.append(["arrive", "", 0, names[int(name_ids[last_e])], b_before, 0.0, n, d.lat, d.lng])
+    steps.append(["arrive", "", 0, names[int(name_ids[edges[-1]])], b_before, 0.0, n, d.lat, d.lng])
     out = []
-    ns = len(steps)
-    for k in range(ns):
-        mtype, mod, exit_n, name, bb, ba, i0, lat, lng = steps[k]
-        i1 = steps[k + 1][6] if k + 1 < ns else n
-        maneuver = {"type": mtype, "bearing_before": int(round(bb)) % 360, "bearing_after": int(round(ba)) % 360}
+    i1s = [step[6] for step in steps[1:]] + [n]
+    for (mtype, mod, exit_n, name, bb, ba, i0, lat, lng), i1 in zip(steps, i1s, strict=True):
+        maneuver = {"type": mtype, "bearing_before": round(bb) % 360, "bearing_after": round(ba) % 360}
         if mod:
             maneuver["modifier"] = mod
         if mtype == "roundabout":
@@ -210,14 +231,3 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
             "location": {"lat": round(lat, 7), "lng": round(lng, 7)},
         })
     return out
-
-
-def _bearing_at(router, edge: int, frac: float) -> float:
-    """Bearing of the segment of ``edge`` at ``frac``."""
-    a, b = int(router.gf[edge]), int(router.gf[edge + 1])
-    cum = router.gcum[a:b]
-    target = frac * float(cum[-1])
-    i = int(np.searchsorted(cum, target, side="right")) - 1
-    i = min(max(i, 0), b - a - 2)
-    lat, lng = router.glat, router.glng
-    return bearing_deg(float(lat[a + i]), float(lng[a + i]), float(lat[a + i + 1]), float(lng[a + i + 1]))

@@ -173,7 +173,10 @@ class RoadGraph:
         for name in ARRAYS + CH_ARRAYS:
             path = graph_dir / f"{name}.npy"
             if path.exists():
-                arrays[name] = np.load(path, mmap_mode="r" if mmap else None)
+                array = np.load(path, mmap_mode="r" if mmap else None)
+                # a plain ndarray over the same mapped pages: np.memmap indexes through Python-level
+                # __getitem__/__array_finalize__ (about 1 us per scalar read on the query path)
+                arrays[name] = array.view(np.ndarray) if mmap else array
             elif name in ARRAYS:
                 raise DatasetError(f"road graph {graph_dir} lacks {name}.npy")
         names = json.loads((graph_dir / "names.json").read_text(encoding="utf-8"))
