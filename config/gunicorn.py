@@ -24,9 +24,21 @@ control_socket_disable = True
 
 
 def post_worker_init(worker):
-    """Open the datasets' indexes in the background as soon as a web worker starts."""
+    """Open the datasets' indexes in the background as soon as a web worker starts; then move
+    everything loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every
+    full collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and
+    the indexes, which added 60 us to the mean in-process request time (routing, Helsinki)."""
+    import gc
     import threading
 
     app = worker.wsgi
     registry = app.extensions["meridian"].datasets
-    threading.Thread(target=registry.warm, name="meridian-warmup", daemon=True).start()
+
+    def warm():
+        registry.warm()
+        gc.collect()
+        gc.freeze()
+
+    gc.collect()
+    gc.freeze()
+    threading.Thread(target=warm, name="meridian-warmup", daemon=True).start()

@@ -337,21 +337,100 @@ class CHQuery:
         self.heap_f = heap.new_heap(n)
         self.heap_b = heap.new_heap(n)
 
+    def _arrays(self):
+        return (self.uf, self.ut, self.uw, self.um, self.df, self.dt, self.dw, self.dm, self.up_from, self.dn_from,
+                self.distf, self.distb, self.parf, self.parb, self.tf, self.tb, *self.heap_f, *self.heap_b)
+
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
         """Best cost and the CH-node (= road edge) sequence from one of ``srcs`` to one of ``tgts``.
 
         ``sd``/``td`` are the initial costs (see :mod:`engine.routing.graph` for the convention).
         """
-        best, meet, ntf, ntb = _query(
-            self.uf, self.ut, self.uw, self.df, self.dt, self.dw, srcs, sd, tgts, td,
-            self.distf, self.distb, self.parf, self.parb, self.tf, self.tb, *self.heap_f, *self.heap_b)
-        path = None
-        if meet >= 0:
-            path = _path(meet, self.parf, self.parb, self.uf, self.ut, self.uw, self.um,
-                         self.df, self.dt, self.dw, self.dm, self.up_from, self.dn_from)
-        _reset(self.distf, self.parf, self.tf, ntf)
-        _reset(self.distb, self.parb, self.tb, ntb)
-        return best, path
+        best, path = _route(srcs, sd, tgts, td, *self._arrays())
+        return best, (path if path.shape[0] else None)
+
+    def edge_leg(self, starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight):
+        """The best leg from a point on one of the ``starts`` edges (at ``start_fracs`` of them) to
+        one on the ``ends`` edges: (cost, road edges from the start edge on, end fraction), or None.
+        A leg within a single edge is the caller's case (a CH path has at least one turn)."""
+        cost, edges, end_frac = _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight,
+                                          *self._arrays())
+        return None if cost == INF else (cost, edges, end_frac)
+
+
+@njit(cache=True)
+def _route(srcs, sd, tgts, td, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from, distf, distb, parf, parb,
+           tf, tb, hk1, hv1, hp1, hk2, hv2, hp2):
+    """Query, path unpacking and workspace reset in one dispatch; an empty path when none."""
+    best, meet, ntf, ntb = _query(uf, ut, uw, df, dt, dw, srcs, sd, tgts, td, distf, distb, parf, parb, tf, tb,
+                                  hk1, hv1, hp1, hk2, hv2, hp2)
+    if meet >= 0:
+        path = _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from)
+    else:
+        path = np.empty(0, np.int64)
+    _reset(distf, parf, tf, ntf)
+    _reset(distb, parb, tb, ntb)
+    return best, path
+
+
+@njit(cache=True)
+def _sources(starts, start_fracs, w, tfirst, tto, tweight):
+    """The turns out of the start edges: each edge entered, at its lowest cost (the rest of the
+    start edge, the turn, the edge entered), and the start edge it is entered from."""
+    m = 0
+    for e in starts:
+        m += tfirst[e + 1] - tfirst[e]
+    to = np.empty(m, np.int64)
+    cost = np.empty(m, np.float64)
+    origin = np.empty(m, np.int64)
+    k = 0
+    for i in range(starts.shape[0]):
+        e = starts[i]
+        base = (1.0 - start_fracs[i]) * w[e]
+        for t in range(tfirst[e], tfirst[e + 1]):
+            f = tto[t]
+            c = base + tweight[t] + w[f]
+            j = 0
+            while j < k and to[j] != f:
+                j += 1
+            if j == k:
+                to[k] = f
+                cost[k] = c
+                origin[k] = e
+                k += 1
+            elif c < cost[j]:
+                cost[j] = c
+                origin[j] = e
+    return to[:k], cost[:k], origin[:k]
+
+
+@njit(cache=True)
+def _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight, uf, ut, uw, um, df, dt, dw, dm,
+              up_from, dn_from, distf, distb, parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2):
+    srcs, sd, origin = _sources(starts, start_fracs, w, tfirst, tto, tweight)
+    none = np.empty(0, np.int64)
+    if srcs.shape[0] == 0:
+        return INF, none, 0.0
+    rem = np.empty(ends.shape[0], np.float64)
+    for i in range(ends.shape[0]):
+        rem[i] = (1.0 - end_fracs[i]) * w[ends[i]]
+    k_max = rem.max()
+    best, path = _route(srcs, sd, ends, k_max - rem, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from, distf, distb,
+                        parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2)
+    if path.shape[0] == 0 or best - k_max >= INF:
+        return INF, none, 0.0
+    j = 0
+    while srcs[j] != path[0]:
+        j += 1
+    last = path[path.shape[0] - 1]
+    end_frac = 0.0
+    for i in range(ends.shape[0]):  # the last entry for the edge, as a dict of the pairs would
+        if ends[i] == last:
+            end_frac = end_fracs[i]
+    edges = np.empty(path.shape[0] + 1, np.int64)
+    edges[0] = origin[j]
+    edges[1:] = path
+    return best - k_max, edges, end_frac
 
 
 @njit(cache=True)

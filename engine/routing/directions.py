@@ -10,6 +10,8 @@ through the roundabout and counts the exits passed). Maneuver types: ``depart``,
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -20,31 +22,17 @@ _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 _CARDINAL = ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")
 
 
-def modifier_for(angle: float) -> str:
-    """``angle``: signed turn in degrees, positive to the right, 0 straight on."""
-    a = abs(angle)
-    if a <= 15:
-        return "straight"
-    side = "right" if angle > 0 else "left"
-    if a <= 50:
-        return f"slight {side}"
-    if a <= 130:
-        return side
-    if a <= 170:
-        return f"sharp {side}"
-    return "uturn"
-
-
 def _ordinal(n: int) -> str:
     return _ORDINAL.get(n, f"{n}th")
 
 
-def instruction(mtype: str, modifier: str, name: str, *, bearing_after: float = 0.0, exit_n: int = 0,
-                last: bool = True) -> str:
+@lru_cache(maxsize=4096)
+def _instruction(mtype: str, modifier: str, name: str, heading: int, exit_n: int, last: bool) -> str:
+    """The readable instruction (cached: routes repeat the same streets and maneuvers).
+    ``heading``: index into ``_CARDINAL``, used by ``depart``."""
     onto = f" onto {name}" if name else ""
     if mtype == "depart":
-        heading = _CARDINAL[int(((bearing_after % 360) + 22.5) // 45) % 8]
-        return f"Head {heading}" + (f" on {name}" if name else "")
+        return f"Head {_CARDINAL[heading]}" + (f" on {name}" if name else "")
     if mtype == "arrive":
         return "You have arrived at your destination" if last else "You have arrived at your waypoint"
     if mtype == "roundabout":
@@ -57,9 +45,7 @@ def instruction(mtype: str, modifier: str, name: str, *, bearing_after: float = 
         return f"Make a U-turn{onto}"
     if modifier == "straight":
         return f"Go straight{onto}"
-    if modifier.startswith("slight"):
-        return f"Make a {modifier}{onto}"
-    if modifier.startswith("sharp"):
+    if modifier.startswith(("slight", "sharp")):
         return f"Make a {modifier}{onto}"
     return f"Turn {modifier}{onto}"
 
@@ -109,10 +95,42 @@ def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb
     return code, angle, turn_s, exits
 
 
+# step kinds from _steps; modifiers indexed by _modifier_code
+_KINDS = ("depart", "turn", "new name", "continue", "roundabout", "arrive")
+_DEPART, _K_TURN, _NEW_NAME, _CONTINUE, _ROUNDABOUT, _ARRIVE = range(6)
+_MODIFIERS = ("", "straight", "slight right", "right", "sharp right", "uturn", "slight left", "left", "sharp left")
+
+
 @njit(cache=True)
-def _gather(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend,
-            head, node_lat, node_lng):
-    """Rows for the positions with a maneuver, and cumulative distance/time per position."""
+def _modifier_code(angle):
+    """Index into ``_MODIFIERS`` for a signed turn in degrees (positive to the right, 0 straight
+    on): straight up to 15°, slight up to 50°, plain up to 130°, sharp up to 170°, then u-turn."""
+    a = abs(angle)
+    if a <= 15.0:
+        return 1
+    base = 1 if angle > 0 else 5
+    if a <= 50.0:
+        return base + 1
+    if a <= 130.0:
+        return base + 2
+    if a <= 170.0:
+        return base + 3
+    return 5
+
+
+@njit(cache=True)
+def _bearing_int(b):
+    return int(np.rint(b)) % 360
+
+
+@njit(cache=True)
+def _steps(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend, head, node_lat,
+           node_lng, origin, destination, b_after, b_before):
+    """The finished step rows, depart to arrive: ints (kind, modifier, exit, name id, bearing before,
+    bearing after) and floats (distance m and duration s to one decimal, lat/lng to seven).
+
+    A step runs from its maneuver to the next one; a roundabout's exit names its step's street
+    and exit number instead of starting a step."""
     n = edges.shape[0]
     cd = np.zeros(n + 1, np.float64)
     ct = np.zeros(n + 1, np.float64)
@@ -125,30 +143,59 @@ def _gather(edges, code, angle, turn_s, exits, start, end, length, duration, nam
             f = 0.0
         cd[i + 1] = cd[i] + f * length[e]
         ct[i + 1] = ct[i] + f * duration[e] + turn_s[i]
-    k = 0
+    k = 2
     for i in range(n):
-        if code[i] != 0:
+        if code[i] == _TURN or code[i] == _RB_ENTER:
             k += 1
-    ints = np.empty((k, 5), np.int64)  # i, code, exits, name id, previous name id
-    flts = np.empty((k, 5), np.float64)  # angle, bearing before, bearing after, lat, lng
-    j = 0
-    for i in range(n):
-        if code[i] == 0:
+    ints = np.zeros((k, 6), np.int64)
+    flts = np.zeros((k, 4), np.float64)
+    at = np.zeros(k + 1, np.int64)  # edge position where each step starts
+    ints[0, 0] = _DEPART
+    ints[0, 3] = name_ids[edges[0]]
+    ints[0, 5] = _bearing_int(b_after)
+    flts[0, 2] = origin[0]
+    flts[0, 3] = origin[1]
+    j = 1
+    for i in range(1, n):
+        c = code[i]
+        if c == _NONE:
             continue
         e = edges[i]
         p = edges[i - 1]
-        ints[j, 0] = i
-        ints[j, 1] = code[i]
-        ints[j, 2] = exits[i]
+        if c == _RB_EXIT:
+            if ints[j - 1, 0] == _ROUNDABOUT:
+                ints[j - 1, 2] = exits[i]
+                ints[j - 1, 3] = name_ids[e]
+            continue
+        mod = _modifier_code(angle[i])
+        if c == _RB_ENTER:
+            kind = _ROUNDABOUT
+        elif mod == 1:
+            kind = _NEW_NAME if name_ids[e] != name_ids[p] else _CONTINUE
+        else:
+            kind = _K_TURN
+        ints[j, 0] = kind
+        ints[j, 1] = mod
         ints[j, 3] = name_ids[e]
-        ints[j, 4] = name_ids[p]
-        flts[j, 0] = angle[i]
-        flts[j, 1] = bend[p]
-        flts[j, 2] = bstart[e]
-        flts[j, 3] = node_lat[head[p]]
-        flts[j, 4] = node_lng[head[p]]
+        ints[j, 4] = _bearing_int(bend[p])
+        ints[j, 5] = _bearing_int(bstart[e])
+        flts[j, 2] = node_lat[head[p]]
+        flts[j, 3] = node_lng[head[p]]
+        at[j] = i
         j += 1
-    return ints, flts, cd, ct
+    ints[j, 0] = _ARRIVE
+    ints[j, 3] = name_ids[edges[n - 1]]
+    ints[j, 4] = _bearing_int(b_before)
+    flts[j, 2] = destination[0]
+    flts[j, 3] = destination[1]
+    at[j] = n
+    at[j + 1] = n
+    for s in range(j + 1):
+        flts[s, 0] = np.rint((cd[at[s + 1]] - cd[at[s]]) * 10.0) / 10.0
+        flts[s, 1] = np.rint((ct[at[s + 1]] - ct[at[s]]) * 10.0) / 10.0
+        flts[s, 2] = np.rint(flts[s, 2] * 1e7) / 1e7
+        flts[s, 3] = np.rint(flts[s, 3] * 1e7) / 1e7
+    return ints[: j + 1], flts[: j + 1]
 
 
 @njit(cache=True)
@@ -166,68 +213,43 @@ def _bearing_along(gf, gcum, glat, glng, edge, frac):
 
 
 @njit(cache=True)
-def _leg_rows(edges, start, end, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag, cls,
-              minor_cls, length, duration, head, node_lat, node_lng, gf, gcum, glat, glng):
-    """One call for the whole leg (each numba dispatch costs microseconds): the maneuver rows of
-    ``_gather``, cumulative distance/time, and the bearings at the origin and the destination."""
+def _leg_steps(edges, start, end, origin, destination, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min,
+               rb_flag, cls, minor_cls, length, duration, head, node_lat, node_lng, gf, gcum, glat, glng):
+    """One call for the whole leg (each numba dispatch costs microseconds): ``_scan``, the bearings
+    at the origin and the destination, then ``_steps``."""
     code, angle, turn_s, exits = _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag,
                                        cls, minor_cls)
-    ints, flts, cd, ct = _gather(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart,
-                                 bend, head, node_lat, node_lng)
     first, last = edges[0], edges[edges.shape[0] - 1]
     b_after = bstart[first] if start <= 0.0 else _bearing_along(gf, gcum, glat, glng, first, start)
     b_before = bend[last] if end >= 1.0 else _bearing_along(gf, gcum, glat, glng, last, end)
-    return ints, flts, cd, ct, b_after, b_before
+    return _steps(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend, head,
+                  node_lat, node_lng, origin, destination, b_after, b_before)
 
 
 def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
-    g = router.g
-    edges = leg.edges
-    n = edges.shape[0]
-    names = g.names
-    name_ids = router.name_ids
-    ints, flts, cd, ct, b_after, b_before = _leg_rows(
-        edges, float(leg.start), float(leg.end), name_ids, router.flags, router.bstart, router.bend, router.tfirst,
-        router.tto, router.tcost, TURN_MIN_DEG, P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"],
-        router.length, router.duration, router.edge_head, router.node_lat, router.node_lng, router.gf, router.gcum,
-        router.glat, router.glng)
-    cd = cd.tolist()
-    ct = ct.tolist()
     o, d = leg.origin, leg.destination
-    # step = [type, modifier, exit, name, bearing_before, bearing_after, i, lat, lng]
-    steps = [["depart", "", 0, names[int(name_ids[edges[0]])], 0.0, b_after, 0, o.lat, o.lng]]
-    for (i, c, exit_n, name_id, prev_id), (a, bb, ba, lat, lng) in zip(ints.tolist(), flts.tolist(), strict=True):
-        name = names[name_id]
-        if c == _RB_EXIT:
-            cur = steps[-1]
-            if cur[0] == "roundabout":
-                cur[2] = exit_n
-                cur[3] = name
-            continue
-        mod = modifier_for(a)
-        if c == _RB_ENTER:
-            mtype = "roundabout"
-        elif mod == "straight":
-            mtype = "new name" if name_id != prev_id else "continue"
-        else:
-            mtype = "turn"
-        steps.append([mtype, mod, 0, name, bb, ba, i, lat, lng])
-    steps.append(["arrive", "", 0, names[int(name_ids[edges[-1]])], b_before, 0.0, n, d.lat, d.lng])
+    ints, flts = _leg_steps(
+        leg.edges, float(leg.start), float(leg.end), (float(o.lat), float(o.lng)), (float(d.lat), float(d.lng)),
+        router.name_ids, router.flags, router.bstart, router.bend, router.tfirst, router.tto, router.tcost,
+        TURN_MIN_DEG, P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"], router.length, router.duration,
+        router.edge_head, router.node_lat, router.node_lng, router.gf, router.gcum, router.glat, router.glng)
+    names = router.g.names
     out = []
-    i1s = [step[6] for step in steps[1:]] + [n]
-    for (mtype, mod, exit_n, name, bb, ba, i0, lat, lng), i1 in zip(steps, i1s, strict=True):
-        maneuver = {"type": mtype, "bearing_before": round(bb) % 360, "bearing_after": round(ba) % 360}
+    for (kind, mod_i, exit_n, name_id, bb, ba), (dist, dur, lat, lng) in zip(ints.tolist(), flts.tolist(),
+                                                                             strict=True):
+        mtype, mod, name = _KINDS[kind], _MODIFIERS[mod_i], names[name_id]
+        maneuver = {"type": mtype, "bearing_before": bb, "bearing_after": ba}
         if mod:
             maneuver["modifier"] = mod
-        if mtype == "roundabout":
-            exit_n = max(1, exit_n)
-            maneuver["exit"] = exit_n
+        if kind == _ROUNDABOUT:
+            exit_n = maneuver["exit"] = max(1, exit_n)
+        heading = ((ba + 22) // 45) % 8 if kind == _DEPART else 0
         out.append({
-            "instruction": instruction(mtype, mod, name, bearing_after=ba, exit_n=exit_n, last=last_leg),
+            "instruction": _instruction(mtype, mod, name, heading, exit_n, last_leg),
             "maneuver": maneuver,
             "name": name,
-            "distance": round(cd[i1] - cd[i0], 1),
-            "duration": round(ct[i1] - ct[i0], 1),
-            "location": {"lat": round(lat, 7), "lng": round(lng, 7)},
+            "distance": dist,
+            "duration": dur,
+            "location": {"lat": lat, "lng": lng},
         })
     return out

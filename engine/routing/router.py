@@ -218,36 +218,22 @@ class Router:
                 if f not in src or c < src[f][0]:
                     src[f] = (c, e)
         tgt = self._ends(d)
-        direct = []
-        for e, a in starts:
-            for f, b in tgt:
-                if e == f and b >= a:
-                    direct.append(((b - a) * w[e], e, a, b))
-        return src, tgt, direct
+        return src, tgt, _direct(starts, tgt, w)
 
     # -- legs
     def leg(self, o: Snap, d: Snap, avoid_mask: int = 0) -> Leg | None:
         w = self.weight
-        src, tgt, direct = self._endpoints(o, d, w)
+        starts, ends = self._starts(o), self._ends(d)
         best: Leg | None = None
-        for c, e, a, b in direct:
+        for c, e, a, b in _direct(starts, ends, w):
             if best is None or c < best.weight:
                 best = Leg(np.array([e], np.int64), a, b, c, o, d)
-        if src:
-            srcs = np.fromiter(src.keys(), np.int64, len(src))
-            sd = np.array([v[0] for v in src.values()], np.float64)
-            tg = np.array([t for t, _ in tgt], np.int64)
-            rem = np.array([(1.0 - b) * w[t] for t, b in tgt], np.float64)
-            K = float(rem.max())
-            cost, path = self._ch.route(srcs, sd, tg, K - rem)
-            if path is not None and cost - K < INF:
-                cost -= K
-                if best is None or cost < best.weight:
-                    first = int(path[0])
-                    origin_edge = src[first][1]
-                    end_frac = dict(tgt)[int(path[-1])]
-                    edges = np.concatenate(([origin_edge], path)).astype(np.int64)
-                    best = Leg(edges, self._frac_of(o, origin_edge), end_frac, cost, o, d)
+        found = self._ch.edge_leg(np.array([e for e, _ in starts], np.int64), np.array([a for _, a in starts]),
+                                  np.array([e for e, _ in ends], np.int64), np.array([b for _, b in ends]),
+                                  w, self.tfirst, self.tto, self.tweight)
+        if found is not None and (best is None or found[0] < best.weight):
+            cost, edges, end_frac = found
+            best = Leg(edges, self._frac_of(o, int(edges[0])), end_frac, cost, o, d)
         if best is not None and avoid_mask and (self.flags[best.edges] & avoid_mask).any():
             return self.leg_dijkstra(o, d, avoid_mask)
         return best
@@ -335,3 +321,9 @@ def avoid_mask(avoid) -> int:
     for name in avoid:
         mask |= P.AVOID_FLAGS[name]
     return mask
+
+
+def _direct(starts, ends, w) -> list[tuple[float, int, float, float]]:
+    """Legs within one edge: (cost, edge, start fraction, end fraction) where a start and an end
+    lie on the same directed edge in driving order."""
+    return [((b - a) * w[e], e, a, b) for e, a in starts for f, b in ends if e == f and b >= a]

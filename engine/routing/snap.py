@@ -163,6 +163,15 @@ def _within(x0, y0, x1, y1, first, items, minx, miny, cell, nx, ny, x, y, radius
     return out_i[:n], out_t[:n], out_d[:n]
 
 
+@njit(cache=True)
+def _point_on(seg, t, seg_edge, c0, c1, edge_len, x0, y0, x1, y1):
+    """The point at ``t`` along road piece ``seg``: its edge, fraction of the edge, planar x/y."""
+    e = seg_edge[seg]
+    length = edge_len[e]
+    frac = (c0[seg] + t * (c1[seg] - c0[seg])) / length if length > 0 else 0.0
+    return e, min(max(frac, 0.0), 1.0), x0[seg] + t * (x1[seg] - x0[seg]), y0[seg] + t * (y1[seg] - y0[seg])
+
+
 class EdgeSnapper:
     def __init__(self, graph) -> None:
         self.g = graph
@@ -218,14 +227,10 @@ class EdgeSnapper:
         self.seg_all = np.ones(n, dtype=np.bool_)
 
     def _make(self, seg: int, t: float, d: float) -> Snap:
-        e = int(self.seg_edge[seg])
-        along = self.c0[seg] + t * (self.c1[seg] - self.c0[seg])
-        L = self.edge_len[e]
-        frac = float(along / L) if L > 0 else 0.0
-        px = self.x0[seg] + t * (self.x1[seg] - self.x0[seg])
-        py = self.y0[seg] + t * (self.y1[seg] - self.y0[seg])
-        lat, lng = self.proj.to_latlng(px, py)
-        return Snap(e, min(max(frac, 0.0), 1.0), float(lat), float(lng), float(d))
+        e, frac, px, py = _point_on(seg, t, self.seg_edge, self.c0, self.c1, self.edge_len, self.x0, self.y0, self.x1,
+                                    self.y1)
+        p = self.proj
+        return Snap(int(e), float(frac), py / p.ky + p.lat0, px / p.kx + p.lng0, float(d))
 
     def _xy(self, lat: float, lng: float) -> tuple[float, float]:
         p = self.proj
