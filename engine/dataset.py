@@ -116,6 +116,7 @@ class DatasetRegistry:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
         self._datasets: dict[str, Dataset] = {}
+        self._versions = ""
         self._lock = threading.Lock()
         self.reload()
 
@@ -141,13 +142,15 @@ class DatasetRegistry:
                 if found.get(name) is not old:
                     old.close()
             self._datasets = found
+            self._versions = ",".join(sorted(f"{d.region}:{d.version}" for d in found.values()))
 
     def all(self) -> list[Dataset]:
         return list(self._datasets.values())
 
     def versions(self) -> str:
-        """``region:version,...`` of every loaded dataset: part of every heavy cache key."""
-        return ",".join(sorted(f"{d.region}:{d.version}" for d in self.all()))
+        """``region:version,...`` of every loaded dataset: part of every heavy cache key and ETag
+        (worked out at each reload, not per request)."""
+        return self._versions
 
     def regions(self) -> list[str]:
         return list(self._datasets)
