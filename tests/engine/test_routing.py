@@ -307,6 +307,17 @@ CROSS = """
 """
 
 
+@pytest.mark.parametrize("angle,modifier", [
+    (0, "straight"), (-15, "straight"), (16, "slight right"), (-50, "slight left"), (51, "right"),
+    (-130, "left"), (131, "sharp right"), (-170, "sharp left"), (171, "uturn"), (-179, "uturn"),
+])
+def test_modifier_thresholds(angle, modifier):
+    """Signed turn angle (positive to the right) to OSRM's modifier vocabulary, at each threshold."""
+    from engine.routing.directions import _MODIFIERS, _modifier_code
+
+    assert _MODIFIERS[_modifier_code(float(angle))] == modifier
+
+
 @pytest.mark.parametrize("target,modifier", [("N", "left"), ("S", "right")])
 def test_turn_instruction(tmp_path, target, modifier):
     g = OsmGrid(CROSS, grid_m=10)
