@@ -75,11 +75,30 @@ def routing_section(doc: dict) -> list[str]:
                       f"{agr['duration_within_10pct']:.1%}; median ratios {agr['median_distance_ratio']} "
                       f"(distance), {agr['median_duration_ratio']} (duration). Largest distance "
                       "differences (Meridian / OSRM):", ""]
-            lines += _table(["origin", "destination", "metres", "seconds"],
+            verdicts = {(tuple(v["origin"]), tuple(v["destination"])): v
+                        for v in (agr.get("outliers") or {}).get("pairs", [])}
+            lines += _table(["origin", "destination", "metres", "seconds", "OSRM driving our path"],
                             [[f"{w['origin'][0]},{w['origin'][1]}", f"{w['destination'][0]},{w['destination'][1]}",
-                              f"{w['meridian_m']:.0f} / {w['osrm_m']:.0f}", f"{w['meridian_s']:.0f} / {w['osrm_s']:.0f}"]
+                              f"{w['meridian_m']:.0f} / {w['osrm_m']:.0f}", f"{w['meridian_s']:.0f} / {w['osrm_s']:.0f}",
+                              _verdict(verdicts.get((tuple(w["origin"]), tuple(w["destination"]))))]
                              for w in agr.get("worst", [])[:5]])
+            lines += _outliers(agr.get("outliers"))
     return lines
+
+
+def _verdict(v: dict | None) -> str:
+    if v is None:
+        return ""
+    ratio = v.get("osrm_time_ratio")
+    return v["class"].replace("_", " ") + (f" (its time for ours / its own: {ratio})" if ratio is not None else "")
+
+
+def _outliers(out: dict | None) -> list[str]:
+    if not out:
+        return []
+    counts = ", ".join(f"{c.replace('_', ' ')} {n}" for c, n in out["counts"].items())
+    return ["", f"All {out['outside_5pct']} pairs outside 5 %, with OSRM asked to drive Meridian's own "
+            f"path (`bench/outliers.py`, whose docstring defines the classes): {counts}.", ""]
 
 
 def throughput_section(doc: dict) -> list[str]:

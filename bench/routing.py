@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.http_client import Http  # noqa: E402
+from bench.outliers import explain as explain_outliers  # noqa: E402
 from engine import layout  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
 from engine.errors import MeridianError  # noqa: E402
@@ -237,6 +238,8 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
             ],
             "meridian_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if m[0] is None and o[0] is not None),
             "osrm_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if o[0] is None and m[0] is not None),
+            # every pair outside 5 %: OSRM drives our path and says why (bench/outliers.py)
+            "outliers": explain_outliers(ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05]),
         }
     return out
 
@@ -267,6 +270,8 @@ def print_table(results: list[dict]) -> None:
         for w in a["worst"][:5]:
             print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, "
                   f"osrm {w['osrm_m']} m")
+        if a.get("outliers"):
+            print(f"    outside 5%: {a['outliers']['outside_5pct']}, OSRM driving our path: {a['outliers']['counts']}")
 
 
 def _redact(args: list[str]) -> list[str]:

@@ -1,0 +1,118 @@
+"""Why a route's distance differs from OSRM's: OSRM is asked to drive Meridian's own path.
+
+For every pair whose distance differs by more than 5 %, Meridian's route geometry, resampled to
+at most ``MAX_POINTS`` points, is sent to OSRM's ``/match`` with a tight radius. OSRM then prices
+that exact path with its own car profile, and the pair falls into one of five classes:
+
+- ``snapped_elsewhere``: the two engines put the origin or the destination on different roads
+  (more than ``SAME_POINT_M`` apart): the point lies between roads, and the routes start or end on
+  different streets. OSRM snaps to the nearest road of any size; Meridian to the nearest road of
+  the well-connected network (data, and a documented rule).
+- ``near_tie``: OSRM's time for Meridian's path is within ``TIE`` of its time for its own path.
+  Both engines minimise time, and the two paths are near-equal by OSRM's own measure, so the
+  distance gap comes from the speed models (profile), not from a wrong path.
+- ``osrm_cannot_drive``: OSRM cannot follow the path in one piece (no match, points dropped, or a
+  split). The path uses a road or a turn that OSRM's car profile excludes and ours allows (data
+  read differently, e.g. access tags, or a restriction one side does not apply).
+- ``osrm_rates_ours_faster``: OSRM's ``/match`` time for our path is more than ``TIE`` *below* its
+  ``/route`` time for its own path, with the same endpoints. OSRM's two services price the same
+  maneuvers differently. For example, from 60.1740684,24.952268 OSRM's own route makes a U-turn
+  on a service road, and ``/match`` prices our path without that U-turn 31 % lower. The
+  comparison does not settle these.
+- ``osrm_rates_ours_slower``: OSRM can drive our path but rates it more than ``TIE`` slower than
+  its own. Our speed model disagrees with OSRM's by more than ``TIE`` on these streets. These
+  are the cases to look into.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from urllib.parse import quote
+
+import numpy as np
+
+from bench.http_client import Http
+from engine.errors import MeridianError
+from engine.geo import haversine_m
+from engine.services.routing import RoutingParams, run
+
+MAX_POINTS = 100  # osrm-routed's default --max-matching-size
+RADIUS_M = 5.0
+TIE = 0.05
+SAME_POINT_M = 3.0
+CLASSES = ("snapped_elsewhere", "near_tie", "osrm_cannot_drive", "osrm_rates_ours_faster", "osrm_rates_ours_slower")
+
+
+def resample(coords: list[list[float]], n_max: int = MAX_POINTS) -> list[tuple[float, float]]:
+    """``[lng, lat]`` vertices to at most ``n_max`` (lat, lng) points evenly spaced along the line
+    (ends kept). Equirectangular lengths are plenty to space the points."""
+    lng = np.array([c[0] for c in coords])
+    lat = np.array([c[1] for c in coords])
+    k = math.cos(math.radians(float(lat.mean())))
+    seg = np.hypot(np.diff(lng) * k, np.diff(lat))
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    if len(coords) <= n_max or cum[-1] == 0.0:
+        return list(zip(lat.tolist(), lng.tolist(), strict=True))
+    at = np.linspace(0.0, cum[-1], n_max)
+    return list(zip(np.interp(at, cum, lat).tolist(), np.interp(at, cum, lng).tolist(), strict=True))
+
+
+def osrm_drive(client: Http, points: list[tuple[float, float]]) -> dict | None:
+    """OSRM's distance and time along ``points`` in one piece, or None when it cannot follow them."""
+    coords = ";".join(f"{lng:.7f},{lat:.7f}" for lat, lng in points)
+    radii = ";".join(f"{RADIUS_M:g}" for _ in points)
+    _, status, body = client.request(
+        "GET", f"/match/v1/driving/{quote(coords, safe=',;.-')}?radiuses={radii}&gaps=ignore&tidy=false"
+               "&overview=false")
+    doc = json.loads(body) if body else {}
+    if status != 200 or doc.get("code") != "Ok":
+        return None
+    matchings = doc.get("matchings") or []
+    if len(matchings) != 1 or any(tp is None for tp in doc.get("tracepoints") or [None]):
+        return None
+    return {"distance": matchings[0]["distance"], "duration": matchings[0]["duration"]}
+
+
+def osrm_endpoints(client: Http, a, b) -> list[tuple[float, float]] | None:
+    """Where OSRM's /route puts the origin and the destination, (lat, lng) each."""
+    _, status, body = client.request("GET", f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
+                                            "?overview=false")
+    doc = json.loads(body) if body else {}
+    if status != 200 or doc.get("code") != "Ok":
+        return None
+    return [(w["location"][1], w["location"][0]) for w in doc["waypoints"]]
+
+
+def classify(datasets, client: Http, a, b, osrm_s: float) -> dict:
+    """One pair: its class and, where OSRM could drive our path, its time for it over its own."""
+    try:
+        doc = run(datasets, RoutingParams(origin=a, destination=b, steps=False, geometry="geojson"))
+    except MeridianError:
+        return {"class": "osrm_rates_ours_slower", "why": "no Meridian route"}
+    ours = [(w["location"]["lat"], w["location"]["lng"]) for w in doc["waypoints"]]
+    theirs = osrm_endpoints(client, a, b)
+    if theirs is not None:
+        apart = max(haversine_m(p[0], p[1], q[0], q[1]) for p, q in zip(ours, theirs, strict=True))
+        if apart > SAME_POINT_M:
+            return {"class": "snapped_elsewhere", "endpoints_apart_m": round(apart, 1)}
+    driven = osrm_drive(client, resample(doc["routes"][0]["geometry"]["coordinates"]))
+    if driven is None:
+        return {"class": "osrm_cannot_drive"}
+    ratio = driven["duration"] / osrm_s if osrm_s > 0 else math.inf
+    verdict = "near_tie" if abs(ratio - 1.0) <= TIE else "osrm_rates_ours_faster" if ratio < 1.0 else \
+        "osrm_rates_ours_slower"
+    return {"class": verdict,
+            "osrm_time_ratio": round(ratio, 4), "osrm_s_for_ours": round(driven["duration"], 1)}
+
+
+def explain(datasets, client: Http, rows: list[tuple]) -> dict:
+    """``rows``: (|distance ratio - 1|, origin, destination, our m, OSRM m, our s, OSRM s) of the
+    pairs outside 5 %. Counts per class and every pair's verdict."""
+    verdicts = []
+    for _, a, b, md, od, mt, ot in rows:
+        v = classify(datasets, client, a, b, ot)
+        verdicts.append({"origin": list(a), "destination": list(b), "meridian_m": round(md, 1),
+                         "osrm_m": round(od, 1), "meridian_s": round(mt, 1), "osrm_s": round(ot, 1), **v})
+    return {"outside_5pct": len(rows), "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
+            "pairs": verdicts}
