@@ -52,6 +52,14 @@ class LocalProjection:
     def to_latlng(self, x, y):
         return np.asarray(y) / self.ky + self.lat0, np.asarray(x) / self.kx + self.lng0
 
+    def point_xy(self, lat: float, lng: float) -> tuple[float, float]:
+        """``to_xy`` for one point, in plain floats (no array wrapping on hot paths)."""
+        return (lng - self.lng0) * self.kx, (lat - self.lat0) * self.ky
+
+    def point_latlng(self, x: float, y: float) -> tuple[float, float]:
+        """``to_latlng`` for one point, in plain floats."""
+        return y / self.ky + self.lat0, x / self.kx + self.lng0
+
 
 def round_coord(value: float) -> float:
     """Coordinates leave the engine rounded to 7 decimals (~1 cm), the precision of OSM."""

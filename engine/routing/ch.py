@@ -374,7 +374,7 @@ def _route(srcs, sd, tgts, td, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from,
 
 
 @njit(cache=True)
-def _sources(starts, start_fracs, w, tfirst, tto, tweight):
+def start_turns(starts, start_fracs, w, tfirst, tto, tweight):
     """The turns out of the start edges: each edge entered, at its lowest cost (the rest of the
     start edge, the turn, the edge entered), and the start edge it is entered from."""
     m = 0
@@ -407,7 +407,7 @@ def _sources(starts, start_fracs, w, tfirst, tto, tweight):
 @njit(cache=True)
 def _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight, uf, ut, uw, um, df, dt, dw, dm,
               up_from, dn_from, distf, distb, parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2):
-    srcs, sd, origin = _sources(starts, start_fracs, w, tfirst, tto, tweight)
+    srcs, sd, origin = start_turns(starts, start_fracs, w, tfirst, tto, tweight)
     none = np.empty(0, np.int64)
     if srcs.shape[0] == 0:
         return INF, none, 0.0

@@ -15,7 +15,10 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from engine.geo import bearing_deg
 from engine.routing import profile as P
+
+_bearing_deg = njit(cache=True)(bearing_deg)  # the same formula, callable from the kernels below
 
 TURN_MIN_DEG = 35.0
 _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
@@ -205,11 +208,7 @@ def _bearing_along(gf, gcum, glat, glng, edge, frac):
     target = frac * gcum[b - 1]
     i = np.searchsorted(gcum[a:b], target, side="right") - 1
     i = min(max(i, 0), b - a - 2)
-    p1, p2 = np.radians(glat[a + i]), np.radians(glat[a + i + 1])
-    dl = np.radians(glng[a + i + 1] - glng[a + i])
-    x = np.sin(dl) * np.cos(p2)
-    y = np.cos(p1) * np.sin(p2) - np.sin(p1) * np.cos(p2) * np.cos(dl)
-    return (np.degrees(np.arctan2(x, y)) + 360.0) % 360.0
+    return _bearing_deg(glat[a + i], glng[a + i], glat[a + i + 1], glng[a + i + 1])
 
 
 @njit(cache=True)
@@ -243,6 +242,7 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
             maneuver["modifier"] = mod
         if kind == _ROUNDABOUT:
             exit_n = maneuver["exit"] = max(1, exit_n)
+        # the nearest of the 8 compass points: (ba + 22.5) // 45 for a whole-degree bearing
         heading = ((ba + 22) // 45) % 8 if kind == _DEPART else 0
         out.append({
             "instruction": _instruction(mtype, mod, name, heading, exit_n, last_leg),

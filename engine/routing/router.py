@@ -21,7 +21,7 @@ from numba import njit
 
 from engine import layout
 from engine.routing import profile as P
-from engine.routing.ch import CHQuery
+from engine.routing.ch import CHQuery, start_turns
 from engine.routing.graph import RoadGraph
 from engine.routing.search import dijkstra, path_to
 from engine.routing.snap import EdgeSnapper, Snap
@@ -206,20 +206,6 @@ class Router:
             out += [(int(e), 1.0) for e in into[int(first[node]):int(first[node + 1])] if (int(e), 1.0) not in out]
         return out
 
-    def _endpoints(self, o: Snap, d: Snap, w: np.ndarray):
-        """Source successors (edge, cost, origin edge), target entries, direct candidates."""
-        src: dict[int, tuple[float, int]] = {}
-        starts = self._starts(o)
-        for e, a in starts:
-            base = (1.0 - a) * w[e]
-            for t in range(self.tfirst[e], self.tfirst[e + 1]):
-                f = int(self.tto[t])
-                c = base + self.tweight[t] + w[f]
-                if f not in src or c < src[f][0]:
-                    src[f] = (c, e)
-        tgt = self._ends(d)
-        return src, tgt, _direct(starts, tgt, w)
-
     # -- legs
     def leg(self, o: Snap, d: Snap, avoid_mask: int = 0) -> Leg | None:
         w = self.weight
@@ -228,9 +214,7 @@ class Router:
         for c, e, a, b in _direct(starts, ends, w):
             if best is None or c < best.weight:
                 best = Leg(np.array([e], np.int64), a, b, c, o, d)
-        found = self._ch.edge_leg(np.array([e for e, _ in starts], np.int64), np.array([a for _, a in starts]),
-                                  np.array([e for e, _ in ends], np.int64), np.array([b for _, b in ends]),
-                                  w, self.tfirst, self.tto, self.tweight)
+        found = self._ch.edge_leg(*_arrays(starts), *_arrays(ends), w, self.tfirst, self.tto, self.tweight)
         if found is not None and (best is None or found[0] < best.weight):
             cost, edges, end_frac = found
             best = Leg(edges, self._frac_of(o, int(edges[0])), end_frac, cost, o, d)
@@ -252,23 +236,23 @@ class Router:
             kept = w[keep]
             w = np.where(self.flags & avoid_mask, INF, w)
             w[keep] = kept
-        src, tgt, direct = self._endpoints(o, d, w)
+        starts, ends = self._starts(o), self._ends(d)
         best: Leg | None = None
-        for c, e, a, b in direct:
+        for c, e, a, b in _direct(starts, ends, w):
             if c < INF and (best is None or c < best.weight):
                 best = Leg(np.array([e], np.int64), a, b, c, o, d)
-        if not src:
+        srcs, sd, origin = start_turns(*_arrays(starts), w, self.tfirst, self.tto, self.tweight)
+        if not srcs.shape[0]:
             return best
-        srcs = np.fromiter(src.keys(), np.int64, len(src))
-        sd = np.array([v[0] for v in src.values()], np.float64)
+        origin_of = dict(zip(srcs.tolist(), origin.tolist(), strict=True))
         dist, par = dijkstra(self.tfirst, self.tto, self.tweight, w, srcs, sd, INF, -1)
-        for t, b in tgt:
+        for t, b in ends:
             if dist[t] == INF:
                 continue
             c = dist[t] - (1.0 - b) * w[t]
             if best is None or c < best.weight:
                 path = path_to(par, t)
-                origin_edge = src[path[0]][1]
+                origin_edge = origin_of[path[0]]
                 best = Leg(np.array([origin_edge] + path, np.int64), self._frac_of(o, origin_edge), b, c, o, d)
         return best
 
@@ -327,3 +311,8 @@ def _direct(starts, ends, w) -> list[tuple[float, int, float, float]]:
     """Legs within one edge: (cost, edge, start fraction, end fraction) where a start and an end
     lie on the same directed edge in driving order."""
     return [((b - a) * w[e], e, a, b) for e, a in starts for f, b in ends if e == f and b >= a]
+
+
+def _arrays(pairs: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """(edge, fraction) pairs as the edge and fraction arrays the numba searches take."""
+    return np.array([e for e, _ in pairs], np.int64), np.array([f for _, f in pairs], np.float64)

@@ -229,18 +229,14 @@ class EdgeSnapper:
     def _make(self, seg: int, t: float, d: float) -> Snap:
         e, frac, px, py = _point_on(seg, t, self.seg_edge, self.c0, self.c1, self.edge_len, self.x0, self.y0, self.x1,
                                     self.y1)
-        p = self.proj
-        return Snap(int(e), float(frac), py / p.ky + p.lat0, px / p.kx + p.lng0, float(d))
-
-    def _xy(self, lat: float, lng: float) -> tuple[float, float]:
-        p = self.proj
-        return (lng - p.lng0) * p.kx, (lat - p.lat0) * p.ky
+        lat, lng = self.proj.point_latlng(px, py)
+        return Snap(int(e), float(frac), lat, lng, float(d))
 
     def snap(self, lat: float, lng: float, max_distance_m: float = math.inf) -> Snap | None:
         """Nearest edge of the well-connected network within the limit, else nearest of any."""
         if not len(self.seg_edge):
             return None
-        x, y = self._xy(lat, lng)
+        x, y = self.proj.point_xy(lat, lng)
         for allowed in (self.seg_big, self.seg_all):
             i, t, d = _nearest(self.x0, self.y0, self.x1, self.y1, allowed, self.first, self.items,
                                self.minx, self.miny, CELL_M, self.nx, self.ny, x, y, float(max_distance_m))
@@ -252,7 +248,7 @@ class EdgeSnapper:
         """Every road piece within ``radius_m``, its nearest point each, nearest first."""
         if not len(self.seg_edge):
             return []
-        x, y = self._xy(lat, lng)
+        x, y = self.proj.point_xy(lat, lng)
         ii, tt, dd = _within(self.x0, self.y0, self.x1, self.y1, self.first, self.items, self.minx,
                              self.miny, CELL_M, self.nx, self.ny, x, y, float(radius_m))
         order = np.argsort(dd, kind="stable")
