@@ -22,6 +22,18 @@ that exact path with its own car profile, and the pair falls into one of five cl
 - ``osrm_rates_ours_slower``: OSRM can drive our path but rates it more than ``TIE`` slower than
   its own. Our speed model disagrees with OSRM's by more than ``TIE`` on these streets. These
   are the cases to look into.
+
+For the last two classes, ``where`` says which stretches of the path the two engines price most
+differently: OSRM's time between consecutive points of the resampled path (its ``/match`` legs,
+turn costs included) next to ours over the same metres (edge times and turn costs of our leg),
+the ``SPANS`` stretches with the largest gap, each with its street (ours) and where it starts.
+A turn OSRM prices at 10 s and we at 0.5 s shows up as a stretch of a few metres with a gap of
+9.5 s. A gap of at least OSRM's U-turn penalty (20 s) on a stretch of at most 50 m is OSRM
+charging a U-turn where our path makes none (``osrm_uturn``); ``osrm_s_for_ours_without_its_uturns``
+is OSRM's time for our path less those gaps. On Monaco (2026-11-23) every pair OSRM rates slower
+has one, at Rond-Point Sainte-Dévote or in Tunnel Rocher Antoine 1er, where one-way pieces of one
+street bend back on each other; without those charges OSRM's own prices put our path within 5 %
+of its route or below it (engine/routing/profile.py, "Known difference from OSRM").
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from urllib.parse import quote
 import numpy as np
 
 from bench.http_client import Http
+from config.settings import Limits
 from engine.errors import MeridianError
 from engine.geo import haversine_m
 from engine.services.routing import RoutingParams, run
@@ -41,6 +54,9 @@ MAX_POINTS = 100  # osrm-routed's default --max-matching-size
 RADIUS_M = 5.0
 TIE = 0.05
 SAME_POINT_M = 3.0
+SPANS = 2
+OSRM_UTURN_S = 20.0  # osrm-backend's car profile: u_turn_penalty
+UTURN_SPAN_M = 50.0
 CLASSES = ("snapped_elsewhere", "near_tie", "osrm_cannot_drive", "osrm_rates_ours_faster", "osrm_rates_ours_slower")
 
 
@@ -71,7 +87,54 @@ def osrm_drive(client: Http, points: list[tuple[float, float]]) -> dict | None:
     matchings = doc.get("matchings") or []
     if len(matchings) != 1 or any(tp is None for tp in doc.get("tracepoints") or [None]):
         return None
-    return {"distance": matchings[0]["distance"], "duration": matchings[0]["duration"]}
+    legs = matchings[0]["legs"]
+    return {"distance": matchings[0]["distance"], "duration": matchings[0]["duration"],
+            "legs": [(leg["distance"], leg["duration"]) for leg in legs],
+            "points": [(tp["location"][1], tp["location"][0]) for tp in doc["tracepoints"]]}
+
+
+def timeline(router, leg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Our leg at its junctions: cumulative metres and travel seconds at the start of every edge
+    and at the end (n + 1 values), and the turn costs paid at the n - 1 junctions, in order."""
+    edges = leg.edges.tolist()
+    part = np.ones(len(edges))
+    part[0] -= leg.start
+    part[-1] = leg.end - (leg.start if len(edges) == 1 else 0.0)
+    metres = np.concatenate(([0.0], np.cumsum(part * router.length[leg.edges])))
+    travel = np.concatenate(([0.0], np.cumsum(part * router.duration[leg.edges])))
+    turns = [next((float(router.tcost[t]) for t in range(router.tfirst[e], router.tfirst[e + 1]) if router.tto[t] == f),
+                  0.0) for e, f in zip(edges, edges[1:], strict=False)]
+    return metres, travel, np.array(turns)
+
+
+def seconds_at(metres: np.ndarray, travel: np.ndarray, turns: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Our time to reach each distance of ``at``: travel, plus the turns of the junctions passed
+    (one reached exactly is not passed yet)."""
+    passed = np.searchsorted(metres[1:-1], at, side="left")
+    return np.interp(at, metres, travel) + np.concatenate(([0.0], np.cumsum(turns)))[passed]
+
+
+def locate(router, leg, driven: dict, spans: int = SPANS) -> dict:
+    """Where OSRM's time for our path exceeds ours: the ``spans`` stretches with the largest gap,
+    and OSRM's time for our path without its U-turn charges (see the module doc). OSRM's distances
+    are scaled to ours, so that the two measures of one path line up."""
+    metres, travel, turns = timeline(router, leg)
+    legs = np.array(driven["legs"], dtype=float)
+    at = np.concatenate(([0.0], np.cumsum(legs[:, 0])))
+    at *= metres[-1] / at[-1] if at[-1] > 0 else 1.0
+    ours = np.diff(seconds_at(metres, travel, turns, at))
+    gap = legs[:, 1] - ours
+    uturn = (gap >= OSRM_UTURN_S) & (legs[:, 0] <= UTURN_SPAN_M)
+    where = []
+    for k in np.argsort(-gap)[:spans].tolist():
+        edge = int(leg.edges[min(np.searchsorted(metres, (at[k] + at[k + 1]) / 2) - 1, len(leg.edges) - 1)])
+        lat, lng = driven["points"][k]
+        where.append({"street": router.g.name(edge), "at": [round(lat, 6), round(lng, 6)],
+                      "metres": round(float(legs[k, 0]), 1), "osrm_s": round(float(legs[k, 1]), 1),
+                      "ours_s": round(float(ours[k]), 1), "gap_s": round(float(gap[k]), 1),
+                      "osrm_uturn": bool(uturn[k])})
+    return {"where": where, "osrm_uturns": int(uturn.sum()),
+            "osrm_s_for_ours_without_its_uturns": round(float(driven["duration"] - gap[uturn].sum()), 1)}
 
 
 def osrm_endpoints(client: Http, a, b) -> list[tuple[float, float]] | None:
@@ -84,8 +147,14 @@ def osrm_endpoints(client: Http, a, b) -> list[tuple[float, float]] | None:
     return [(w["location"][1], w["location"][0]) for w in doc["waypoints"]]
 
 
-def classify(datasets, client: Http, a, b, osrm_s: float) -> dict:
-    """One pair: its class and, where OSRM could drive our path, its time for it over its own."""
+def _our_leg(router, a, b):
+    o, d = router.snap(*a, Limits().snap_max_distance_m), router.snap(*b, Limits().snap_max_distance_m)
+    return None if o is None or d is None else router.leg(o, d)
+
+
+def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
+    """One pair: its class and, where OSRM could drive our path, its time for it over its own
+    (and, with ``router``, where the two engines' prices differ most)."""
     try:
         doc = run(datasets, RoutingParams(origin=a, destination=b, steps=False, geometry="geojson"))
     except MeridianError:
@@ -102,17 +171,29 @@ def classify(datasets, client: Http, a, b, osrm_s: float) -> dict:
     ratio = driven["duration"] / osrm_s if osrm_s > 0 else math.inf
     verdict = "near_tie" if abs(ratio - 1.0) <= TIE else "osrm_rates_ours_faster" if ratio < 1.0 else \
         "osrm_rates_ours_slower"
-    return {"class": verdict,
-            "osrm_time_ratio": round(ratio, 4), "osrm_s_for_ours": round(driven["duration"], 1)}
+    out = {"class": verdict, "osrm_time_ratio": round(ratio, 4), "osrm_s_for_ours": round(driven["duration"], 1)}
+    leg = _our_leg(router, a, b) if router is not None and verdict != "near_tie" else None
+    if leg is not None:
+        out.update(locate(router, leg, driven))
+    return out
 
 
-def explain(datasets, client: Http, rows: list[tuple]) -> dict:
+def explain(datasets, client: Http, rows: list[tuple], router=None) -> dict:
     """``rows``: (|distance ratio - 1|, origin, destination, our m, OSRM m, our s, OSRM s) of the
-    pairs outside 5 %. Counts per class and every pair's verdict."""
+    pairs outside 5 %. Counts per class and every pair's verdict (``router``: the region's, for
+    ``where``)."""
     verdicts = []
     for _, a, b, md, od, mt, ot in rows:
-        v = classify(datasets, client, a, b, ot)
+        v = classify(datasets, client, a, b, ot, router)
         verdicts.append({"origin": list(a), "destination": list(b), "meridian_m": round(md, 1),
                          "osrm_m": round(od, 1), "meridian_s": round(mt, 1), "osrm_s": round(ot, 1), **v})
     return {"outside_5pct": len(rows), "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
-            "pairs": verdicts}
+            "slower_only_by_osrm_uturns": sum(uturns_explain(v) for v in verdicts), "pairs": verdicts}
+
+
+def uturns_explain(verdict: dict) -> bool:
+    """A pair OSRM rates slower only because of its U-turn charges on our path: without them its
+    time for our path is within ``TIE`` of its own route's, or below."""
+    without = verdict.get("osrm_s_for_ours_without_its_uturns")
+    return verdict["class"] == "osrm_rates_ours_slower" and without is not None and \
+        without <= verdict["osrm_s"] * (1.0 + TIE)

@@ -239,7 +239,7 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
             "meridian_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if m[0] is None and o[0] is not None),
             "osrm_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if o[0] is None and m[0] is not None),
             # every pair outside 5 %: OSRM drives our path and says why (bench/outliers.py)
-            "outliers": explain_outliers(ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05]),
+            "outliers": explain_outliers(ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05], router),
         }
     return out
 
