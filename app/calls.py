@@ -41,7 +41,7 @@ def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response
         return None, None
     req = request._get_current_object()
     etag = _etag(rt, function, req)
-    if req.if_none_match.contains(etag):
+    if "HTTP_IF_NONE_MATCH" in req.environ and req.if_none_match.contains(etag):
         return etag, _cache_headers(rt, Response(status=304), function, etag)
     return etag, None
 

@@ -116,7 +116,9 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         schema = args_schema() if isinstance(args_schema, type) else args_schema
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
-        view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,), {method: handler})
+        # one view instance for every request: the handlers keep no state on it
+        view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,),
+                    {method: handler, "init_every_request": False})
         self.route(path)(view)
         return view
 
