@@ -130,7 +130,20 @@ def throughput_section(doc: dict) -> list[str]:
                                           if single else ""), ""]
     rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}",
              r["p50_ms"], r["non_2xx"]] for r in doc["results"]]
-    return lines + _table(["region", "engine", "steps", "requests/s", "p50 ms", "non-2xx"], rows)
+    lines += _table(["region", "engine", "steps", "requests/s", "p50 ms", "non-2xx"], rows)
+    if single:
+        lines += [_steps_ratios(doc["results"]), ""]
+    return lines
+
+
+def _steps_ratios(results: list[dict]) -> str:
+    """Meridian's p50 with steps over OSRM's and Valhalla's, per region."""
+    p50 = {(r["region"], r["engine"]): r["p50_ms"] for r in results if r["steps"]}
+    regions = dict.fromkeys(region for region, _ in p50)
+    return "With steps, Meridian p50 / OSRM p50: " + ", ".join(
+        f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'osrm')))}" for region in regions) + \
+        "; / Valhalla p50: " + ", ".join(
+        f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'valhalla')))}" for region in regions) + "."
 
 
 def matching_section(doc: dict) -> list[str]:
