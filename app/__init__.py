@@ -135,7 +135,8 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         req = request._get_current_object()
         ctx.t0 = time.perf_counter()
         ctx.request_id = logs.request_id_from(req.headers.get("X-Request-Id"))
-        if len(req.full_path) > max_uri:
+        env = req.environ  # the raw lengths: no decoding of the path or the query string
+        if len(env.get("PATH_INFO", "")) + len(env.get("QUERY_STRING", "")) + 1 > max_uri:
             from werkzeug.exceptions import RequestURITooLarge
 
             raise RequestURITooLarge()

@@ -104,6 +104,9 @@ class Limits:
     request_body_bytes: int = 4 * 1024 * 1024
 
 
+DEFAULT_LIMITS = Limits()  # frozen: one shared instance for the engine's defaults
+
+
 @dataclass(frozen=True)
 class Settings:
     port: int = 3000

@@ -33,7 +33,7 @@ from shapely.geometry import MultiPolygon, Polygon, mapping, shape
 from shapely.geometry.base import BaseGeometry
 from shapely.validation import explain_validity
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine.errors import InvalidParameter
 
 KINDS = ("polygon", "circle", "admin")
@@ -107,7 +107,7 @@ def parse_fence(
     ``check_validity=False`` skips the costly ring-validity test for bodies that were validated
     before being stored (rebuilding an index from SQL); everything else is still checked.
     """
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     if not isinstance(body, Mapping):
         raise InvalidParameter("a fence must be a JSON object", parameter="type")
     kind = body.get("type")

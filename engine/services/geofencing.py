@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine.errors import InvalidParameter
 from engine.geofence.index import FenceIndex
 from engine.geofence.transitions import DeviceTransitions
@@ -60,7 +60,7 @@ def run(
     *,
     limits: Limits | None = None,
 ) -> dict:
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     _check_point(params.lat, params.lng)
     _check_fence_ids(params.fence_ids, limits)
     if params.device is not None:
@@ -95,7 +95,7 @@ def run_batch(
     ``{"results": [{"index": 0, "device": "truck-1", "inside": ["f1"],
                     "transitions": [{"id": "f1", "transition": "enter"}]}, ...]}``
     """
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     points = params.points
     if not points:
         raise InvalidParameter("points must list at least one point", parameter="points")

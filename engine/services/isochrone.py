@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.geo import round_coord
@@ -99,7 +99,7 @@ def _geojson(geom: shapely.Geometry, net) -> dict:
 
 def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None,
         options: IsoOptions | None = None) -> dict:
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     options = options or IsoOptions()
     metric, values, name = _validate(params, limits)
     comp = _component(datasets, params.lat, params.lng)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine import polyline
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
@@ -108,7 +108,7 @@ def _geometry(lat, lng, kind: str):
 
 
 def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     _check(params, limits)
     points = [params.origin, *params.waypoints, params.destination]
     names = ["origin", *["waypoints"] * len(params.waypoints), "destination"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.matching.hmm import MatchedSegment, MatchOptions, match
@@ -88,7 +88,7 @@ def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list, list]
 
 
 def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = None) -> dict:
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     pts = _validate(params, limits)
     net = network_for(datasets, float(pts[0, 0]), float(pts[0, 1]), "points")
     x, y = net.proj.to_xy(pts[:, 0], pts[:, 1])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS, Limits
 from engine.errors import DatasetError, InvalidParameter
 from engine.render.mercator import MAX_LAT, MAX_ZOOM, MIN_ZOOM, Viewport, fit_zoom, to_mercator
 from engine.render.overlays import Marker, Path, parse_color
@@ -57,7 +57,7 @@ def _check_point(lat: float, lng: float, parameter: str) -> None:
 
 
 def validate(params: StaticMapParams, limits: Limits | None = None) -> None:
-    limits = limits or Limits()
+    limits = limits or DEFAULT_LIMITS
     top = limits.staticmap_max_size
     if not (1 <= params.width <= top and 1 <= params.height <= top):
         raise InvalidParameter(f"size must be between 1x1 and {top}x{top}", parameter="size")

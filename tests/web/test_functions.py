@@ -123,6 +123,11 @@ def test_etag_and_304(client, api_key):
     assert again.status_code == 304 and again.data == b""
     other = client.get(path + "&radius=50", headers={"X-API-Key": api_key})
     assert other.headers["ETag"] != etag
+    reordered = client.get("/v1/reverse-geocoding?lng=24.9427&lat=60.1675", headers={"X-API-Key": api_key})
+    assert reordered.headers["ETag"] == etag
+    core = client.get("/services/json?cmd=reverse_geocoding&lat=60.1675&lng=24.9427",
+                      headers={"Authorization": f"Bearer {api_key}", "If-None-Match": etag})
+    assert core.status_code == 304  # both faces: the same parameters, the same data
 
 
 def test_repeated_markers_parameters(client, api_key):
