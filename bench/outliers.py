@@ -13,7 +13,11 @@ that exact path with its own car profile, and the pair falls into one of five cl
   distance gap comes from the speed models (profile), not from a wrong path.
 - ``osrm_cannot_drive``: OSRM cannot follow the path in one piece (no match, points dropped, or a
   split). The path uses a road or a turn that OSRM's car profile excludes and ours allows (data
-  read differently, e.g. access tags, or a restriction one side does not apply).
+  read differently, e.g. access tags, or a restriction one side does not apply). On Helsinki
+  (2026-11-23) all four end on the same stretch of Vilhonkatu west of Kaisaniemenkatu, tagged
+  ``motor_vehicle=destination`` and ``psv=yes``: we reach it from Kaisaniemenkatu, OSRM's route
+  from Mikonkatu (about 95 m shorter), and OSRM's ``/match`` does not take our approach into the
+  restricted stretch. Both engines' times for the two routes are within 2-3 % of each other.
 - ``osrm_rates_ours_faster``: OSRM's ``/match`` time for our path is more than ``TIE`` *below* its
   ``/route`` time for its own path, with the same endpoints. OSRM's two services price the same
   maneuvers differently. For example, from 60.1740684,24.952268 OSRM's own route makes a U-turn
