@@ -121,16 +121,23 @@ def _outliers(out: dict | None) -> list[str]:
 def throughput_section(doc: dict) -> list[str]:
     single = doc["connections"] == 1
     title = "Routing latency of the servers alone (wrk, one connection)" if single else "Routing throughput"
-    command = THROUGHPUT_CMD + (" --connections 1 --seconds 6 --out bench/results/latency-wrk.json" if single else "")
+    command = THROUGHPUT_CMD + (" --connections 1 --seconds 6 --rounds 3 --out bench/results/latency-wrk.json"
+                                if single else "")
+    command = doc.get("command", command)
     lines = [f"## {title}", "", f"`{command}`, run {doc['when']}: `wrk`, "
              f"{doc['connections']} connection{'s' if doc['connections'] != 1 else ''} for {doc['seconds']} s per row, cycling through the same "
              f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
              "answers without a route." + (" A lean C client: this is the fair ratio to OSRM (the Python "
                                           "client above adds more to Meridian's answers than to OSRM's)."
                                           if single else ""), ""]
-    rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}",
-             r["p50_ms"], r["non_2xx"]] for r in doc["results"]]
-    lines += _table(["region", "engine", "steps", "requests/s", "p50 ms", "non-2xx"], rows)
+    rounds = doc.get("rounds", 1)
+    if rounds > 1:
+        lines += [f"{rounds} rounds, the engines taking turns; the medians of the rounds, and each round's p50.", ""]
+    rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}", r["p50_ms"],
+             *([" / ".join(str(x) for x in r.get("p50_ms_rounds", []))] if rounds > 1 else []), r["non_2xx"]]
+            for r in doc["results"]]
+    lines += _table(["region", "engine", "steps", "requests/s", "p50 ms",
+                     *(["p50 ms per round"] if rounds > 1 else []), "non-2xx"], rows)
     if single:
         lines += [_steps_ratios(doc["results"]), ""]
     return lines

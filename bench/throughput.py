@@ -3,7 +3,11 @@
 pairs (a Lua script cycles through them), one engine after the other, each region in turn.
 
     PEERS_DIR=... .venv/bin/python -m bench.throughput [--regions monaco,helsinki] [--seconds 10]
-                                                        [--connections 8] [--start-peers] [--out F]
+                                                        [--connections 8] [--rounds 1] [--start-peers] [--out F]
+
+``--rounds N`` runs every engine N times in turn (Meridian, OSRM, Valhalla, Meridian, ...) and
+reports the median of the rounds, with each round's p50 kept: a shared machine drifts within a
+run, and taking turns lets the drift reach every engine alike.
 
 With ``--connections 1`` (``--out bench/results/latency-wrk.json``) it measures the sequential
 latency of the servers alone: ``wrk`` is a lean C client, whereas the Python client of
@@ -23,7 +27,9 @@ import argparse
 import contextlib
 import json
 import re
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,6 +84,14 @@ def run_wrk(url: str, paths: list[str], headers: dict[str, str], seconds: int, c
             "p50_ms": round(float(p50.group(1)) * scale[p50.group(2)], 3) if p50 else None}
 
 
+def median_of(rounds: list[dict]) -> dict:
+    """One row for several wrk runs of an engine: the medians, each round's p50, every non-2xx."""
+    p50s = [r["p50_ms"] for r in rounds if r["p50_ms"] is not None]
+    return {"requests_per_s": round(statistics.median(r["requests_per_s"] for r in rounds), 1),
+            "p50_ms": round(statistics.median(p50s), 3) if p50s else None,
+            "p50_ms_rounds": [r["p50_ms"] for r in rounds], "non_2xx": sum(r["non_2xx"] for r in rounds)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regions", default="monaco,helsinki")
@@ -85,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=1, help="runs per engine, taken in turns; the median is reported")
     ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
     ap.add_argument("--data-dir", default="/tmp/meridian-bench-data")
     ap.add_argument("--out", default=str(OUT))
@@ -107,15 +122,20 @@ def main(argv: list[str] | None = None) -> int:
             if peers_up:
                 engines += [("osrm", OSRM, osrm_path, {}), ("valhalla", VALHALLA, valhalla_path, {})]
             for steps in (False, True):
-                for name, base, path_of, headers in engines:
-                    row = run_wrk(base, [path_of(a, b, steps) for a, b in pairs], headers, args.seconds,
-                                  args.connections)
-                    row.update(region=region, engine=name, steps=steps)
+                runs: dict[str, list[dict]] = {name: [] for name, *_ in engines}
+                for _ in range(args.rounds):
+                    for name, base, path_of, headers in engines:
+                        runs[name].append(run_wrk(base, [path_of(a, b, steps) for a, b in pairs], headers,
+                                                  args.seconds, args.connections))
+                for name, rounds in runs.items():
+                    row = {**median_of(rounds), "region": region, "engine": name, "steps": steps}
                     results.append(row)
                     print(f"{region:9} {name:9} {str(steps):>5} {row['requests_per_s']:>8.0f} "
                           f"{row['p50_ms'] or float('nan'):>7.2f} {row['non_2xx']:>7}")
     doc = {"benchmark": "throughput", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "connections": args.connections, "seconds": args.seconds, "meridian_workers": 2, "results": results}
+           "command": " ".join(["python -m bench.throughput", *(sys.argv[1:] if argv is None else argv)]),
+           "connections": args.connections, "seconds": args.seconds, "rounds": args.rounds, "meridian_workers": 2,
+           "results": results}
     Path(args.out).write_text(json.dumps(doc, indent=1))
     print(f"written {args.out}")
     return 0
