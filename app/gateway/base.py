@@ -108,13 +108,18 @@ class GatewayBlueprint(flask_smorest.Blueprint):
 
         handler = self.error_responses(*errors)(handler)
         if response_schema is not None:
-            handler = self.response(200, response_schema, example=example)(handler)
+            # documented only: these handlers answer with a Response, which flask-smorest's
+            # response wrapper would pass through unchanged on every request
+            handler = _documenting(self.response(200, response_schema, example=example))(handler)
         handler = self.doc(summary=summary, description=description, **({"responses": responses} if responses else {}))(
             handler
         )
         # An instance, not the class: webargs would build a new schema for every request.
         schema = args_schema() if isinstance(args_schema, type) else args_schema
-        handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
+        # flask-smorest's arguments decorator documents the schema and wraps the parser's own
+        # wrapper in one more that only calls through: keep the documentation, call the parser's
+        handler = _documenting(self.arguments(schema, location=location, as_kwargs=False))(handler)
+        handler = self.ARGUMENTS_PARSER.use_args(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         # one view instance for every request: the handlers keep no state on it
         view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,),
