@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from config.settings import DEFAULT_LIMITS, Limits
 from engine import polyline
 from engine.errors import InvalidParameter, NotFound
@@ -149,8 +151,6 @@ def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:
 
 
 def _route(router, legs, params: RoutingParams) -> dict:
-    import numpy as np
-
     out_legs = []
     lats, lngs = [], []
     total_d = total_t = 0.0
@@ -169,8 +169,7 @@ def _route(router, legs, params: RoutingParams) -> dict:
             la, ln = la[1:], ln[1:]
         lats.append(la)
         lngs.append(ln)
-    lat = np.concatenate(lats)
-    lng = np.concatenate(lngs)
+    lat, lng = (lats[0], lngs[0]) if len(lats) == 1 else (np.concatenate(lats), np.concatenate(lngs))
     return {
         "distance": round(total_d, 1),
         "duration": round(total_t, 1),
