@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from bench.plots import scaling_figure
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
@@ -183,8 +184,10 @@ def scaling_section(doc: dict) -> list[str]:
         rows.append([r["osm_nodes"], ch.get("ch_nodes", ""), imp["seconds"], ch.get("seconds", ""),
                      ch.get("core", ""), imp["peak_rss_mb"], f"{route.get('p50')} / {route.get('p95')}",
                      (q.get("snap_ms") or {}).get("p50"), (q.get("iso10_ms") or {}).get("p50")])
-    return lines + _table(["OSM nodes", "CH nodes", "import s", "of which CH s", "CH core", "peak MB",
-                           "route p50 / p95 ms", "snap p50 ms", "isochrone 10 min p50 ms"], rows)
+    lines += _table(["OSM nodes", "CH nodes", "import s", "of which CH s", "CH core", "peak MB",
+                     "route p50 / p95 ms", "snap p50 ms", "isochrone 10 min p50 ms"], rows)
+    figure = scaling_figure(doc, OUT.parent / "scaling.png")
+    return lines + ([f"![Scaling curve: import time, memory and route latency]({figure.name})", ""] if figure else [])
 
 
 def main() -> None:

@@ -1,0 +1,44 @@
+"""Figures for docs/benchmarks.md (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
+
+# (panel title, value of one size's result, unit)
+SCALING_PANELS = (
+    ("import (every stage)", lambda r: r["import"]["seconds"], "s"),
+    ("peak memory of the import", lambda r: r["import"]["peak_rss_mb"], "MB"),
+    ("route p50, in process", lambda r: r["query"]["route_ms"]["p50"], "ms"),
+)
+
+
+def scaling_figure(doc: dict, out: Path) -> Path | None:
+    """The scaling curve of ``bench.scaling``'s results: one log-log panel per measure against the
+    network's OSM nodes, with the 10-minute import budget marked. None when nothing was measured."""
+    sizes = [r for r in doc.get("import_and_services", []) if "error" not in r]
+    if not sizes:
+        return None
+    nodes = [r["osm_nodes"] for r in sizes]
+    fig, axes = plt.subplots(1, len(SCALING_PANELS), figsize=(12, 3.6), constrained_layout=True)
+    for ax, (title, value, unit) in zip(axes, SCALING_PANELS, strict=True):
+        ys = [value(r) for r in sizes]
+        ax.loglog(nodes, ys, marker="o")
+        for x, y in zip(nodes, ys, strict=True):
+            ax.annotate(f"{y:.3g} {unit}" if y < 1000 else f"{y:,.0f} {unit}", (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        ax.margins(x=0.3, y=0.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("OSM nodes")
+        ax.set_ylabel(unit)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].axhline(600, color="tab:red", linestyle="--", linewidth=1)
+    axes[0].annotate("10 min budget", (nodes[0], 600), textcoords="offset points", xytext=(2, 4), fontsize=8,
+                     color="tab:red")
+    fig.suptitle("Synthetic grid cities (bench/synthetic.py)", fontsize=11)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
