@@ -54,10 +54,9 @@ one-way ways* counts only as its separate slight turns. OSRM treats one-way piec
 that meet at a sharp angle as one divided road (its guidance calls the move from one carriageway
 to the other a "continue uturn") and prices that move as a U-turn: 27 s measured (its 20 s U-turn
 penalty plus a sharp turn), sometimes twice on one loop, even where the junction itself is
-nearly straight. Rond-Point Sainte-Dévote
-(Avenue d'Ostende westbound, two one-way arcs turning about 150 degrees in 45 m, then Avenue John
-F. Kennedy eastbound, none of it tagged as a roundabout) and Tunnel Rocher Antoine 1er are the
-two places: we charge about 1 s there. All six Monaco distance outliers that OSRM rates more than
+nearly straight. Rond-Point Sainte-Dévote (Avenue d'Ostende westbound, two one-way arcs turning
+about 150 degrees in 45 m, then Avenue John F. Kennedy eastbound, none of it tagged as a
+roundabout) and Tunnel Rocher Antoine 1er are the two places: we charge about 1 s there. All six Monaco distance outliers that OSRM rates more than
 5 % slower pass through one of them, and without those charges OSRM's own prices put our path
 within 5 % of its route. Reproducing the charge would mean reproducing OSRM's road-merging
 heuristics, which we do not; a realistic price for such loops (speed limited by curvature) would
