@@ -19,3 +19,11 @@ $PY -m bench.isochrone --regions "$REGIONS" "${PEERS[@]}"
 $PY -m bench.heavy --regions "$REGIONS" "${PEERS[@]}"
 $PY -m bench.geofence_http
 $PY -m bench.overhead
+if command -v wrk >/dev/null; then  # Debian's wrk: the servers' own latency and throughput
+  $PY -m bench.throughput --regions "$REGIONS" "${PEERS[@]}" --connections 1 --seconds 6 --rounds 3 \
+    --out bench/results/latency-wrk.json
+  $PY -m bench.throughput --regions "$REGIONS" "${PEERS[@]}"
+else
+  echo "wrk not installed: bench.throughput skipped (apt-get install wrk)" >&2
+fi
+$PY -m bench.report
