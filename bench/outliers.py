@@ -49,9 +49,10 @@ from urllib.parse import quote
 import numpy as np
 
 from bench.http_client import Http
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.errors import MeridianError
 from engine.geo import haversine_m
+from engine.routing.turns import leg_turn_costs
 from engine.services.routing import RoutingParams, run
 
 MAX_POINTS = 100  # osrm-routed's default --max-matching-size
@@ -100,15 +101,12 @@ def osrm_drive(client: Http, points: list[tuple[float, float]]) -> dict | None:
 def timeline(router, leg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Our leg at its junctions: cumulative metres and travel seconds at the start of every edge
     and at the end (n + 1 values), and the turn costs paid at the n - 1 junctions, in order."""
-    edges = leg.edges.tolist()
-    part = np.ones(len(edges))
+    part = np.ones(len(leg.edges))
     part[0] -= leg.start
-    part[-1] = leg.end - (leg.start if len(edges) == 1 else 0.0)
+    part[-1] = leg.end - (leg.start if len(leg.edges) == 1 else 0.0)
     metres = np.concatenate(([0.0], np.cumsum(part * router.length[leg.edges])))
     travel = np.concatenate(([0.0], np.cumsum(part * router.duration[leg.edges])))
-    turns = [next((float(router.tcost[t]) for t in range(router.tfirst[e], router.tfirst[e + 1]) if router.tto[t] == f),
-                  0.0) for e, f in zip(edges, edges[1:], strict=False)]
-    return metres, travel, np.array(turns)
+    return metres, travel, leg_turn_costs(leg.edges, router.tfirst, router.tto, router.tcost)
 
 
 def seconds_at(metres: np.ndarray, travel: np.ndarray, turns: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -152,7 +150,7 @@ def osrm_endpoints(client: Http, a, b) -> list[tuple[float, float]] | None:
 
 
 def _our_leg(router, a, b):
-    o, d = router.snap(*a, Limits().snap_max_distance_m), router.snap(*b, Limits().snap_max_distance_m)
+    o, d = router.snap(*a, DEFAULT_LIMITS.snap_max_distance_m), router.snap(*b, DEFAULT_LIMITS.snap_max_distance_m)
     return None if o is None or d is None else router.leg(o, d)
 
 

@@ -17,6 +17,7 @@ from numba import njit
 
 from engine.geo import bearing_deg
 from engine.routing import profile as P
+from engine.routing.turns import turn_cost
 
 _bearing_deg = njit(cache=True)(bearing_deg)  # the same formula, callable from the kernels below
 
@@ -71,10 +72,7 @@ def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb
         p = edges[i - 1]
         e = edges[i]
         choices = tfirst[p + 1] - tfirst[p]
-        for t in range(tfirst[p], tfirst[p + 1]):
-            if tto[t] == e:
-                turn_s[i] = tcost[t]
-                break
+        turn_s[i] = turn_cost(tfirst, tto, tcost, p, e)
         a = (bstart[e] - bend[p] + 540.0) % 360.0 - 180.0
         angle[i] = a
         rb_p = (flags[p] & rb_flag) != 0

@@ -25,6 +25,7 @@ from engine.routing.ch import CHQuery, start_turns
 from engine.routing.graph import RoadGraph
 from engine.routing.search import dijkstra, path_to
 from engine.routing.snap import EdgeSnapper, Snap
+from engine.routing.turns import turn_cost
 
 INF = math.inf
 AT_NODE_M = 0.05  # a snapped point this close to an end of its edge is on the junction
@@ -52,12 +53,7 @@ def _summary(edges, a, b, length, duration, tfirst, tto, tcost):
         dist += length[edges[i]]
         dur += duration[edges[i]]
     for i in range(n - 1):
-        e = edges[i]
-        f = edges[i + 1]
-        for t in range(tfirst[e], tfirst[e + 1]):
-            if tto[t] == f:
-                dur += tcost[t]
-                break
+        dur += turn_cost(tfirst, tto, tcost, edges[i], edges[i + 1])
     return dist, dur
 
 
