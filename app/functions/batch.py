@@ -37,10 +37,10 @@ from app.functions import Function
 from app.gateway.base import GatewayBlueprint, gateway_call
 from app.runtime import runtime
 from app.validation import MeridianParser, ParamsSchema
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.errors import InvalidParameter
 
-LIMITS = Limits()
+LIMITS = DEFAULT_LIMITS
 MAX = LIMITS.batch_geocode_max
 MAX_CANDIDATES = 10
 CSV_TYPES = ("text/csv", "application/csv")

@@ -9,10 +9,10 @@ from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.schemas.common import AddressSchema, LatLngSchema, OsmRefSchema, ResponseSchema
 from app.validation import ParamsSchema
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.services import geocoding
 
-LIMITS = Limits()
+LIMITS = DEFAULT_LIMITS
 STRUCTURED = ("street", "number", "city", "postcode")
 
 

@@ -43,7 +43,7 @@ from app.runtime import runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema, invalid_from
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.errors import NotFound
 from engine.geo import round_coord
 from engine.geofence.model import parse_fence
@@ -54,7 +54,7 @@ from engine.services.geofencing import DEVICE_MAX_CHARS, GeofenceBatchParams, Ge
 
 log = logging.getLogger("meridian.geofencing")
 
-LIMITS = Limits()
+LIMITS = DEFAULT_LIMITS
 REFRESH_S = 0.5  # how often a process re-reads an account's fence version (change visible < 1 s)
 WEBHOOK_TASK = "meridian.geofence_webhook"  # tasks/webhooks.py
 WEBHOOK_QUEUE = "default"

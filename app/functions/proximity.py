@@ -10,10 +10,10 @@ from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.services import proximity
 
-LIMITS = Limits()
+LIMITS = DEFAULT_LIMITS
 
 
 class NearestArgs(ParamsSchema):

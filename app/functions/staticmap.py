@@ -10,11 +10,11 @@ from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.validation import ParamsSchema
-from config.settings import Limits
+from config.settings import DEFAULT_LIMITS
 from engine.render.overlays import parse_markers, parse_path
 from engine.services import staticmap
 
-LIMITS = Limits()
+LIMITS = DEFAULT_LIMITS
 
 
 def parse_size(text: str) -> tuple[int, int]:
