@@ -29,7 +29,8 @@ def scaling_figure(doc: dict, out: Path) -> Path | None:
         ys = [value(r) for r in sizes]
         ax.loglog(nodes, ys, marker="o")
         for x, y in zip(nodes, ys, strict=True):
-            ax.annotate(f"{y:.3g} {unit}" if y < 1000 else f"{y:,.0f} {unit}", (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+            label = f"{y:.3g} {unit}" if y < 1000 else f"{y:,.0f} {unit}"
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
         ax.margins(x=0.3, y=0.2)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("OSM nodes")

@@ -122,9 +122,8 @@ def _outliers(out: dict | None) -> list[str]:
 def throughput_section(doc: dict) -> list[str]:
     single = doc["connections"] == 1
     title = "Routing latency of the servers alone (wrk, one connection)" if single else "Routing throughput"
-    command = THROUGHPUT_CMD + (" --connections 1 --seconds 6 --rounds 3 --out bench/results/latency-wrk.json"
-                                if single else "")
-    command = doc.get("command", command)
+    command = doc.get("command") or THROUGHPUT_CMD + (
+        " --connections 1 --seconds 6 --rounds 3 --out bench/results/latency-wrk.json" if single else "")
     lines = [f"## {title}", "", f"`{command}`, run {doc['when']}: `wrk`, "
              f"{doc['connections']} connection{'s' if doc['connections'] != 1 else ''} for {doc['seconds']} s per row, cycling through the same "
              f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
