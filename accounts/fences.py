@@ -185,8 +185,11 @@ def new_fence_id() -> str:
 def stored_body(fence: Fence) -> dict:
     """What is stored for a fence: its canonical body; admin areas as their resolved polygon."""
     if fence.kind == "admin":
-        return {"type": "Feature", "geometry": mapping(fence.geometry),
-                "properties": {"name": fence.name, "metadata": dict(fence.metadata)}}
+        return {
+            "type": "Feature",
+            "geometry": mapping(fence.geometry),
+            "properties": {"name": fence.name, "metadata": dict(fence.metadata)},
+        }
     return fence.to_body()
 
 
@@ -224,8 +227,15 @@ class FenceStore:
                     f"too many fences: the account already has the maximum of {max_fences}; delete some first"
                 )
             row = FenceRow(
-                id=new_fence_id(), account_id=account_id, key_id=key_id, kind=fence.kind, name=fence.name,
-                osm_id=fence.osm_id, body=stored_body(fence), webhook_url=webhook_url, created_at=utcnow(),
+                id=new_fence_id(),
+                account_id=account_id,
+                key_id=key_id,
+                kind=fence.kind,
+                name=fence.name,
+                osm_id=fence.osm_id,
+                body=stored_body(fence),
+                webhook_url=webhook_url,
+                created_at=utcnow(),
             )
             s.add(row)
             s.flush()
@@ -240,8 +250,11 @@ class FenceStore:
         with self._session() as s:
             total = s.scalar(select(func.count()).select_from(FenceRow).where(FenceRow.account_id == account_id))
             rows = s.scalars(
-                select(FenceRow).where(FenceRow.account_id == account_id)
-                .order_by(FenceRow.created_at, FenceRow.id).limit(limit).offset(offset)
+                select(FenceRow)
+                .where(FenceRow.account_id == account_id)
+                .order_by(FenceRow.created_at, FenceRow.id)
+                .limit(limit)
+                .offset(offset)
             )
             return [self._record(r) for r in rows], int(total or 0)
 
@@ -268,7 +281,8 @@ class FenceStore:
         """(secret_hash of the key that created the fence, whether the fence still exists)."""
         with self._session() as s:
             row = s.execute(
-                select(FenceRow.id, ApiKey.secret_hash).outerjoin(ApiKey, ApiKey.id == FenceRow.key_id)
+                select(FenceRow.id, ApiKey.secret_hash)
+                .outerjoin(ApiKey, ApiKey.id == FenceRow.key_id)
                 .where(FenceRow.id == fence_id)
             ).first()
             if row is None:
@@ -276,8 +290,18 @@ class FenceStore:
             return row[1], True
 
     def open_event(
-        self, *, delivery_id: str, fence_id: str, account_id: int, device: str, transition: str,
-        lat: float, lng: float, url: str, payload: str, occurred_at: datetime,
+        self,
+        *,
+        delivery_id: str,
+        fence_id: str,
+        account_id: int,
+        device: str,
+        transition: str,
+        lat: float,
+        lng: float,
+        url: str,
+        payload: str,
+        occurred_at: datetime,
     ) -> EventRecord:
         """The delivery's event row, inserted on first use (idempotent by ``delivery_id``)."""
         try:
@@ -285,9 +309,18 @@ class FenceStore:
                 row = s.scalar(select(WebhookEvent).where(WebhookEvent.delivery_id == delivery_id))
                 if row is None:
                     row = WebhookEvent(
-                        delivery_id=delivery_id, fence_id=fence_id, account_id=account_id, device=device,
-                        transition=transition, lat=lat, lng=lng, url=url, payload=payload,
-                        status=PENDING, attempts=0, occurred_at=occurred_at,
+                        delivery_id=delivery_id,
+                        fence_id=fence_id,
+                        account_id=account_id,
+                        device=device,
+                        transition=transition,
+                        lat=lat,
+                        lng=lng,
+                        url=url,
+                        payload=payload,
+                        status=PENDING,
+                        attempts=0,
+                        occurred_at=occurred_at,
                     )
                     s.add(row)
                     s.flush()
@@ -297,8 +330,14 @@ class FenceStore:
                 return self._event(s.scalar(select(WebhookEvent).where(WebhookEvent.delivery_id == delivery_id)))
 
     def record_attempt(
-        self, delivery_id: str, *, status_code: int | None, error: str | None, duration_ms: float,
-        delivered: bool, final: bool,
+        self,
+        delivery_id: str,
+        *,
+        status_code: int | None,
+        error: str | None,
+        duration_ms: float,
+        delivered: bool,
+        final: bool,
     ) -> int:
         """Record one HTTP attempt; ``delivered`` marks the event delivered, ``final`` (last retry
         failed) marks it failed. Returns the attempt number."""
@@ -307,8 +346,16 @@ class FenceStore:
             if event is None:
                 return 0
             event.attempts = (event.attempts or 0) + 1
-            s.add(WebhookAttempt(event_id=event.id, number=event.attempts, at=utcnow(), status_code=status_code,
-                                 error=(error or None) and error[:500], duration_ms=round(duration_ms, 2)))
+            s.add(
+                WebhookAttempt(
+                    event_id=event.id,
+                    number=event.attempts,
+                    at=utcnow(),
+                    status_code=status_code,
+                    error=(error or None) and error[:500],
+                    duration_ms=round(duration_ms, 2),
+                )
+            )
             if delivered:
                 event.status, event.delivered_at = DELIVERED, utcnow()
             elif final:
@@ -322,14 +369,27 @@ class FenceStore:
         with self._session() as s:
             where = (WebhookEvent.fence_id == fence_id, WebhookEvent.account_id == account_id)
             total = s.scalar(select(func.count()).select_from(WebhookEvent).where(*where))
-            rows = list(s.scalars(select(WebhookEvent).where(*where)
-                                  .order_by(WebhookEvent.id.desc()).limit(limit).offset(offset)))
+            rows = list(
+                s.scalars(
+                    select(WebhookEvent).where(*where).order_by(WebhookEvent.id.desc()).limit(limit).offset(offset)
+                )
+            )
             attempts: dict[int, list[dict]] = {r.id: [] for r in rows}
             if rows:
-                for a in s.scalars(select(WebhookAttempt).where(WebhookAttempt.event_id.in_(list(attempts)))
-                                   .order_by(WebhookAttempt.event_id, WebhookAttempt.number)):
-                    attempts[a.event_id].append({"number": a.number, "at": iso(a.at), "status_code": a.status_code,
-                                                 "error": a.error, "duration_ms": a.duration_ms})
+                for a in s.scalars(
+                    select(WebhookAttempt)
+                    .where(WebhookAttempt.event_id.in_(list(attempts)))
+                    .order_by(WebhookAttempt.event_id, WebhookAttempt.number)
+                ):
+                    attempts[a.event_id].append(
+                        {
+                            "number": a.number,
+                            "at": iso(a.at),
+                            "status_code": a.status_code,
+                            "error": a.error,
+                            "duration_ms": a.duration_ms,
+                        }
+                    )
             return [self._event(r, tuple(attempts[r.id])) for r in rows], int(total or 0)
 
     def event(self, delivery_id: str) -> EventRecord | None:
@@ -341,15 +401,31 @@ class FenceStore:
     @staticmethod
     def _record(row: FenceRow) -> FenceRecord:
         return FenceRecord(
-            id=row.id, account_id=row.account_id, key_id=row.key_id, kind=row.kind, name=row.name,
-            osm_id=row.osm_id, body=row.body, webhook_url=row.webhook_url, created_at=_aware(row.created_at),
+            id=row.id,
+            account_id=row.account_id,
+            key_id=row.key_id,
+            kind=row.kind,
+            name=row.name,
+            osm_id=row.osm_id,
+            body=row.body,
+            webhook_url=row.webhook_url,
+            created_at=_aware(row.created_at),
         )
 
     @staticmethod
     def _event(row: WebhookEvent, attempt_log: tuple[dict, ...] = ()) -> EventRecord:
         return EventRecord(
-            delivery_id=row.delivery_id, fence_id=row.fence_id, device=row.device, transition=row.transition,
-            lat=row.lat, lng=row.lng, url=row.url, payload=row.payload, status=row.status,
-            attempts=row.attempts or 0, occurred_at=_aware(row.occurred_at), delivered_at=_aware(row.delivered_at),
+            delivery_id=row.delivery_id,
+            fence_id=row.fence_id,
+            device=row.device,
+            transition=row.transition,
+            lat=row.lat,
+            lng=row.lng,
+            url=row.url,
+            payload=row.payload,
+            status=row.status,
+            attempts=row.attempts or 0,
+            occurred_at=_aware(row.occurred_at),
+            delivered_at=_aware(row.delivered_at),
             attempt_log=attempt_log,
         )

@@ -177,8 +177,9 @@ class _Calendar:
     @classmethod
     def at(cls, second: int) -> _Calendar:
         now = datetime.fromtimestamp(second, UTC)
-        return cls(second, now.strftime("%Y%m%d"), now.strftime("%Y%m"), _seconds_to_next_day(now),
-                   _seconds_to_next_month(now))
+        return cls(
+            second, now.strftime("%Y%m%d"), now.strftime("%Y%m"), _seconds_to_next_day(now), _seconds_to_next_month(now)
+        )
 
 
 class QuotaCounter:
@@ -207,8 +208,7 @@ class QuotaCounter:
             f"{self.ns}:usage:{key_ref}:{calendar.day}",
         ]
 
-    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1,
-              reserve: int = 0) -> QuotaDecision:
+    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1, reserve: int = 0) -> QuotaDecision:
         """Count ``cost`` units in every window, or deny; with ``reserve``, also count up to that
         many more units (as many as every window still has) as a :class:`Reservation`."""
         now_s = time.time()
@@ -219,8 +219,18 @@ class QuotaCounter:
         try:
             denied, minute_used, day_used, month_used, retry_ms, reserved = self._script(
                 keys=keys,
-                args=[int(now_s * 1000), plan.per_minute, plan.per_day, plan.per_month, day_ttl, month_ttl,
-                      member, service, cost, reserve],
+                args=[
+                    int(now_s * 1000),
+                    plan.per_minute,
+                    plan.per_day,
+                    plan.per_month,
+                    day_ttl,
+                    month_ttl,
+                    member,
+                    service,
+                    cost,
+                    reserve,
+                ],
             )
         except redis.RedisError as exc:
             raise QuotaUnavailable(str(exc)) from exc
@@ -231,21 +241,21 @@ class QuotaCounter:
         if plan.per_day:
             windows.append(Window("day", plan.per_day, max(0, plan.per_day - int(day_used)), day_ttl))
         if plan.per_month:
-            windows.append(
-                Window("month", plan.per_month, max(0, plan.per_month - int(month_used)), month_ttl)
-            )
+            windows.append(Window("month", plan.per_month, max(0, plan.per_month - int(month_used)), month_ttl))
         if denied:
             retry = max(1, -(-int(retry_ms) // 1000))
             return QuotaDecision(False, tuple(windows), retry_after_s=retry, exceeded=denied)
         reservation = None
         if int(reserved):
-            members = tuple(f"{member}:{i}" for i in range(cost + 1, cost + int(reserved) + 1)) if plan.per_minute else ()
+            members = (
+                tuple(f"{member}:{i}" for i in range(cost + 1, cost + int(reserved) + 1)) if plan.per_minute else ()
+            )
             reservation = Reservation(int(reserved), members, tuple(keys))
         return QuotaDecision(True, tuple(windows), reservation=reservation)
 
     def settle(self, reservation: Reservation, unspent: int, usage: dict[str, int]) -> None:
         """Record the usage of the units spent from a reservation and give back the rest."""
-        members = reservation.members[len(reservation.members) - unspent:] if unspent else ()
+        members = reservation.members[len(reservation.members) - unspent :] if unspent else ()
         pairs = [x for service, n in usage.items() for x in (service, n)]
         try:
             self._settle_script(keys=list(reservation.keys), args=[unspent, len(usage), *pairs, *members])

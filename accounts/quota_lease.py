@@ -48,8 +48,7 @@ MAX_SETTLE_ATTEMPTS = 1200  # about ten minutes of retries while Redis is away
 def reserve_size(plan: PlanRecord, cost: int) -> int:
     """Units to reserve beyond ``cost`` for a busy key of ``plan`` (0: count exactly)."""
     caps = [MAX_RESERVED]
-    for limit, share in ((plan.per_minute, RESERVE_SHARE), (plan.per_day, DAY_SHARE),
-                         (plan.per_month, MONTH_SHARE)):
+    for limit, share in ((plan.per_minute, RESERVE_SHARE), (plan.per_day, DAY_SHARE), (plan.per_month, MONTH_SHARE)):
         if limit:
             caps.append(limit // share)
     return max(0, min(caps) - cost)
@@ -144,8 +143,13 @@ class LeasedQuota:
             if lease.failed_settlements == 1:
                 log.warning("quota reservation not settled yet (retried every %.1f s): %s", self.ttl_s / 2, exc)
             if lease.failed_settlements >= MAX_SETTLE_ATTEMPTS:
-                log.error("quota reservation dropped after %d attempts: %d units stay counted, usage of %d "
-                          "requests not recorded", lease.failed_settlements, lease.left, sum(lease.usage.values()))
+                log.error(
+                    "quota reservation dropped after %d attempts: %d units stay counted, usage of %d "
+                    "requests not recorded",
+                    lease.failed_settlements,
+                    lease.left,
+                    sum(lease.usage.values()),
+                )
                 return
             with self._lock:
                 self._unsettled.append(lease)
@@ -167,4 +171,3 @@ class LeasedQuota:
         for lease in leases:
             self._settle(lease)
         self._retry_unsettled()
-

@@ -69,9 +69,7 @@ def _openapi_config(settings: Settings) -> dict:
                 {"url": "/", "description": "This server"},
                 {"url": f"http://localhost:{settings.port}", "description": "Local development"},
             ],
-            "components": {
-                "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
-            },
+            "components": {"securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}},
             "security": [{"ApiKeyAuth": []}],
         },
     }
@@ -174,8 +172,10 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
 def _document_health(app: Flask, api: MeridianApi) -> None:
     """Health and docs are plain Flask routes; describe them in the spec too."""
     ok = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
-    not_ready = {"description": "Not ready: the message names the failing checks.",
-                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    not_ready = {
+        "description": "Not ready: the message names the failing checks.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
     for path, summary, extra in (
         ("/health", "Service health (status, version, uptime, regions)", {}),
         ("/v1/health", "Service health (status, version, uptime, regions)", {}),

@@ -29,8 +29,13 @@ from engine.errors import ErrorKind, MeridianError
 log = logging.getLogger("meridian.backend")
 
 RETRY_STATUSES = frozenset({502, 503, 504})
-PASS_THROUGH = {400: ErrorKind.INVALID_PARAMETER, 401: ErrorKind.UNAUTHORIZED, 403: ErrorKind.FORBIDDEN,
-                404: ErrorKind.NOT_FOUND, 429: ErrorKind.QUOTA_EXCEEDED}
+PASS_THROUGH = {
+    400: ErrorKind.INVALID_PARAMETER,
+    401: ErrorKind.UNAUTHORIZED,
+    403: ErrorKind.FORBIDDEN,
+    404: ErrorKind.NOT_FOUND,
+    429: ErrorKind.QUOTA_EXCEEDED,
+}
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 2.0
 
@@ -79,9 +84,7 @@ class RemoteCore:
             sleep = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
             if attempt > self.settings.backend_retries or time.monotonic() + sleep >= deadline:
                 log.warning("backend %s failed after %d attempt(s): %s", url, attempt, reason)
-                raise BackendUnavailable(
-                    f"backend unavailable ({reason} after {attempt} attempt(s))", retry_after=5
-                )
+                raise BackendUnavailable(f"backend unavailable ({reason} after {attempt} attempt(s))", retry_after=5)
             log.info("backend %s: %s, retry %d in %.0f ms", url, reason, attempt, sleep * 1000)
             time.sleep(sleep)
 

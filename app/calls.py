@@ -26,8 +26,11 @@ def _etag(rt: Runtime, function: Function, req: Request) -> str:
     agree) on the same data. Made of the raw ``name=value`` pieces of the query string, sorted:
     unambiguous, as a piece cannot hold the ``&`` that separates them, and no decoding needed; a
     value written with other escapes gets another ETag (a cache miss, never a wrong match)."""
-    pieces = sorted(piece for piece in req.environ.get("QUERY_STRING", "").split("&")
-                    if piece and piece.partition("=")[0] not in TRANSPORT_PARAMETERS)
+    pieces = sorted(
+        piece
+        for piece in req.environ.get("QUERY_STRING", "").split("&")
+        if piece and piece.partition("=")[0] not in TRANSPORT_PARAMETERS
+    )
     raw = f"{function.cmd}|{rt.dataset_versions()}|{'&'.join(pieces)}"
     return hashlib.sha1(raw.encode()).hexdigest()
 

@@ -74,7 +74,9 @@ class Dispatcher:
         if not self.redis.set(marker, "1", nx=True, ex=HARD_TIME_LIMIT_S + 10):
             return False
         self.celery.send_task(
-            "meridian.heavy", args=[call.service_ref, encode(call.params), key, dataset_versions], queue=call.kind,
+            "meridian.heavy",
+            args=[call.service_ref, encode(call.params), key, dataset_versions],
+            queue=call.kind,
             ignore_result=True,  # the result travels under the cache key, not Celery's backend
         )
         return True
@@ -112,7 +114,8 @@ class Dispatcher:
             self.celery.send_task(
                 "meridian.heavy_job",
                 args=[call.service_ref, encode(call.params), key, job_key, ttl_s, dataset_versions],
-                queue=call.kind, ignore_result=True,
+                queue=call.kind,
+                ignore_result=True,
             )
             return False
         except redis.RedisError as exc:

@@ -13,8 +13,13 @@ from swagger_ui_bundle import swagger_ui_path
 
 bp = Blueprint("docs", __name__)
 ASSETS = Path(str(swagger_ui_path))
-ALLOWED_ASSETS = {"swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js",
-                  "favicon-32x32.png", "favicon-16x16.png"}
+ALLOWED_ASSETS = {
+    "swagger-ui.css",
+    "swagger-ui-bundle.js",
+    "swagger-ui-standalone-preset.js",
+    "favicon-32x32.png",
+    "favicon-16x16.png",
+}
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">

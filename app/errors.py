@@ -113,8 +113,12 @@ def render_http_exception(exc: HTTPException) -> Response:
 
 def render_dataset_error(exc: DatasetError) -> Response:
     log.error("dataset unusable on %s %s: %s", request.method, request.path, exc)
-    return error_response(503, "the dataset for this area cannot be read; an operator must re-import it",
-                          code=ErrorKind.UNAVAILABLE.code, retry_after=60)
+    return error_response(
+        503,
+        "the dataset for this area cannot be read; an operator must re-import it",
+        code=ErrorKind.UNAVAILABLE.code,
+        retry_after=60,
+    )
 
 
 def render_unexpected(exc: Exception) -> Response:

@@ -92,7 +92,9 @@ def ready():
     checks = readiness()
     failing = [name for name, c in checks.items() if not c["ok"]]
     if failing:
-        resp = error_response(503, "not ready: " + ", ".join(f"{n} ({checks[n].get('detail', 'failed')})" for n in failing))
+        resp = error_response(
+            503, "not ready: " + ", ".join(f"{n} ({checks[n].get('detail', 'failed')})" for n in failing)
+        )
         resp.headers["Retry-After"] = "5"
         return resp
     return json_body({"status": "ready", "checks": checks})

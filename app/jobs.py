@@ -53,14 +53,18 @@ BATCH_QUEUE = "batch"
 JOB_ID_BYTES = 16  # 128 random bits, URL-safe
 
 _ASYNC_FIELD = ma_fields.Boolean()
-ASYNC_DESCRIPTION = ("`true`: answer 202 with a job id at once instead of waiting; poll `/v1/jobs/{id}` "
-                     f"(kept {JOB_TTL_S // 3600} h).")
+ASYNC_DESCRIPTION = (
+    f"`true`: answer 202 with a job id at once instead of waiting; poll `/v1/jobs/{{id}}` (kept {JOB_TTL_S // 3600} h)."
+)
 
 
 def async_field():
     """The ``async`` query parameter of a heavy function (gateway only; the core face ignores it)."""
-    return ma_fields.Boolean(data_key="async", load_default=False, metadata={
-        "description": "Gateway only. " + ASYNC_DESCRIPTION, "example": False})
+    return ma_fields.Boolean(
+        data_key="async",
+        load_default=False,
+        metadata={"description": "Gateway only. " + ASYNC_DESCRIPTION, "example": False},
+    )
 
 
 class AsyncParamsSchema(ParamsSchema):
@@ -78,8 +82,9 @@ class JobAcceptedSchema(ResponseSchema):
     """The 202 body of every job submission."""
 
     job_id = ma_fields.String(required=True, metadata={"example": "q2Vx0dVNv5bWkZ3hBqjJmA"})
-    status = ma_fields.String(required=True, metadata={"enum": ["queued", "running", "done", "failed"],
-                                                        "example": "queued"})
+    status = ma_fields.String(
+        required=True, metadata={"enum": ["queued", "running", "done", "failed"], "example": "queued"}
+    )
     total = ma_fields.Integer(required=True, metadata={"description": "Items in the job.", "example": 2})
     status_url = ma_fields.String(required=True, metadata={"example": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA"})
 
@@ -119,16 +124,28 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
     rt = runtime()
     job_id = new_job_id()
     key = job_key(job_id)
-    chunks = [addresses[i:i + BATCH_CHUNK] for i in range(0, len(addresses), BATCH_CHUNK)]
+    chunks = [addresses[i : i + BATCH_CHUNK] for i in range(0, len(addresses), BATCH_CHUNK)]
     try:
-        rt.redis.hset(key, mapping={
-            "kind": "batch", "function": function, "account": account, "total": len(addresses),
-            "chunks": len(chunks), "limit": limit, "created": _now_iso(),
-        })
+        rt.redis.hset(
+            key,
+            mapping={
+                "kind": "batch",
+                "function": function,
+                "account": account,
+                "total": len(addresses),
+                "chunks": len(chunks),
+                "limit": limit,
+                "created": _now_iso(),
+            },
+        )
         rt.redis.expire(key, JOB_TTL_S)
         for index, chunk in enumerate(chunks):
-            rt.celery.send_task("meridian.geocode_chunk", args=[key, index, chunk, limit, JOB_TTL_S],
-                                queue=BATCH_QUEUE, ignore_result=True)  # progress is kept in the job hash
+            rt.celery.send_task(
+                "meridian.geocode_chunk",
+                args=[key, index, chunk, limit, JOB_TTL_S],
+                queue=BATCH_QUEUE,
+                ignore_result=True,
+            )  # progress is kept in the job hash
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
     return {"job_id": job_id, "status": "queued", "total": len(addresses), "status_url": status_url(job_id)}
@@ -149,15 +166,22 @@ def submit_heavy(function: Function, call: HeavyCall) -> dict:
     """Queue a heavy computation as a job (answered from the cache at once when possible)."""
     rt = runtime()
     if rt.backend is not None:
-        raise InvalidParameter("async=true is not available when the gateway forwards to a remote core",
-                               parameter="async")
+        raise InvalidParameter(
+            "async=true is not available when the gateway forwards to a remote core", parameter="async"
+        )
     job_id = new_job_id()
     key = job_key(job_id)
     try:
-        rt.redis.hset(key, mapping={
-            "kind": "heavy", "function": function.cmd, "account": account_of_request(), "total": 1,
-            "created": _now_iso(),
-        })
+        rt.redis.hset(
+            key,
+            mapping={
+                "kind": "heavy",
+                "function": function.cmd,
+                "account": account_of_request(),
+                "total": 1,
+                "created": _now_iso(),
+            },
+        )
         rt.redis.expire(key, JOB_TTL_S)
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
@@ -214,13 +238,21 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
     pipe.hgetall(f"{key}:failed")
     progress, failed = pipe.execute()
     done = sum(int(v) for v in progress.values())
-    body = {"job_id": job_id, "kind": "batch", "function": record.get("function", "geocoding"),
-            "created": record.get("created"), "progress": {"done": done, "total": total}}
+    body = {
+        "job_id": job_id,
+        "kind": "batch",
+        "function": record.get("function", "geocoding"),
+        "created": record.get("created"),
+        "progress": {"done": done, "total": total},
+    }
     if failed:
         body["status"] = "failed"
         first = min(failed, key=lambda k: int(k))
-        body["error"] = {"statusCode": 500, "code": "INTERNAL_ERROR",
-                         "message": f"chunk {int(first)} failed: {_decode(failed[first])}"}
+        body["error"] = {
+            "statusCode": 500,
+            "code": "INTERNAL_ERROR",
+            "message": f"chunk {int(first)} failed: {_decode(failed[first])}",
+        }
     elif len(progress) >= chunks:
         body["status"] = "done"
         if with_results:
@@ -240,8 +272,7 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
 
 def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
     raw = runtime().redis.get(f"{job_key(job_id)}:result")
-    body = {"job_id": job_id, "kind": "heavy", "function": record.get("function"),
-            "created": record.get("created")}
+    body = {"job_id": job_id, "kind": "heavy", "function": record.get("function"), "created": record.get("created")}
     value = None
     if raw is None:
         body["status"] = "running" if record.get("started") else "queued"
@@ -293,6 +324,9 @@ def result(job_id: str, account: str):
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
     if body["status"] != "done":
-        raise MeridianError(f"the job is not finished (status {body['status']}); poll {status_url(job_id)}",
-                            kind=ErrorKind.CONFLICT, retry_after=1)
+        raise MeridianError(
+            f"the job is not finished (status {body['status']}); poll {status_url(job_id)}",
+            kind=ErrorKind.CONFLICT,
+            retry_after=1,
+        )
     return value

@@ -46,8 +46,9 @@ class JsonFormatter(logging.Formatter):
         self._second = _SecondCache("%Y-%m-%dT%H:%M:%S", time.gmtime)
 
     def format(self, record: logging.LogRecord) -> str:
-        out = self._fields(record.created, record.msecs, record.levelname, record.name, record.getMessage(),
-                           _extras(record))
+        out = self._fields(
+            record.created, record.msecs, record.levelname, record.name, record.getMessage(), _extras(record)
+        )
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(out, default=str).decode()
@@ -56,8 +57,13 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(self._fields(created, _msecs(created), levelname, name, msg, fields), default=str).decode()
 
     def _fields(self, created: float, msecs: float, levelname: str, name: str, msg: str, fields: dict) -> dict:
-        return {"ts": f"{self._second(created)}.{int(msecs):03d}Z", "level": levelname.lower(), "logger": name,
-                "msg": msg, **fields}
+        return {
+            "ts": f"{self._second(created)}.{int(msecs):03d}Z",
+            "level": levelname.lower(),
+            "logger": name,
+            "msg": msg,
+            **fields,
+        }
 
 
 class TextFormatter(logging.Formatter):
@@ -101,8 +107,9 @@ def request_line(logger: logging.Logger, *, method: str, path: str, status: int,
     extra = {"method": method, "path": path, "status": status, **fields}
     handler = _only_handler(logger)
     if handler is None:
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "%s %s %s", (method, path, status), None,
-                                        extra=extra))
+        logger.handle(
+            logger.makeRecord(logger.name, logging.INFO, "", 0, "%s %s %s", (method, path, status), None, extra=extra)
+        )
         return
     line = handler.formatter.format_fields(time.time(), "INFO", logger.name, f"{method} {path} {status}", extra)
     try:
@@ -124,8 +131,12 @@ def _only_handler(logger: logging.Logger) -> logging.StreamHandler | None:
     if len(handlers) != 1 or node.filters:
         return None
     handler = handlers[0]
-    if not getattr(handler, "_meridian", False) or handler.filters or handler.level > logging.INFO \
-            or not hasattr(handler.formatter, "format_fields"):
+    if (
+        not getattr(handler, "_meridian", False)
+        or handler.filters
+        or handler.level > logging.INFO
+        or not hasattr(handler.formatter, "format_fields")
+    ):
         return None
     return handler
 

@@ -81,7 +81,7 @@ def queue_depths(client: redis.Redis) -> dict[str, int]:
             pipe.llen(queue + suffix)
     counts = pipe.execute()
     n = len(PRIORITY_SUFFIXES)
-    return {queue: sum(counts[i * n:(i + 1) * n]) for i, queue in enumerate(QUEUES)}
+    return {queue: sum(counts[i * n : (i + 1) * n]) for i, queue in enumerate(QUEUES)}
 
 
 def active_workers(client: redis.Redis, ns: str) -> int:
@@ -92,8 +92,11 @@ def queue_check() -> dict:
     """For ``/v1/health/ready``: queue depths and active workers (informative, never failing)."""
     rt = current_app.extensions["meridian"]
     try:
-        return {"ok": True, "depth": queue_depths(rt.redis),
-                "workers_active": active_workers(rt.redis, rt.settings.service_name)}
+        return {
+            "ok": True,
+            "depth": queue_depths(rt.redis),
+            "workers_active": active_workers(rt.redis, rt.settings.service_name),
+        }
     except redis.RedisError as exc:
         return {"ok": True, "detail": f"queue depths unavailable: {type(exc).__name__}"}
 
@@ -141,32 +144,39 @@ class RedisCollector:
         pipe.hgetall(tasks_key(self.ns))
         http_raw, task_raw = pipe.execute()
         http = _split(http_raw, len(HTTP_LABELS))
-        requests = CounterMetricFamily("meridian_http_requests", "HTTP requests by function, face, method and status",
-                                       labels=HTTP_LABELS)
+        requests = CounterMetricFamily(
+            "meridian_http_requests", "HTTP requests by function, face, method and status", labels=HTTP_LABELS
+        )
         for labels, count in sorted(http["n"].items()):
             requests.add_metric(list(labels), count)
         yield requests
-        yield _histogram("meridian_http_request_duration_seconds", "HTTP request latency",
-                         HTTP_LABELS, http, HTTP_BUCKETS)
+        yield _histogram(
+            "meridian_http_request_duration_seconds", "HTTP request latency", HTTP_LABELS, http, HTTP_BUCKETS
+        )
 
         depth = GaugeMetricFamily("meridian_queue_depth", "Messages waiting in each Celery queue", labels=["queue"])
         for queue, n in queue_depths(self.client).items():
             depth.add_metric([queue], n)
         yield depth
-        yield GaugeMetricFamily("meridian_workers_active",
-                                f"Celery workers with a heartbeat in the last {ACTIVE_WINDOW_S:g} s",
-                                value=active_workers(self.client, self.ns))
+        yield GaugeMetricFamily(
+            "meridian_workers_active",
+            f"Celery workers with a heartbeat in the last {ACTIVE_WINDOW_S:g} s",
+            value=active_workers(self.client, self.ns),
+        )
 
         tasks = _split(task_raw, 3)
-        runs = CounterMetricFamily("meridian_task_runs", "Celery task runs by task, queue and final state",
-                                   labels=["task", "queue", "state"])
+        runs = CounterMetricFamily(
+            "meridian_task_runs", "Celery task runs by task, queue and final state", labels=["task", "queue", "state"]
+        )
         for labels, count in sorted(tasks["n"].items()):
             runs.add_metric(list(labels), count)
         yield runs
-        yield _histogram("meridian_task_duration_seconds", "Celery task run time", ["task", "queue", "state"],
-                         tasks, TASK_BUCKETS)
-        failures = CounterMetricFamily("meridian_task_failures", "Celery tasks that raised, by exception type",
-                                       labels=["task", "exception"])
+        yield _histogram(
+            "meridian_task_duration_seconds", "Celery task run time", ["task", "queue", "state"], tasks, TASK_BUCKETS
+        )
+        failures = CounterMetricFamily(
+            "meridian_task_failures", "Celery tasks that raised, by exception type", labels=["task", "exception"]
+        )
         for labels, count in sorted(tasks["f"].items()):
             failures.add_metric(list(labels), count)
         yield failures

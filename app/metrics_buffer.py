@@ -70,4 +70,3 @@ class MetricsBuffer:
                 self._counts[k] = self._counts.get(k, 0) + n
             for k, s in sums.items():
                 self._sums[k] = self._sums.get(k, 0.0) + s
-

@@ -67,10 +67,30 @@ def data_dir() -> Path:
 
 def start_worker(env: dict, concurrency: int, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "batch",
-         "--concurrency", str(concurrency), "--loglevel", "WARNING", "-n", f"bench-{os.getpid()}@%h",
-         "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "-Q",
+            "batch",
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "WARNING",
+            "-n",
+            f"bench-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def run_job(client, key: str, items: list[str]) -> tuple[float, dict]:
@@ -104,8 +124,15 @@ def main() -> int:
     redis.Redis.from_url(redis_url).flushdb()
     ddir = data_dir()
     tmp = Path(tempfile.mkdtemp(prefix="meridian-bench-batch-"))
-    env = dict(os.environ, DATA_DIR=str(ddir), DATABASE_URL=f"sqlite:///{tmp / 'accounts.db'}",
-               REDIS_URL=redis_url, SERVICE_NAME=SERVICE, PYTHONPATH=str(ROOT), NODE_ENV="test")
+    env = dict(
+        os.environ,
+        DATA_DIR=str(ddir),
+        DATABASE_URL=f"sqlite:///{tmp / 'accounts.db'}",
+        REDIS_URL=redis_url,
+        SERVICE_NAME=SERVICE,
+        PYTHONPATH=str(ROOT),
+        NODE_ENV="test",
+    )
     settings = Settings.from_env(env)
 
     from accounts.store import AccountStore
@@ -151,9 +178,17 @@ def main() -> int:
                 times.append(elapsed)
             found = sum(1 for r in body["results"] if r["candidates"])
             med = statistics.median(times)
-            rows.append({"addresses": size, "runs": len(times), "median_s": round(med, 3),
-                         "best_s": round(min(times), 3), "addresses_per_s": round(size / med, 1),
-                         "best_addresses_per_s": round(size / min(times), 1), "found": found})
+            rows.append(
+                {
+                    "addresses": size,
+                    "runs": len(times),
+                    "median_s": round(med, 3),
+                    "best_s": round(min(times), 3),
+                    "addresses_per_s": round(size / med, 1),
+                    "best_addresses_per_s": round(size / min(times), 1),
+                    "found": found,
+                }
+            )
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -162,24 +197,41 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
 
-    print(f"\nBatch geocoding, 1 worker x {args.concurrency} pool processes, chunks of 50 "
-          f"(engine alone, 1 process: {inline:.0f} addresses/s)")
-    print(f"{'addresses':>10} {'runs':>5} {'median s':>9} {'best s':>7} {'addr/s (median)':>16} "
-          f"{'addr/s (best)':>14} {'found':>6}")
+    print(
+        f"\nBatch geocoding, 1 worker x {args.concurrency} pool processes, chunks of 50 "
+        f"(engine alone, 1 process: {inline:.0f} addresses/s)"
+    )
+    print(
+        f"{'addresses':>10} {'runs':>5} {'median s':>9} {'best s':>7} {'addr/s (median)':>16} "
+        f"{'addr/s (best)':>14} {'found':>6}"
+    )
     for r in rows:
-        print(f"{r['addresses']:>10} {r['runs']:>5} {r['median_s']:>9.3f} {r['best_s']:>7.3f} "
-              f"{r['addresses_per_s']:>16.1f} {r['best_addresses_per_s']:>14.1f} {r['found']:>6}")
+        print(
+            f"{r['addresses']:>10} {r['runs']:>5} {r['median_s']:>9.3f} {r['best_s']:>7.3f} "
+            f"{r['addresses_per_s']:>16.1f} {r['best_addresses_per_s']:>14.1f} {r['found']:>6}"
+        )
     top = max(rows, key=lambda r: r["addresses"])
-    print(f"target >= 500 addresses/s: {'met' if top['addresses_per_s'] >= 500 else 'NOT met'} "
-          f"({top['addresses_per_s']:.0f}/s on {top['addresses']} addresses)")
+    print(
+        f"target >= 500 addresses/s: {'met' if top['addresses_per_s'] >= 500 else 'NOT met'} "
+        f"({top['addresses_per_s']:.0f}/s on {top['addresses']} addresses)"
+    )
     out = ROOT / "bench" / "results" / "batch.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "batch geocoding through the queue", "worker_concurrency": args.concurrency,
-        "chunk": 50, "engine_inline_addresses_per_s": round(inline, 1), "rows": rows, "target_addresses_per_s": 500,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "batch geocoding through the queue",
+                "worker_concurrency": args.concurrency,
+                "chunk": 50,
+                "engine_inline_addresses_per_s": round(inline, 1),
+                "rows": rows,
+                "target_addresses_per_s": 500,
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out.relative_to(ROOT)}")
     return 0
 

@@ -70,8 +70,13 @@ def make_fences(n: int, seed: int = 42):
             m_lng = M_LAT * math.cos(math.radians(lat))
             ring = np.c_[lng + r * np.cos(ang) / m_lng, lat + r * np.sin(ang) / M_LAT].tolist()
             ring.append(ring[0])
-            bodies.append({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring]},
-                           "properties": {"name": f"fence {i}"}})
+            bodies.append(
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "Polygon", "coordinates": [ring]},
+                    "properties": {"name": f"fence {i}"},
+                }
+            )
     return [parse_fence(b, fence_id=f"f{i}") for i, b in enumerate(bodies)]
 
 
@@ -112,8 +117,14 @@ def timed_calls(fn, args):
 
 
 def row(name, engine, n, t, lat_ns=None, note=""):
-    r = {"name": name, "engine": engine, "points": n, "checks_per_s": round(n / t.wall),
-         "checks_per_cpu_s": round(n / t.cpu) if t.cpu else None, "note": note}
+    r = {
+        "name": name,
+        "engine": engine,
+        "points": n,
+        "checks_per_s": round(n / t.wall),
+        "checks_per_cpu_s": round(n / t.cpu) if t.cpu else None,
+        "note": note,
+    }
     if lat_ns is not None:
         r["p50_us"] = round(float(np.percentile(lat_ns, 50)) / 1000, 1)
         r["p99_us"] = round(float(np.percentile(lat_ns, 99)) / 1000, 1)
@@ -142,14 +153,13 @@ def bench_meridian(fences, lats, lngs, near_points, rows, redis_url, repeat):
     def batches():
         with Timer() as t:
             for s in range(0, len(pts), 1000):
-                index.containing_many(lats[s:s + 1000], lngs[s:s + 1000])
+                index.containing_many(lats[s : s + 1000], lngs[s : s + 1000])
         return None, t
 
     (_, t), walls = best_of(repeat, batches)
     rows.append(row("containing x1000", "meridian", len(pts), t, None, f"vectorised batches; best of {walls} s"))
     near = pts[:near_points]
-    (lat_ns, t), walls = best_of(
-        repeat, lambda: timed_calls(lambda a, b: index.check(a, b, within_m=100.0), near))
+    (lat_ns, t), walls = best_of(repeat, lambda: timed_calls(lambda a, b: index.check(a, b, within_m=100.0), near))
     rows.append(row("near 100 m", "meridian", len(near), t, lat_ns, f"inside + geodesic distance; best of {walls} s"))
     results = {
         "containing": [index.containing(*p) for p in pts],
@@ -157,7 +167,7 @@ def bench_meridian(fences, lats, lngs, near_points, rows, redis_url, repeat):
     }
     batch = []
     for s in range(0, len(pts), 1000):
-        batch.extend(index.containing_many(lats[s:s + 1000], lngs[s:s + 1000]))
+        batch.extend(index.containing_many(lats[s : s + 1000], lngs[s : s + 1000]))
     assert batch == results["containing"], "containing_many disagrees with containing"
     if redis_url:
         for size in (20, 200):
@@ -178,13 +188,16 @@ def bench_service(fences, n_checks, redis_url, size):
     account = FenceIndex(fences[:size])
     # points at the fences' centres: every check is inside something, devices move between fences
     centres = [f.center if f.is_circle else (f.geometry.centroid.y, f.geometry.centroid.x) for f in fences[:size]]
-    args = [(GeofenceCheckParams(lat=centres[k % size][0], lng=centres[k % size][1], device=f"dev{k % 50}"),)
-            for k in range(n_checks)]
+    args = [
+        (GeofenceCheckParams(lat=centres[k % size][0], lng=centres[k % size][1], device=f"dev{k % 50}"),)
+        for k in range(n_checks)
+    ]
     lat_ns, t = timed_calls(lambda p: run(account, p, tr), args)
     for key in client.scan_iter(match=prefix + "*", count=1000):
         client.delete(key)
-    return row(f"service+device {size}", "meridian", len(args), t, lat_ns,
-               f"run(): {size} fences listed, Redis transition")
+    return row(
+        f"service+device {size}", "meridian", len(args), t, lat_ns, f"run(): {size} fences listed, Redis transition"
+    )
 
 
 # --- PostGIS --------------------------------------------------------------------------------
@@ -203,10 +216,14 @@ def bench_postgis(fences, lats, lngs, pg_points, near_points, rows, dsn):
         info["postgis"] = cur.execute("SELECT postgis_lib_version()").fetchone()[0]
         info["postgresql"] = cur.execute("SHOW server_version").fetchone()[0]
         cur.execute("DROP TABLE IF EXISTS bench_geofence_poly, bench_geofence_circle, bench_geofence_pts")
-        cur.execute("CREATE TABLE bench_geofence_poly (id text PRIMARY KEY, geom geometry(Geometry, 4326),"
-                    " geog geography, bgeog geography)")
-        cur.execute("CREATE TABLE bench_geofence_circle (id text PRIMARY KEY, bbox geometry(Polygon, 4326),"
-                    " center geography(Point, 4326), radius float8)")
+        cur.execute(
+            "CREATE TABLE bench_geofence_poly (id text PRIMARY KEY, geom geometry(Geometry, 4326),"
+            " geog geography, bgeog geography)"
+        )
+        cur.execute(
+            "CREATE TABLE bench_geofence_circle (id text PRIMARY KEY, bbox geometry(Polygon, 4326),"
+            " center geography(Point, 4326), radius float8)"
+        )
         cur.execute("CREATE TABLE bench_geofence_pts (k int PRIMARY KEY, geom geometry(Point, 4326))")
         t = time.perf_counter()
         with cur.copy("COPY bench_geofence_poly (id, geom) FROM STDIN") as cp:
@@ -227,7 +244,9 @@ def bench_postgis(fences, lats, lngs, pg_points, near_points, rows, dsn):
             "CREATE INDEX ON bench_geofence_poly USING gist (geom)",
             "CREATE INDEX ON bench_geofence_poly USING gist (geog)",
             "CREATE INDEX ON bench_geofence_circle USING gist (bbox)",
-            "ANALYZE bench_geofence_poly", "ANALYZE bench_geofence_circle", "ANALYZE bench_geofence_pts",
+            "ANALYZE bench_geofence_poly",
+            "ANALYZE bench_geofence_circle",
+            "ANALYZE bench_geofence_pts",
         ):
             cur.execute(stmt)
         info["load_s"] = round(time.perf_counter() - t, 2)
@@ -249,8 +268,12 @@ def bench_postgis(fences, lats, lngs, pg_points, near_points, rows, dsn):
         lat_ns, t = timed_calls(contains, pts)
         t.cpu = 0.0  # the work is in the server process: no client CPU figure
         rows.append(row("containing", "postgis", len(pts), t, lat_ns, "prepared query per point, loopback"))
-        info["plan_contains"] = [r[0] for r in cur.execute(
-            "EXPLAIN " + contains_sql.replace("%(lng)s", str(pts[0][1])).replace("%(lat)s", str(pts[0][0])))]
+        info["plan_contains"] = [
+            r[0]
+            for r in cur.execute(
+                "EXPLAIN " + contains_sql.replace("%(lng)s", str(pts[0][1])).replace("%(lat)s", str(pts[0][0]))
+            )
+        ]
 
         set_sql = (
             "SELECT count(*) FROM ("
@@ -261,8 +284,7 @@ def bench_postgis(fences, lats, lngs, pg_points, near_points, rows, dsn):
         with Timer() as t:
             pairs = cur.execute(set_sql).fetchone()[0]
         t.cpu = 0.0  # the work is in the server process
-        rows.append(row("containing (one SQL)", "postgis", len(lats), t, None,
-                        "join over a points table, in-database"))
+        rows.append(row("containing (one SQL)", "postgis", len(lats), t, None, "join over a points table, in-database"))
         info["pairs_one_sql"] = pairs
 
         near_sql = (
@@ -316,7 +338,9 @@ def main(argv=None) -> int:
     ap.add_argument("--points", type=int, default=20_000)
     ap.add_argument("--pg-points", type=int, default=5_000)
     ap.add_argument("--near-points", type=int, default=2_000)
-    ap.add_argument("--dsn", default=os.environ.get("BENCH_PG_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres"))
+    ap.add_argument(
+        "--dsn", default=os.environ.get("BENCH_PG_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres")
+    )
     ap.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     ap.add_argument("--repeat", type=int, default=3, help="passes per Meridian row (fastest kept)")
     ap.add_argument("--no-postgis", action="store_true")
@@ -337,27 +361,43 @@ def main(argv=None) -> int:
         info, pg_contains, pg_near = bench_postgis(fences, lats, lngs, args.pg_points, args.near_points, rows, args.dsn)
         agree = agreement(mer, pg_contains, pg_near)
 
-    print(f"\n{len(fences)} fences ({sum(f.is_circle for f in fences)} circles), {len(lats)} points, "
-          f"{statistics.mean(per_point):.2f} fences per point on average; parse {parse_s:.2f} s, "
-          f"index build {build_s:.2f} s" + (f", PostGIS load {info['load_s']} s" if info else ""))
+    print(
+        f"\n{len(fences)} fences ({sum(f.is_circle for f in fences)} circles), {len(lats)} points, "
+        f"{statistics.mean(per_point):.2f} fences per point on average; parse {parse_s:.2f} s, "
+        f"index build {build_s:.2f} s" + (f", PostGIS load {info['load_s']} s" if info else "")
+    )
     print(f"load average before/after: {load_before} / {os.getloadavg()} on {os.cpu_count()} cores")
-    print(f"{'operation':<22} {'engine':<9} {'points':>7} {'checks/s':>10} {'per CPU-s':>10} "
-          f"{'p50 us':>8} {'p99 us':>8}  note")
+    print(
+        f"{'operation':<22} {'engine':<9} {'points':>7} {'checks/s':>10} {'per CPU-s':>10} "
+        f"{'p50 us':>8} {'p99 us':>8}  note"
+    )
     for r in rows:
         cpu = f"{r['checks_per_cpu_s']:,}" if r.get("checks_per_cpu_s") else "-"
-        print(f"{r['name']:<22} {r['engine']:<9} {r['points']:>7} {r['checks_per_s']:>10,} {cpu:>10} "
-              f"{r.get('p50_us', '-'):>8} {r.get('p99_us', '-'):>8}  {r['note']}")
+        print(
+            f"{r['name']:<22} {r['engine']:<9} {r['points']:>7} {r['checks_per_s']:>10,} {cpu:>10} "
+            f"{r.get('p50_us', '-'):>8} {r.get('p99_us', '-'):>8}  {r['note']}"
+        )
     if agree:
         print("agreement:", json.dumps(agree))
     out = {
         "benchmark": "geofence",
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
-        "config": {"fences": len(fences), "circles": sum(f.is_circle for f in fences), "points": len(lats),
-                   "pg_points": args.pg_points, "near_points": args.near_points,
-                   "regions": {"monaco": MONACO, "helsinki": HELSINKI}, "mean_fences_per_point":
-                   round(statistics.mean(per_point), 3)},
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg(),
+        },
+        "config": {
+            "fences": len(fences),
+            "circles": sum(f.is_circle for f in fences),
+            "points": len(lats),
+            "pg_points": args.pg_points,
+            "near_points": args.near_points,
+            "regions": {"monaco": MONACO, "helsinki": HELSINKI},
+            "mean_fences_per_point": round(statistics.mean(per_point), 3),
+        },
         "index_build_s": round(build_s, 3),
         "targets": {"checks_per_s": 50_000, "p50_us": 50},
         "repeat": args.repeat,

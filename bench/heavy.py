@@ -37,10 +37,30 @@ VALHALLA = ("127.0.0.1", 8002)
 
 def start_worker(env: dict) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q",
-         "isochrone,staticmap,geometry,default", "--concurrency", "2", "--loglevel", "WARNING",
-         "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "-Q",
+            "isochrone,staticmap,geometry,default",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "WARNING",
+            "-n",
+            f"bench-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     from workers.celery_app import make_celery
 
     celery = make_celery(Settings.from_env(env))
@@ -66,8 +86,12 @@ def timed(client: Http, path: str, headers: dict) -> float:
 
 
 def valhalla(client: Http, lat: float, lng: float) -> float | None:
-    body = {"locations": [{"lat": lat, "lon": lng}], "costing": "auto",
-            "contours": [{"time": 5}, {"time": 10}, {"time": 15}], "polygons": True}
+    body = {
+        "locations": [{"lat": lat, "lon": lng}],
+        "costing": "auto",
+        "contours": [{"time": 5}, {"time": 10}, {"time": 15}],
+        "polygons": True,
+    }
     try:
         elapsed, status, _ = client.request("POST", "/isochrone", body=json.dumps(body).encode())
     except OSError:
@@ -80,8 +104,9 @@ def bench_region(port: int, key: str, points: list[tuple[float, float]], with_va
     heavy function, and Valhalla's isochrone, so that machine noise hits them alike."""
     h = {"X-API-Key": key}
     meridian, peer = Http("127.0.0.1", port), Http(*VALHALLA)
-    out: dict[str, list[float]] = {k: [] for k in ("iso_first", "iso_cached", "valhalla", "map_first",
-                                                    "map_cached", "geom_first", "geom_cached")}
+    out: dict[str, list[float]] = {
+        k: [] for k in ("iso_first", "iso_cached", "valhalla", "map_first", "map_cached", "geom_first", "geom_cached")
+    }
     for lat, lng in points:
         iso = f"/v1/isochrone?lat={lat}&lng={lng}&time=5,10,15"
         out["iso_first"].append(timed(meridian, iso, h))
@@ -102,8 +127,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--regions", default="monaco,helsinki")
-    ap.add_argument("--start-peers", action="store_true",
-                    help="start each region's peers (../shared/peers serve.sh) before measuring it")
+    ap.add_argument(
+        "--start-peers",
+        action="store_true",
+        help="start each region's peers (../shared/peers serve.sh) before measuring it",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="meridian-heavy-"))
     data_dir = tmp / "data"
@@ -115,9 +143,14 @@ def main() -> None:
     store = AccountStore(db)
     store.create_schema()
     key = store.create_key("bench-heavy", "pro").key
-    env = {**os.environ, "DATA_DIR": str(data_dir), "DATABASE_URL": db,
-           "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
-           "SERVICE_NAME": f"meridianheavy{os.getpid()}", "PYTHONPATH": str(PROJECT_ROOT)}
+    env = {
+        **os.environ,
+        "DATA_DIR": str(data_dir),
+        "DATABASE_URL": db,
+        "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "SERVICE_NAME": f"meridianheavy{os.getpid()}",
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
     from tests.fixtures_live import free_port
 
     port = free_port()
@@ -136,10 +169,15 @@ def main() -> None:
             proc.wait(20)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "heavy.json").write_text(json.dumps(results, indent=2))
-    labels = {"iso_first": "isochrone 5/10/15 min, via worker", "iso_cached": "isochrone, cached",
-              "valhalla": "Valhalla /isochrone (same origins)", "map_first": "static map 600x400, via worker",
-              "map_cached": "static map, cached", "geom_first": "geometry download, via worker",
-              "geom_cached": "geometry download, cached"}
+    labels = {
+        "iso_first": "isochrone 5/10/15 min, via worker",
+        "iso_cached": "isochrone, cached",
+        "valhalla": "Valhalla /isochrone (same origins)",
+        "map_first": "static map 600x400, via worker",
+        "map_cached": "static map, cached",
+        "geom_first": "geometry download, via worker",
+        "geom_cached": "geometry download, cached",
+    }
     for region, rows in results.items():
         print(f"\n{region} (n={args.n}, over HTTP, one keep-alive http.client connection per server)")
         print(f"{'measure':<40}{'p50 ms':>10}{'p99 ms':>10}")

@@ -31,19 +31,20 @@ MINUTES = (5.0, 10.0, 15.0)
 
 
 def valhalla_isochrone(conn, lat, lng, minutes):
-    body = json.dumps({
-        "locations": [{"lat": lat, "lon": lng}],
-        "costing": "auto",
-        "contours": [{"time": m} for m in minutes],
-        "polygons": True,
-    })
+    body = json.dumps(
+        {
+            "locations": [{"lat": lat, "lon": lng}],
+            "costing": "auto",
+            "contours": [{"time": m} for m in minutes],
+            "polygons": True,
+        }
+    )
     conn.request("POST", "/isochrone", body=body, headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     data = json.loads(resp.read())
     if resp.status != 200:
         return None
-    return {float(f["properties"]["contour"]): shapely.geometry.shape(f["geometry"])
-            for f in data["features"]}
+    return {float(f["properties"]["contour"]): shapely.geometry.shape(f["geometry"]) for f in data["features"]}
 
 
 CENTRES = {"monaco": (43.7384, 7.4246), "helsinki": (60.1699, 24.9384)}
@@ -66,6 +67,7 @@ def to_local(geom, net):
     def f(coords):
         x, y = net.proj.to_xy(coords[:, 1], coords[:, 0])
         return np.column_stack([x, y])
+
     return shapely.make_valid(shapely.transform(geom, f))
 
 
@@ -73,16 +75,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--origins", type=int, default=30)
     parser.add_argument("--regions", default="monaco,helsinki")
-    parser.add_argument("--start-peers", action="store_true",
-                        help="switch the peers (../shared/peers serve.sh) to each region before measuring it")
+    parser.add_argument(
+        "--start-peers",
+        action="store_true",
+        help="switch the peers (../shared/peers serve.sh) to each region before measuring it",
+    )
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="Meridian timings per origin")
     args = parser.parse_args(argv)
     regions = args.regions.split(",")
     reg = load_registry(regions)
     report: dict = {"minutes": MINUTES, "regions": {}}
-    print(f"{'region':9} {'contour':>7} {'IoU mean':>8} {'IoU p50':>8} {'IoU min':>8} "
-          f"{'area M/V':>8}   latency p50/p95 ms: meridian | valhalla")
+    print(
+        f"{'region':9} {'contour':>7} {'IoU mean':>8} {'IoU p50':>8} {'IoU min':>8} "
+        f"{'area M/V':>8}   latency p50/p95 ms: meridian | valhalla"
+    )
     for region in regions:
         if args.start_peers:
             start_peers(region)
@@ -93,8 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         rng = np.random.default_rng(args.seed)
         nodes = rng.choice(big, size=min(args.origins, big.size), replace=False)
         conn = http.client.HTTPConnection(*VALHALLA, timeout=30) if served else None
-        run(reg, IsochroneParams(float(graph.node_lat[nodes[0]]), float(graph.node_lng[nodes[0]]),
-                                 times=MINUTES))  # warm-up
+        run(
+            reg, IsochroneParams(float(graph.node_lat[nodes[0]]), float(graph.node_lng[nodes[0]]), times=MINUTES)
+        )  # warm-up
         mer_ms, val_ms = [], []
         iou = {m: [] for m in MINUTES}
         ratio = {m: [] for m in MINUTES}
@@ -125,13 +133,17 @@ def main(argv: list[str] | None = None) -> None:
             conn.close()
         out = {
             "origins": len(nodes),
-            "meridian_ms": {"p50": round(float(np.percentile(mer_ms, 50)), 2),
-                            "p95": round(float(np.percentile(mer_ms, 95)), 2),
-                            "min": round(float(np.min(mer_ms)), 2)},
+            "meridian_ms": {
+                "p50": round(float(np.percentile(mer_ms, 50)), 2),
+                "p95": round(float(np.percentile(mer_ms, 95)), 2),
+                "min": round(float(np.min(mer_ms)), 2),
+            },
         }
         if val_ms:
-            out["valhalla_ms"] = {"p50": round(float(np.percentile(val_ms, 50)), 2),
-                                  "p95": round(float(np.percentile(val_ms, 95)), 2)}
+            out["valhalla_ms"] = {
+                "p50": round(float(np.percentile(val_ms, 50)), 2),
+                "p95": round(float(np.percentile(val_ms, 95)), 2),
+            }
         for m in MINUTES:
             if iou[m]:
                 out[f"{m:g}min"] = {
@@ -147,8 +159,10 @@ def main(argv: list[str] | None = None) -> None:
         for m in MINUTES:
             s = out.get(f"{m:g}min")
             if s:
-                print(f"{region:9} {m:>7g} {s['iou_mean']:>8.3f} {s['iou_p50']:>8.3f} "
-                      f"{s['iou_min']:>8.3f} {s['area_ratio_p50']:>8.3f}   {lat_txt}")
+                print(
+                    f"{region:9} {m:>7g} {s['iou_mean']:>8.3f} {s['iou_p50']:>8.3f} "
+                    f"{s['iou_min']:>8.3f} {s['area_ratio_p50']:>8.3f}   {lat_txt}"
+                )
         if not any(out.get(f"{m:g}min") for m in MINUTES):
             print(f"{region:9} {'-':>7} {'(no Valhalla for this region)':>35}   {lat_txt}")
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -27,8 +27,15 @@ OUT = PROJECT_ROOT / "bench" / "data"
 REGION_CITY = {"monaco": "Monaco", "helsinki": "Helsinki"}
 POI_KEYS = ("amenity", "shop", "tourism", "leisure", "historic", "office")
 ABBREV = [
-    ("Boulevard ", "Bd "), ("Avenue ", "Av. "), ("Sainte-", "Ste "), ("Saint-", "St "),
-    ("Sainte ", "Ste "), ("Saint ", "St "), ("Place ", "Pl. "), ("Chemin ", "Ch. "), ("Route ", "Rte "),
+    ("Boulevard ", "Bd "),
+    ("Avenue ", "Av. "),
+    ("Sainte-", "Ste "),
+    ("Saint-", "St "),
+    ("Sainte ", "Ste "),
+    ("Saint ", "St "),
+    ("Place ", "Pl. "),
+    ("Chemin ", "Ch. "),
+    ("Route ", "Rte "),
 ]
 FI_SUFFIX = [("katu", "k."), ("tie", "t.")]
 
@@ -61,15 +68,30 @@ def read(region: str):
         lat, lng = _mean(pts)
         if t.get("addr:housenumber") and t.get("addr:street") and "entrance" not in t:
             number = t["addr:housenumber"].split(";")[0].strip()
-            addresses.append({"street": t["addr:street"], "number": number, "lat": lat, "lng": lng,
-                              "postcode": t.get("addr:postcode"), "city": t.get("addr:city")})
+            addresses.append(
+                {
+                    "street": t["addr:street"],
+                    "number": number,
+                    "lat": lat,
+                    "lng": lng,
+                    "postcode": t.get("addr:postcode"),
+                    "city": t.get("addr:city"),
+                }
+            )
         if name and t.get("place"):
             places.append({"name": name, "lat": lat, "lng": lng})
         elif any(k in t for k in POI_KEYS):
             cat = next(f"{k}={t[k]}" for k in POI_KEYS if k in t)
-            pois.append({"name": name, "lat": lat, "lng": lng, "tag": cat,
-                         "tags": [f"{k}={t[k]}" for k in POI_KEYS if k in t],
-                         "osm": ("n" if o.is_node() else "w") + str(o.id)})
+            pois.append(
+                {
+                    "name": name,
+                    "lat": lat,
+                    "lng": lng,
+                    "tag": cat,
+                    "tags": [f"{k}={t[k]}" for k in POI_KEYS if k in t],
+                    "osm": ("n" if o.is_node() else "w") + str(o.id),
+                }
+            )
     return addresses, streets, places, pois
 
 
@@ -81,10 +103,10 @@ def typo(word: str, rng: random.Random) -> str:
     op = rng.choice(("sub", "del", "swap"))
     if op == "sub":
         c = rng.choice([x for x in "aeioustnrlk" if x != word[i].lower()])
-        return word[:i] + c + word[i + 1:]
+        return word[:i] + c + word[i + 1 :]
     if op == "del":
-        return word[:i] + word[i + 1:]
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1 :]
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
 def typo_text(text: str, rng: random.Random, n: int) -> str:
@@ -120,15 +142,22 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
     out: list[dict] = []
 
     def add(query, lat, lng, kind, tol=50.0, **extra):
-        out.append({"query": query, "expect": {"lat": round(lat, 7), "lng": round(lng, 7)},
-                    "tolerance_m": tol, "kind": kind, **extra})
+        out.append(
+            {
+                "query": query,
+                "expect": {"lat": round(lat, 7), "lng": round(lng, 7)},
+                "tolerance_m": tol,
+                "kind": kind,
+                **extra,
+            }
+        )
 
     picks = uniq[: n_per_kind * 3]
     for a in picks[:n_per_kind]:
         add(f"{a['street']} {a['number']}, {a['city'] or city}", a["lat"], a["lng"], "exact")
-    for a in picks[n_per_kind: 2 * n_per_kind]:
+    for a in picks[n_per_kind : 2 * n_per_kind]:
         add(f"{a['street']} {a['number']}".lower(), a["lat"], a["lng"], "lowercase")
-    for a in picks[2 * n_per_kind:]:
+    for a in picks[2 * n_per_kind :]:
         add(f"{a['street']} {a['number']}", a["lat"], a["lng"], "no_city")
     rng.shuffle(uniq)
     for a in uniq[:n_per_kind]:
@@ -146,11 +175,16 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
     rng.shuffle(uniq)
     for a in uniq[:n_per_kind]:
         add(f"{typo_text(a['street'], rng, 1)} {a['number']}", a["lat"], a["lng"], "typo1")
-    for a in uniq[n_per_kind: 2 * n_per_kind]:
+    for a in uniq[n_per_kind : 2 * n_per_kind]:
         add(f"{typo_text(a['street'], rng, 2)} {a['number']}", a["lat"], a["lng"], "typo2")
-    for a in uniq[2 * n_per_kind: 3 * n_per_kind]:
-        add(f"{a['street']} {a['number']}", a["lat"], a["lng"], "structured",
-            structured={"street": a["street"], "number": a["number"], "city": a["city"] or city})
+    for a in uniq[2 * n_per_kind : 3 * n_per_kind]:
+        add(
+            f"{a['street']} {a['number']}",
+            a["lat"],
+            a["lng"],
+            "structured",
+            structured={"street": a["street"], "number": a["number"], "city": a["city"] or city},
+        )
     # streets: expect the point of the street nearest its centre; tolerance covers its extent
     names = [n for n in streets if "\0" not in n]
     rng.shuffle(names)
@@ -200,10 +234,45 @@ def _dist(a, b) -> float:
 
 
 GENERIC_WORDS = {
-    "rue", "avenue", "boulevard", "place", "chemin", "route", "quai", "impasse", "allée", "square",
-    "escalier", "escaliers", "montée", "passage", "ruelle", "sentier", "traverse", "descente",
-    "esplanade", "promenade", "tunnel", "bretelle", "parking", "sortie", "entrée", "de", "du",
-    "des", "la", "le", "les", "l'", "d'", "the", "hotel", "café", "cafe", "restaurant", "bar",
+    "rue",
+    "avenue",
+    "boulevard",
+    "place",
+    "chemin",
+    "route",
+    "quai",
+    "impasse",
+    "allée",
+    "square",
+    "escalier",
+    "escaliers",
+    "montée",
+    "passage",
+    "ruelle",
+    "sentier",
+    "traverse",
+    "descente",
+    "esplanade",
+    "promenade",
+    "tunnel",
+    "bretelle",
+    "parking",
+    "sortie",
+    "entrée",
+    "de",
+    "du",
+    "des",
+    "la",
+    "le",
+    "les",
+    "l'",
+    "d'",
+    "the",
+    "hotel",
+    "café",
+    "cafe",
+    "restaurant",
+    "bar",
 }
 
 
@@ -260,8 +329,9 @@ def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]
     out = []
     rng.shuffle(addresses)
     for a in addresses[:n]:
-        out.append({"lat": round(a["lat"], 7), "lng": round(a["lng"], 7), "expect_street": a["street"],
-                    "kind": "address"})
+        out.append(
+            {"lat": round(a["lat"], 7), "lng": round(a["lng"], 7), "expect_street": a["street"], "kind": "address"}
+        )
     names = [s for s in streets if "\0" not in s]
     rng.shuffle(names)
     from shapely import STRtree  # noqa: PLC0415
@@ -319,10 +389,18 @@ def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float
             continue
         if len(ranked) > 1 and _dist((lat, lng), (ranked[1]["lat"], ranked[1]["lng"])) - d0 < 10.0:
             continue  # a tie within the precision of a centroid: not a fair question
-        out.append({"lat": round(lat, 7), "lng": round(lng, 7), "category": tag,
-                    "expect": {"lat": round(best["lat"], 7), "lng": round(best["lng"], 7)},
-                    "tolerance_m": 25.0, "expect_osm": best["osm"], "expect_name": best["name"],
-                    "kind": "nearest"})
+        out.append(
+            {
+                "lat": round(lat, 7),
+                "lng": round(lng, 7),
+                "category": tag,
+                "expect": {"lat": round(best["lat"], 7), "lng": round(best["lng"], 7)},
+                "tolerance_m": 25.0,
+                "expect_osm": best["osm"],
+                "expect_name": best["name"],
+                "kind": "nearest",
+            }
+        )
     return out
 
 
@@ -332,8 +410,12 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     for region in args.regions:
-        for kind, fn in (("geocode", geocode_queries), ("suggest", suggest_queries),
-                         ("reverse", reverse_queries), ("nearest", nearest_queries)):
+        for kind, fn in (
+            ("geocode", geocode_queries),
+            ("suggest", suggest_queries),
+            ("reverse", reverse_queries),
+            ("nearest", nearest_queries),
+        ):
             rng = random.Random(f"{region}-{kind}-1")
             items = fn(region, rng)
             path = OUT / f"{region}-{kind}.json"

@@ -110,8 +110,9 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-def bench_region(reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_length: float,
-                 with_osrm: bool, seed: int) -> dict:
+def bench_region(
+    reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_length: float, with_osrm: bool, seed: int
+) -> dict:
     comp = reg.get(region).component("roadnet")
     net = comp.network
     twin = np.asarray(comp.twin)
@@ -127,15 +128,19 @@ def bench_region(reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_l
             tr = sample_trace(net, edges, 100.0, sigma, rng)
             lat, lng = net.proj.to_latlng(tr.x, tr.y)
             ts = np.round(tr.timestamps).astype(np.int64)
-            params = SnapParams(tuple(zip(lat.tolist(), lng.tolist(), strict=False)),
-                                timestamps=tuple(float(t) for t in ts), radius=sigma)
+            params = SnapParams(
+                tuple(zip(lat.tolist(), lng.tolist(), strict=False)),
+                timestamps=tuple(float(t) for t in ts),
+                radius=sigma,
+            )
             t0 = time.perf_counter()
             res = run(reg, params)
             ms = (time.perf_counter() - t0) * 1e3
             route = set(edges.tolist())
             snapped = [s for s in res["snapped"] if "original_index" in s]
-            sx, sy = net.proj.to_xy(np.array([s["coord"]["lat"] for s in snapped]),
-                                    np.array([s["coord"]["lng"] for s in snapped]))
+            sx, sy = net.proj.to_xy(
+                np.array([s["coord"]["lat"] for s in snapped]), np.array([s["coord"]["lng"] for s in snapped])
+            )
             d = distance_to_polyline(np.atleast_1d(sx), np.atleast_1d(sy), tr.path)
             # strict: the matched edge, re-found from the snapped point and its way id
             on_route = 0
@@ -146,10 +151,17 @@ def bench_region(reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_l
                 on_route += any(e in route or int(twin[e]) in route for e in sel)
             geom = res["geometry"]
             pieces = len(geom["coordinates"]) if geom["type"] == "MultiLineString" else 1
-            mer_rows.append({
-                "ms": ms, "points": tr.x.size, "on_path": int((d < 2.0).sum()), "dists": d,
-                "dropped": tr.x.size - len(snapped), "pieces": pieces, "on_route": on_route,
-            })
+            mer_rows.append(
+                {
+                    "ms": ms,
+                    "points": tr.x.size,
+                    "on_path": int((d < 2.0).sum()),
+                    "dists": d,
+                    "dropped": tr.x.size - len(snapped),
+                    "pieces": pieces,
+                    "on_route": on_route,
+                }
+            )
             if conn is not None:
                 t0 = time.perf_counter()
                 pts, n_match = osrm_match(conn, lat, lng, ts, sigma)
@@ -160,10 +172,16 @@ def bench_region(reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_l
                     od = distance_to_polyline(np.atleast_1d(ox), np.atleast_1d(oy), tr.path)
                 else:
                     od = np.zeros(0)
-                osrm_rows.append({
-                    "ms": ms, "points": tr.x.size, "on_path": int((od < 2.0).sum()), "dists": od,
-                    "dropped": tr.x.size - len(got), "pieces": n_match,
-                })
+                osrm_rows.append(
+                    {
+                        "ms": ms,
+                        "points": tr.x.size,
+                        "on_path": int((od < 2.0).sum()),
+                        "dists": od,
+                        "dropped": tr.x.size - len(got),
+                        "pieces": n_match,
+                    }
+                )
         result[f"sigma_{sigma:g}"] = {"meridian": summarize(mer_rows)}
         if osrm_rows:
             result[f"sigma_{sigma:g}"]["osrm"] = summarize(osrm_rows)
@@ -176,8 +194,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=50)
     parser.add_argument("--regions", default="monaco,helsinki")
-    parser.add_argument("--start-peers", action="store_true",
-                        help="switch the peers (../shared/peers serve.sh) to each region before measuring it")
+    parser.add_argument(
+        "--start-peers",
+        action="store_true",
+        help="switch the peers (../shared/peers serve.sh) to each region before measuring it",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     regions = args.regions.split(",")
@@ -187,23 +208,26 @@ def main(argv: list[str] | None = None) -> None:
     for region in regions:
         bench_region(reg, region, (10.0,), 2, 500.0, False, 0)
     report: dict = {"osrm_served": {}, "regions": {}}
-    print(f"{'region':9} {'sigma':>5} {'engine':9} {'pts/tr':>6} {'on_path':>8} {'on_route':>8} "
-          f"{'mean m':>7} {'dropped':>7} {'pieces':>6} {'p50 ms':>7} {'p95 ms':>7}")
+    print(
+        f"{'region':9} {'sigma':>5} {'engine':9} {'pts/tr':>6} {'on_path':>8} {'on_route':>8} "
+        f"{'mean m':>7} {'dropped':>7} {'pieces':>6} {'p50 ms':>7} {'p95 ms':>7}"
+    )
     for region in regions:
         if args.start_peers:
             start_peers(region)
             served = osrm_region()
         min_length = 3000.0 if region == "monaco" else 1500.0
-        res = bench_region(reg, region, (10.0, 20.0), args.traces, min_length,
-                           served == region, args.seed)
+        res = bench_region(reg, region, (10.0, 20.0), args.traces, min_length, served == region, args.seed)
         report["regions"][region] = res
         report["osrm_served"][region] = served == region
         for key, engines in res.items():
             for engine, s in engines.items():
-                print(f"{region:9} {key[6:]:>5} {engine:9} {s['points_per_trace']:>6} "
-                      f"{s['on_path']:>8.3f} {s.get('on_route', float('nan')):>8.3f} "
-                      f"{s['mean_dist_m'] or 0:>7.2f} {s['dropped']:>7.3f} "
-                      f"{s['pieces_per_trace']:>6} {s['p50_ms']:>7.2f} {s['p95_ms']:>7.2f}")
+                print(
+                    f"{region:9} {key[6:]:>5} {engine:9} {s['points_per_trace']:>6} "
+                    f"{s['on_path']:>8.3f} {s.get('on_route', float('nan')):>8.3f} "
+                    f"{s['mean_dist_m'] or 0:>7.2f} {s['dropped']:>7.3f} "
+                    f"{s['pieces_per_trace']:>6} {s['p50_ms']:>7.2f} {s['p95_ms']:>7.2f}"
+                )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "matching.json"
     out.write_text(json.dumps(report, indent=1))

@@ -84,8 +84,8 @@ def osrm_drive(client: Http, points: list[tuple[float, float]]) -> dict | None:
     coords = ";".join(f"{lng:.7f},{lat:.7f}" for lat, lng in points)
     radii = ";".join(f"{RADIUS_M:g}" for _ in points)
     _, status, body = client.request(
-        "GET", f"/match/v1/driving/{quote(coords, safe=',;.-')}?radiuses={radii}&gaps=ignore&tidy=false"
-               "&overview=false")
+        "GET", f"/match/v1/driving/{quote(coords, safe=',;.-')}?radiuses={radii}&gaps=ignore&tidy=false&overview=false"
+    )
     doc = json.loads(body) if body else {}
     if status != 200 or doc.get("code") != "Ok":
         return None
@@ -93,9 +93,12 @@ def osrm_drive(client: Http, points: list[tuple[float, float]]) -> dict | None:
     if len(matchings) != 1 or any(tp is None for tp in doc.get("tracepoints") or [None]):
         return None
     legs = matchings[0]["legs"]
-    return {"distance": matchings[0]["distance"], "duration": matchings[0]["duration"],
-            "legs": [(leg["distance"], leg["duration"]) for leg in legs],
-            "points": [(tp["location"][1], tp["location"][0]) for tp in doc["tracepoints"]]}
+    return {
+        "distance": matchings[0]["distance"],
+        "duration": matchings[0]["duration"],
+        "legs": [(leg["distance"], leg["duration"]) for leg in legs],
+        "points": [(tp["location"][1], tp["location"][0]) for tp in doc["tracepoints"]],
+    }
 
 
 def timeline(router, leg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -131,18 +134,29 @@ def locate(router, leg, driven: dict, spans: int = SPANS) -> dict:
     for k in np.argsort(-gap)[:spans].tolist():
         edge = int(leg.edges[min(np.searchsorted(metres, (at[k] + at[k + 1]) / 2) - 1, len(leg.edges) - 1)])
         lat, lng = driven["points"][k]
-        where.append({"street": router.g.name(edge), "at": [round(lat, 6), round(lng, 6)],
-                      "metres": round(float(legs[k, 0]), 1), "osrm_s": round(float(legs[k, 1]), 1),
-                      "ours_s": round(float(ours[k]), 1), "gap_s": round(float(gap[k]), 1),
-                      "osrm_uturn": bool(uturn[k])})
-    return {"where": where, "osrm_uturns": int(uturn.sum()),
-            "osrm_s_for_ours_without_its_uturns": round(float(driven["duration"] - gap[uturn].sum()), 1)}
+        where.append(
+            {
+                "street": router.g.name(edge),
+                "at": [round(lat, 6), round(lng, 6)],
+                "metres": round(float(legs[k, 0]), 1),
+                "osrm_s": round(float(legs[k, 1]), 1),
+                "ours_s": round(float(ours[k]), 1),
+                "gap_s": round(float(gap[k]), 1),
+                "osrm_uturn": bool(uturn[k]),
+            }
+        )
+    return {
+        "where": where,
+        "osrm_uturns": int(uturn.sum()),
+        "osrm_s_for_ours_without_its_uturns": round(float(driven["duration"] - gap[uturn].sum()), 1),
+    }
 
 
 def osrm_endpoints(client: Http, a, b) -> list[tuple[float, float]] | None:
     """Where OSRM's /route puts the origin and the destination, (lat, lng) each."""
-    _, status, body = client.request("GET", f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
-                                            "?overview=false")
+    _, status, body = client.request(
+        "GET", f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}?overview=false"
+    )
     doc = json.loads(body) if body else {}
     if status != 200 or doc.get("code") != "Ok":
         return None
@@ -171,8 +185,9 @@ def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
     if driven is None:
         return {"class": "osrm_cannot_drive"}
     ratio = driven["duration"] / osrm_s if osrm_s > 0 else math.inf
-    verdict = "near_tie" if abs(ratio - 1.0) <= TIE else "osrm_rates_ours_faster" if ratio < 1.0 else \
-        "osrm_rates_ours_slower"
+    verdict = (
+        "near_tie" if abs(ratio - 1.0) <= TIE else "osrm_rates_ours_faster" if ratio < 1.0 else "osrm_rates_ours_slower"
+    )
     out = {"class": verdict, "osrm_time_ratio": round(ratio, 4), "osrm_s_for_ours": round(driven["duration"], 1)}
     leg = _our_leg(router, a, b) if router is not None and verdict != "near_tie" else None
     if leg is not None:
@@ -187,15 +202,31 @@ def explain(datasets, client: Http, rows: list[tuple], router=None) -> dict:
     verdicts = []
     for _, a, b, md, od, mt, ot in rows:
         v = classify(datasets, client, a, b, ot, router)
-        verdicts.append({"origin": list(a), "destination": list(b), "meridian_m": round(md, 1),
-                         "osrm_m": round(od, 1), "meridian_s": round(mt, 1), "osrm_s": round(ot, 1), **v})
-    return {"outside_5pct": len(rows), "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
-            "slower_only_by_osrm_uturns": sum(uturns_explain(v) for v in verdicts), "pairs": verdicts}
+        verdicts.append(
+            {
+                "origin": list(a),
+                "destination": list(b),
+                "meridian_m": round(md, 1),
+                "osrm_m": round(od, 1),
+                "meridian_s": round(mt, 1),
+                "osrm_s": round(ot, 1),
+                **v,
+            }
+        )
+    return {
+        "outside_5pct": len(rows),
+        "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
+        "slower_only_by_osrm_uturns": sum(uturns_explain(v) for v in verdicts),
+        "pairs": verdicts,
+    }
 
 
 def uturns_explain(verdict: dict) -> bool:
     """A pair OSRM rates slower only because of its U-turn charges on our path: without them its
     time for our path is within ``TIE`` of its own route's, or below."""
     without = verdict.get("osrm_s_for_ours_without_its_uturns")
-    return verdict["class"] == "osrm_rates_ours_slower" and without is not None and \
-        without <= verdict["osrm_s"] * (1.0 + TIE)
+    return (
+        verdict["class"] == "osrm_rates_ours_slower"
+        and without is not None
+        and without <= verdict["osrm_s"] * (1.0 + TIE)
+    )

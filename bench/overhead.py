@@ -42,8 +42,12 @@ def pct(values: list[float], p: float) -> float:
 
 def summary(samples_s: list[float]) -> dict:
     ms = [s * 1000 for s in samples_s]
-    return {"n": len(ms), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3),
-            "mean_ms": round(statistics.fmean(ms), 3)}
+    return {
+        "n": len(ms),
+        "p50_ms": round(pct(ms, 50), 3),
+        "p99_ms": round(pct(ms, 99), 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+    }
 
 
 def bench_access(store: AccountStore, redis_url: str, n: int) -> dict:
@@ -66,8 +70,12 @@ def bench_access(store: AccountStore, redis_url: str, n: int) -> dict:
 def start_gunicorn(env: dict, port: int, workers: int = 2) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_ROOT / "config" / "gunicorn.py"), "app.wsgi:app"],
-        cwd=PROJECT_ROOT, env={**env, "PORT": str(port), "WEB_CONCURRENCY": str(workers)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        cwd=PROJECT_ROOT,
+        env={**env, "PORT": str(port), "WEB_CONCURRENCY": str(workers)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -101,16 +109,28 @@ def bench_http(env: dict, key: str, n: int) -> dict:
 
     core_port, gw_port = free_port(), free_port()
     core = start_gunicorn(env, core_port)
-    gateway = start_gunicorn({**env, "SERVICE_BASE_URL": f"http://127.0.0.1:{core_port}/services/v2/json",
-                              "SERVICE_SUGGEST_URL": f"http://127.0.0.1:{core_port}/suggest/json",
-                              "SERVICE_API_KEY": key}, gw_port)
+    gateway = start_gunicorn(
+        {
+            **env,
+            "SERVICE_BASE_URL": f"http://127.0.0.1:{core_port}/services/v2/json",
+            "SERVICE_SUGGEST_URL": f"http://127.0.0.1:{core_port}/suggest/json",
+            "SERVICE_API_KEY": key,
+        },
+        gw_port,
+    )
     try:
         q = requests.utils.quote(QUERY)
-        core_t, gw_in, gw_http = interleaved_gets([
-            (f"http://127.0.0.1:{core_port}/services/json?cmd=geocoding&addr={q}", {"Authorization": f"Bearer {key}"}),
-            (f"http://127.0.0.1:{core_port}/v1/geocoding?query={q}", {"X-API-Key": key}),
-            (f"http://127.0.0.1:{gw_port}/v1/geocoding?query={q}", {"X-API-Key": key}),
-        ], n)
+        core_t, gw_in, gw_http = interleaved_gets(
+            [
+                (
+                    f"http://127.0.0.1:{core_port}/services/json?cmd=geocoding&addr={q}",
+                    {"Authorization": f"Bearer {key}"},
+                ),
+                (f"http://127.0.0.1:{core_port}/v1/geocoding?query={q}", {"X-API-Key": key}),
+                (f"http://127.0.0.1:{gw_port}/v1/geocoding?query={q}", {"X-API-Key": key}),
+            ],
+            n,
+        )
     finally:
         for proc in (gateway, core):
             proc.terminate()
@@ -138,10 +158,18 @@ def main() -> None:
     db = f"sqlite:///{tmp / 'bench.db'}"
     store = AccountStore(db)
     store.create_schema()
-    env = {**os.environ, "DATA_DIR": str(data_dir), "DATABASE_URL": db, "REDIS_URL": redis_url,
-           "SERVICE_NAME": "meridianbench", "PYTHONPATH": str(PROJECT_ROOT)}
-    results = {"access": bench_access(store, redis_url, args.n),
-               "http": bench_http(env, store.create_key("bench-http", "pro").key, args.n)}
+    env = {
+        **os.environ,
+        "DATA_DIR": str(data_dir),
+        "DATABASE_URL": db,
+        "REDIS_URL": redis_url,
+        "SERVICE_NAME": "meridianbench",
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
+    results = {
+        "access": bench_access(store, redis_url, args.n),
+        "http": bench_http(env, store.create_key("bench-http", "pro").key, args.n),
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "overhead.json").write_text(json.dumps(results, indent=2))
     a, h = results["access"], results["http"]
@@ -155,8 +183,10 @@ def main() -> None:
     ]
     for label, s in rows:
         print(f"{label:<44}{s['p50_ms']:>10.3f}{s['p99_ms']:>10.3f}")
-    for label, key in (("gateway overhead, in-process", "overhead_in_process_ms"),
-                       ("gateway overhead, HTTP mode", "overhead_http_mode_ms")):
+    for label, key in (
+        ("gateway overhead, in-process", "overhead_in_process_ms"),
+        ("gateway overhead, HTTP mode", "overhead_http_mode_ms"),
+    ):
         print(f"{label:<44}{h[key]['p50_ms']:>10.3f}{h[key]['p99_ms']:>10.3f}")
     print(f"wrote {RESULTS / 'overhead.json'}")
 

@@ -37,8 +37,9 @@ def scaling_figure(doc: dict, out: Path) -> Path | None:
         ax.set_ylabel(unit)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].axhline(600, color="tab:red", linestyle="--", linewidth=1)
-    axes[0].annotate("10 min budget", (nodes[0], 600), textcoords="offset points", xytext=(2, 4), fontsize=8,
-                     color="tab:red")
+    axes[0].annotate(
+        "10 min budget", (nodes[0], 600), textcoords="offset points", xytext=(2, 4), fontsize=8, color="tab:red"
+    )
     fig.suptitle("Synthetic grid cities (bench/synthetic.py)", fontsize=11)
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -44,8 +44,7 @@ def meridian_answer(mode: str, item: dict, datasets) -> dict:
     t0 = time.perf_counter()
     if mode == "geocode":
         s = item.get("structured")
-        params = (geocoding.GeocodeParams(**s, limit=5) if s
-                  else geocoding.GeocodeParams(query=item["query"], limit=5))
+        params = geocoding.GeocodeParams(**s, limit=5) if s else geocoding.GeocodeParams(query=item["query"], limit=5)
         cands = geocoding.run(datasets, params)["candidates"]
         ms = (time.perf_counter() - t0) * 1000
         return {"coords": [[c["coord"]["lat"], c["coord"]["lng"]] for c in cands], "ms": ms}
@@ -60,12 +59,22 @@ def meridian_answer(mode: str, item: dict, datasets) -> dict:
         ms = (time.perf_counter() - t0) * 1000
         return {"streets": [c["address"]["street"] for c in res], "ms": ms}
     if mode == "nearest":
-        res = proximity.run(datasets, proximity.NearestParams(
-            lat=item["lat"], lng=item["lng"], categories=(item["category"],), limit=1, radius=5000.0,
-        ))["results"]
+        res = proximity.run(
+            datasets,
+            proximity.NearestParams(
+                lat=item["lat"],
+                lng=item["lng"],
+                categories=(item["category"],),
+                limit=1,
+                radius=5000.0,
+            ),
+        )["results"]
         ms = (time.perf_counter() - t0) * 1000
-        return {"coords": [[r["coord"]["lat"], r["coord"]["lng"]] for r in res],
-                "osm": [(r["osm"]["type"] or "?")[0] + str(r["osm"]["id"]) for r in res], "ms": ms}
+        return {
+            "coords": [[r["coord"]["lat"], r["coord"]["lng"]] for r in res],
+            "osm": [(r["osm"]["type"] or "?")[0] + str(r["osm"]["id"]) for r in res],
+            "ms": ms,
+        }
     raise ValueError(mode)
 
 
@@ -81,8 +90,10 @@ def score(mode: str, item: dict, answer: dict) -> dict[str, bool]:
         return {"hit@1": ok, "hit@5": item["expect_osm"] in answer["osm"][:5]}
     if mode in ("geocode", "nearest"):
         e = item["expect"]
-        ok = [haversine_m(e["lat"], e["lng"], lat, lng) <= item.get("tolerance_m", 50.0)
-              for lat, lng in answer.get("coords", [])]
+        ok = [
+            haversine_m(e["lat"], e["lng"], lat, lng) <= item.get("tolerance_m", 50.0)
+            for lat, lng in answer.get("coords", [])
+        ]
         return {"hit@1": bool(ok[:1] and ok[0]), "hit@5": any(ok[:5])}
     if mode == "suggest":
         want = _norm(item["expect_text"])
@@ -196,12 +207,12 @@ def main(argv=None) -> None:
     import engine.services.geocoding  # noqa: F401, PLC0415 - code loaded before the baseline
     import engine.services.proximity  # noqa: F401, PLC0415
     import engine.services.reverse_geocoding  # noqa: F401, PLC0415
+
     datasets = open_datasets(args.data_dir)
     base = rss_mb()
     answers = run_meridian(args.mode, items, datasets)
     summary = summarize(args.mode, items, answers)
-    summary["memory_mb"] = {"process_rss": round(rss_mb(), 1),
-                            "search_indexes_and_caches": round(rss_mb() - base, 1)}
+    summary["memory_mb"] = {"process_rss": round(rss_mb(), 1), "search_indexes_and_caches": round(rss_mb() - base, 1)}
     print_table(f"{args.mode} — {args.queries.name} ({len(items)} queries)", {"meridian": summary})
     if args.show_misses:
         shown = 0
@@ -210,13 +221,20 @@ def main(argv=None) -> None:
             primary = "hit@5" if args.mode == "suggest" else "hit@1"
             if not s[primary] and shown < args.show_misses:
                 shown += 1
-                print("MISS", json.dumps(item, ensure_ascii=False), "->",
-                      json.dumps({k: v for k, v in ans.items() if k != "ms"}, ensure_ascii=False)[:300])
-    out = write_result(args.mode, args.queries, {"mode": args.mode, "queries": str(args.queries),
-                                                  "engines": {"meridian": summary}})
+                print(
+                    "MISS",
+                    json.dumps(item, ensure_ascii=False),
+                    "->",
+                    json.dumps({k: v for k, v in ans.items() if k != "ms"}, ensure_ascii=False)[:300],
+                )
+    out = write_result(
+        args.mode, args.queries, {"mode": args.mode, "queries": str(args.queries), "engines": {"meridian": summary}}
+    )
     mem = summary["memory_mb"]
-    print(f"memory: process RSS {mem['process_rss']} MB, of which the loaded search indexes and "
-          f"their caches {mem['search_indexes_and_caches']} MB")
+    print(
+        f"memory: process RSS {mem['process_rss']} MB, of which the loaded search indexes and "
+        f"their caches {mem['search_indexes_and_caches']} MB"
+    )
     print(f"written {out.relative_to(PROJECT_ROOT)}")
 
 

@@ -17,8 +17,9 @@ from config.settings import PROJECT_ROOT
 RESULTS = PROJECT_ROOT / "bench" / "results"
 OUT = PROJECT_ROOT / "docs" / "benchmarks.md"
 
-ROUTING_CMD = ("PEERS_DIR=... .venv/bin/python -m bench.routing --regions monaco,helsinki "
-               "--pairs 1000 --serve --start-peers")
+ROUTING_CMD = (
+    "PEERS_DIR=... .venv/bin/python -m bench.routing --regions monaco,helsinki --pairs 1000 --serve --start-peers"
+)
 THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-peers"
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
@@ -44,45 +45,95 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def routing_section(doc: dict) -> list[str]:
-    lines = ["## Routing", "", f"`{doc.get('command', ROUTING_CMD)}`, run {doc.get('when', '?')} "
-             f"on {doc.get('cpus', '?')} cores (load average {doc.get('load_average', ['?'])[0]:.2f}"
-             " at the end). Latencies in µs, sequential keep-alive client, the engines taking "
-             "turns every 50 pairs. Meridian over HTTP: `/v1/routing` under its own gunicorn "
-             "(2 workers), key check and quota included. The HTTP client is Python's http.client "
-             "in the benchmark's own process; it adds more to Meridian's answers than to OSRM's, "
-             "so the wrk table below is the fair comparison of the servers.", ""]
+    lines = [
+        "## Routing",
+        "",
+        f"`{doc.get('command', ROUTING_CMD)}`, run {doc.get('when', '?')} "
+        f"on {doc.get('cpus', '?')} cores (load average {doc.get('load_average', ['?'])[0]:.2f}"
+        " at the end). Latencies in µs, sequential keep-alive client, the engines taking "
+        "turns every 50 pairs. Meridian over HTTP: `/v1/routing` under its own gunicorn "
+        "(2 workers), key check and quota included. The HTTP client is Python's http.client "
+        "in the benchmark's own process; it adds more to Meridian's answers than to OSRM's, "
+        "so the wrk table below is the fair comparison of the servers.",
+        "",
+    ]
     for r in doc["results"]:
         mer, http, osrm, val = (r.get(k) or {} for k in ("meridian_inprocess", "meridian_http", "osrm", "valhalla"))
         agr = r.get("agreement_vs_osrm") or {}
-        lines += [f"### {r['region'].title()} ({r['pairs']} seeded random pairs; "
-                  f"graph {r['graph']['nodes']} nodes, {r['graph']['edges']} edges, CH core {r['graph'].get('ch_core', 0)})", ""]
+        lines += [
+            f"### {r['region'].title()} ({r['pairs']} seeded random pairs; "
+            f"graph {r['graph']['nodes']} nodes, {r['graph']['edges']} edges, CH core {r['graph'].get('ch_core', 0)})",
+            "",
+        ]
         lines += _table(
             ["", "p50", "p95", "p50 with steps", "p95 with steps", "no route"],
-            [["Meridian in process", _us(mer, "p50_us"), _us(mer, "p95_us"), _us(mer, "p50_steps_us"),
-              _us(mer, "p95_steps_us"), mer.get("no_route")],
-             ["Meridian over HTTP", _us(http, "p50_us"), _us(http, "p95_us"), _us(http, "p50_steps_us"),
-              _us(http, "p95_steps_us"), http.get("no_route")],
-             ["OSRM over HTTP", _us(osrm, "p50_us"), _us(osrm, "p95_us"), _us(osrm, "p50_steps_us"),
-              _us(osrm, "p95_steps_us"), osrm.get("no_route")],
-             ["Valhalla over HTTP", _us(val, "p50_us"), _us(val, "p95_us"), _us(val, "p50_steps_us"),
-              _us(val, "p95_steps_us"), val.get("no_route")]])
-        lines += [f"Over HTTP with steps, Meridian p50 / OSRM p50 = "
-                  f"{_ratio(http.get('p50_steps_us'), osrm.get('p50_steps_us'))}, / Valhalla p50 = "
-                  f"{_ratio(http.get('p50_steps_us'), val.get('p50_steps_us'))}.", ""]
+            [
+                [
+                    "Meridian in process",
+                    _us(mer, "p50_us"),
+                    _us(mer, "p95_us"),
+                    _us(mer, "p50_steps_us"),
+                    _us(mer, "p95_steps_us"),
+                    mer.get("no_route"),
+                ],
+                [
+                    "Meridian over HTTP",
+                    _us(http, "p50_us"),
+                    _us(http, "p95_us"),
+                    _us(http, "p50_steps_us"),
+                    _us(http, "p95_steps_us"),
+                    http.get("no_route"),
+                ],
+                [
+                    "OSRM over HTTP",
+                    _us(osrm, "p50_us"),
+                    _us(osrm, "p95_us"),
+                    _us(osrm, "p50_steps_us"),
+                    _us(osrm, "p95_steps_us"),
+                    osrm.get("no_route"),
+                ],
+                [
+                    "Valhalla over HTTP",
+                    _us(val, "p50_us"),
+                    _us(val, "p95_us"),
+                    _us(val, "p50_steps_us"),
+                    _us(val, "p95_steps_us"),
+                    val.get("no_route"),
+                ],
+            ],
+        )
+        lines += [
+            f"Over HTTP with steps, Meridian p50 / OSRM p50 = "
+            f"{_ratio(http.get('p50_steps_us'), osrm.get('p50_steps_us'))}, / Valhalla p50 = "
+            f"{_ratio(http.get('p50_steps_us'), val.get('p50_steps_us'))}.",
+            "",
+        ]
         if agr:
-            lines += [f"Agreement with OSRM on {agr['compared']} pairs: distance within 5 % "
-                      f"{agr['distance_within_5pct']:.1%}, within 10 % {agr['distance_within_10pct']:.1%}; "
-                      f"duration within 5 % {agr['duration_within_5pct']:.1%}, within 10 % "
-                      f"{agr['duration_within_10pct']:.1%}; median ratios {agr['median_distance_ratio']} "
-                      f"(distance), {agr['median_duration_ratio']} (duration). Largest distance "
-                      "differences (Meridian / OSRM):", ""]
-            verdicts = {(tuple(v["origin"]), tuple(v["destination"])): v
-                        for v in (agr.get("outliers") or {}).get("pairs", [])}
-            lines += _table(["origin", "destination", "metres", "seconds", "OSRM driving our path"],
-                            [[f"{w['origin'][0]},{w['origin'][1]}", f"{w['destination'][0]},{w['destination'][1]}",
-                              f"{w['meridian_m']:.0f} / {w['osrm_m']:.0f}", f"{w['meridian_s']:.0f} / {w['osrm_s']:.0f}",
-                              _verdict(verdicts.get((tuple(w["origin"]), tuple(w["destination"]))))]
-                             for w in agr.get("worst", [])[:5]])
+            lines += [
+                f"Agreement with OSRM on {agr['compared']} pairs: distance within 5 % "
+                f"{agr['distance_within_5pct']:.1%}, within 10 % {agr['distance_within_10pct']:.1%}; "
+                f"duration within 5 % {agr['duration_within_5pct']:.1%}, within 10 % "
+                f"{agr['duration_within_10pct']:.1%}; median ratios {agr['median_distance_ratio']} "
+                f"(distance), {agr['median_duration_ratio']} (duration). Largest distance "
+                "differences (Meridian / OSRM):",
+                "",
+            ]
+            verdicts = {
+                (tuple(v["origin"]), tuple(v["destination"])): v for v in (agr.get("outliers") or {}).get("pairs", [])
+            }
+            lines += _table(
+                ["origin", "destination", "metres", "seconds", "OSRM driving our path"],
+                [
+                    [
+                        f"{w['origin'][0]},{w['origin'][1]}",
+                        f"{w['destination'][0]},{w['destination'][1]}",
+                        f"{w['meridian_m']:.0f} / {w['osrm_m']:.0f}",
+                        f"{w['meridian_s']:.0f} / {w['osrm_s']:.0f}",
+                        _verdict(verdicts.get((tuple(w["origin"]), tuple(w["destination"])))),
+                    ]
+                    for w in agr.get("worst", [])[:5]
+                ],
+            )
             lines += _outliers(agr.get("outliers"))
     return lines
 
@@ -98,24 +149,48 @@ def _outliers(out: dict | None) -> list[str]:
     if not out:
         return []
     counts = ", ".join(f"{c.replace('_', ' ')} {n}" for c, n in out["counts"].items())
-    lines = ["", f"All {out['outside_5pct']} pairs outside 5 %, with OSRM asked to drive Meridian's own "
-             f"path (`bench/outliers.py`, whose docstring defines the classes): {counts}."]
+    lines = [
+        "",
+        f"All {out['outside_5pct']} pairs outside 5 %, with OSRM asked to drive Meridian's own "
+        f"path (`bench/outliers.py`, whose docstring defines the classes): {counts}.",
+    ]
     slower = out["counts"].get("osrm_rates_ours_slower", 0)
     if slower and "slower_only_by_osrm_uturns" in out:
-        lines.append(f"Of the {slower} that OSRM rates slower, {out['slower_only_by_osrm_uturns']} are so only "
-                     "because OSRM charges a U-turn (its 20 s penalty plus a sharp turn) on a stretch where our "
-                     "path makes none: one-way pieces of one street that OSRM's guidance merges into a divided "
-                     "road; without those charges OSRM's own prices put our path within 5 % of its route.")
+        lines.append(
+            f"Of the {slower} that OSRM rates slower, {out['slower_only_by_osrm_uturns']} are so only "
+            "because OSRM charges a U-turn (its 20 s penalty plus a sharp turn) on a stretch where our "
+            "path makes none: one-way pieces of one street that OSRM's guidance merges into a divided "
+            "road; without those charges OSRM's own prices put our path within 5 % of its route."
+        )
     located = [v for v in out["pairs"] if v.get("where")]
     if located:
         lines += ["", "Where OSRM's price for our path differs most from ours (the largest gap per pair):", ""]
-        lines += _table(["origin", "destination", "OSRM for ours / its own (s)", "without its U-turns", "street",
-                         "at", "metres", "OSRM s / ours"],
-                        [[f"{v['origin'][0]},{v['origin'][1]}", f"{v['destination'][0]},{v['destination'][1]}",
-                          f"{v['osrm_s_for_ours']} / {v['osrm_s']}", v["osrm_s_for_ours_without_its_uturns"],
-                          w["street"], f"{w['at'][0]},{w['at'][1]}", w["metres"],
-                          f"{w['osrm_s']} / {w['ours_s']}" + (" (OSRM U-turn)" if w["osrm_uturn"] else "")]
-                         for v in located for w in v["where"][:1]])
+        lines += _table(
+            [
+                "origin",
+                "destination",
+                "OSRM for ours / its own (s)",
+                "without its U-turns",
+                "street",
+                "at",
+                "metres",
+                "OSRM s / ours",
+            ],
+            [
+                [
+                    f"{v['origin'][0]},{v['origin'][1]}",
+                    f"{v['destination'][0]},{v['destination'][1]}",
+                    f"{v['osrm_s_for_ours']} / {v['osrm_s']}",
+                    v["osrm_s_for_ours_without_its_uturns"],
+                    w["street"],
+                    f"{w['at'][0]},{w['at'][1]}",
+                    w["metres"],
+                    f"{w['osrm_s']} / {w['ours_s']}" + (" (OSRM U-turn)" if w["osrm_uturn"] else ""),
+                ]
+                for v in located
+                for w in v["where"][:1]
+            ],
+        )
     return [*lines, ""]
 
 
@@ -123,21 +198,42 @@ def throughput_section(doc: dict) -> list[str]:
     single = doc["connections"] == 1
     title = "Routing latency of the servers alone (wrk, one connection)" if single else "Routing throughput"
     command = doc.get("command") or THROUGHPUT_CMD + (
-        " --connections 1 --seconds 6 --rounds 3 --out bench/results/latency-wrk.json" if single else "")
-    lines = [f"## {title}", "", f"`{command}`, run {doc['when']}: `wrk`, "
-             f"{doc['connections']} connection{'s' if doc['connections'] != 1 else ''} for {doc['seconds']} s per row, cycling through the same "
-             f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
-             "answers without a route." + (" A lean C client: this is the fair ratio to OSRM (the Python "
-                                          "client above adds more to Meridian's answers than to OSRM's)."
-                                          if single else ""), ""]
+        " --connections 1 --seconds 6 --rounds 3 --out bench/results/latency-wrk.json" if single else ""
+    )
+    lines = [
+        f"## {title}",
+        "",
+        f"`{command}`, run {doc['when']}: `wrk`, "
+        f"{doc['connections']} connection{'s' if doc['connections'] != 1 else ''} for {doc['seconds']} s per row, cycling through the same "
+        f"seeded pairs; Meridian with {doc['meridian_workers']} gunicorn workers. Non-2xx are "
+        "answers without a route."
+        + (
+            " A lean C client: this is the fair ratio to OSRM (the Python "
+            "client above adds more to Meridian's answers than to OSRM's)."
+            if single
+            else ""
+        ),
+        "",
+    ]
     rounds = doc.get("rounds", 1)
     if rounds > 1:
         lines += [f"{rounds} rounds, the engines taking turns; the medians of the rounds, and each round's p50.", ""]
-    rows = [[r["region"], r["engine"], "yes" if r["steps"] else "no", f"{r['requests_per_s']:.0f}", r["p50_ms"],
-             *([" / ".join(str(x) for x in r.get("p50_ms_rounds", []))] if rounds > 1 else []), r["non_2xx"]]
-            for r in doc["results"]]
-    lines += _table(["region", "engine", "steps", "requests/s", "p50 ms",
-                     *(["p50 ms per round"] if rounds > 1 else []), "non-2xx"], rows)
+    rows = [
+        [
+            r["region"],
+            r["engine"],
+            "yes" if r["steps"] else "no",
+            f"{r['requests_per_s']:.0f}",
+            r["p50_ms"],
+            *([" / ".join(str(x) for x in r.get("p50_ms_rounds", []))] if rounds > 1 else []),
+            r["non_2xx"],
+        ]
+        for r in doc["results"]
+    ]
+    lines += _table(
+        ["region", "engine", "steps", "requests/s", "p50 ms", *(["p50 ms per round"] if rounds > 1 else []), "non-2xx"],
+        rows,
+    )
     if single:
         lines += [_steps_ratios(doc["results"]), ""]
     return lines
@@ -147,31 +243,59 @@ def _steps_ratios(results: list[dict]) -> str:
     """Meridian's p50 with steps over OSRM's and Valhalla's, per region."""
     p50 = {(r["region"], r["engine"]): r["p50_ms"] for r in results if r["steps"]}
     regions = dict.fromkeys(region for region, _ in p50)
-    return "With steps, Meridian p50 / OSRM p50: " + ", ".join(
-        f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'osrm')))}" for region in regions) + \
-        "; / Valhalla p50: " + ", ".join(
-        f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'valhalla')))}" for region in regions) + "."
+    return (
+        "With steps, Meridian p50 / OSRM p50: "
+        + ", ".join(
+            f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'osrm')))}" for region in regions
+        )
+        + "; / Valhalla p50: "
+        + ", ".join(
+            f"{region} {_ratio(p50.get((region, 'meridian')), p50.get((region, 'valhalla')))}" for region in regions
+        )
+        + "."
+    )
 
 
 def matching_section(doc: dict) -> list[str]:
-    lines = ["## Map matching (snap to road)", "", f"`{MATCHING_CMD}`: synthetic traces sampled "
-             "every 100 m along true routes with Gaussian noise; \"on path\" is the share of points "
-             "snapped within 2 m of the true path. Meridian in process, OSRM `/match` over HTTP.", ""]
+    lines = [
+        "## Map matching (snap to road)",
+        "",
+        f"`{MATCHING_CMD}`: synthetic traces sampled "
+        'every 100 m along true routes with Gaussian noise; "on path" is the share of points '
+        "snapped within 2 m of the true path. Meridian in process, OSRM `/match` over HTTP.",
+        "",
+    ]
     rows = []
     for region, sigmas in doc["regions"].items():
         for sigma, engines in sigmas.items():
             for name, m in engines.items():
-                rows.append([region, sigma.replace("sigma_", "σ = ") + " m", name, m["points_per_trace"],
-                             f"{m['on_path']:.1%}", m["mean_dist_m"], m["p50_ms"], m["p95_ms"]])
-    return lines + _table(["region", "noise", "engine", "points/trace", "on path", "mean dist m",
-                           "p50 ms", "p95 ms"], rows)
+                rows.append(
+                    [
+                        region,
+                        sigma.replace("sigma_", "σ = ") + " m",
+                        name,
+                        m["points_per_trace"],
+                        f"{m['on_path']:.1%}",
+                        m["mean_dist_m"],
+                        m["p50_ms"],
+                        m["p95_ms"],
+                    ]
+                )
+    return lines + _table(
+        ["region", "noise", "engine", "points/trace", "on path", "mean dist m", "p50 ms", "p95 ms"], rows
+    )
 
 
 def scaling_section(doc: dict) -> list[str]:
-    lines = ["## Scaling curve (synthetic grid cities)", "", f"`{SCALING_CMD}`: `bench/synthetic.py` "
-             "cities (one-ways, three road classes, signals, turn restrictions) imported with every "
-             "stage; queries in process between random nodes. The import budget is 10 minutes on "
-             "this 2-core machine.", ""]
+    lines = [
+        "## Scaling curve (synthetic grid cities)",
+        "",
+        f"`{SCALING_CMD}`: `bench/synthetic.py` "
+        "cities (one-ways, three road classes, signals, turn restrictions) imported with every "
+        "stage; queries in process between random nodes. The import budget is 10 minutes on "
+        "this 2-core machine.",
+        "",
+    ]
     rows = []
     for r in doc.get("import_and_services", []):
         if "error" in r:
@@ -180,24 +304,54 @@ def scaling_section(doc: dict) -> list[str]:
         imp, q = r["import"], r["query"]
         ch = q.get("ch") or {}
         route = q.get("route_ms") or {}
-        rows.append([r["osm_nodes"], ch.get("ch_nodes", ""), imp["seconds"], ch.get("seconds", ""),
-                     ch.get("core", ""), imp["peak_rss_mb"], f"{route.get('p50')} / {route.get('p95')}",
-                     (q.get("snap_ms") or {}).get("p50"), (q.get("iso10_ms") or {}).get("p50")])
-    lines += _table(["OSM nodes", "CH nodes", "import s", "of which CH s", "CH core", "peak MB",
-                     "route p50 / p95 ms", "snap p50 ms", "isochrone 10 min p50 ms"], rows)
+        rows.append(
+            [
+                r["osm_nodes"],
+                ch.get("ch_nodes", ""),
+                imp["seconds"],
+                ch.get("seconds", ""),
+                ch.get("core", ""),
+                imp["peak_rss_mb"],
+                f"{route.get('p50')} / {route.get('p95')}",
+                (q.get("snap_ms") or {}).get("p50"),
+                (q.get("iso10_ms") or {}).get("p50"),
+            ]
+        )
+    lines += _table(
+        [
+            "OSM nodes",
+            "CH nodes",
+            "import s",
+            "of which CH s",
+            "CH core",
+            "peak MB",
+            "route p50 / p95 ms",
+            "snap p50 ms",
+            "isochrone 10 min p50 ms",
+        ],
+        rows,
+    )
     figure = scaling_figure(doc, OUT.parent / "scaling.png")
     return lines + ([f"![Scaling curve: import time, memory and route latency]({figure.name})", ""] if figure else [])
 
 
 def main() -> None:
-    lines = ["# Benchmarks", "", "Written by `python -m bench.report` from `bench/results/*.json`; "
-             "the peers (OSRM, Valhalla) run from `../shared/peers/` on the same machine in the same "
-             "run. Compare ratios: the machines are shared and absolute times move by 30-50 % "
-             "between runs.", ""]
-    for name, section in (("routing.json", routing_section), ("latency-wrk.json", throughput_section),
-                          ("throughput.json", throughput_section),
-                          ("matching.json", matching_section),
-                          ("scaling.json", scaling_section)):
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `python -m bench.report` from `bench/results/*.json`; "
+        "the peers (OSRM, Valhalla) run from `../shared/peers/` on the same machine in the same "
+        "run. Compare ratios: the machines are shared and absolute times move by 30-50 % "
+        "between runs.",
+        "",
+    ]
+    for name, section in (
+        ("routing.json", routing_section),
+        ("latency-wrk.json", throughput_section),
+        ("throughput.json", throughput_section),
+        ("matching.json", matching_section),
+        ("scaling.json", scaling_section),
+    ):
         doc = _load(name)
         if doc:
             lines += section(doc)

@@ -46,8 +46,14 @@ ROADS = (Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),)
 
 def peers_region() -> str | None:
     try:
-        out = subprocess.run(["./serve.sh", "status"], cwd=PEERS, env=dict(os.environ, PEERS_DIR=PEERS_DIR),
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["./serve.sh", "status"],
+            cwd=PEERS,
+            env=dict(os.environ, PEERS_DIR=PEERS_DIR),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     for line in out.splitlines():
@@ -58,26 +64,39 @@ def peers_region() -> str | None:
 
 
 def start_peers(region: str) -> None:
-    subprocess.run(["./serve.sh", "start", region], cwd=PEERS, env=dict(os.environ, PEERS_DIR=PEERS_DIR),
-                   check=True, timeout=600, capture_output=True)
+    subprocess.run(
+        ["./serve.sh", "start", region],
+        cwd=PEERS,
+        env=dict(os.environ, PEERS_DIR=PEERS_DIR),
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
 
 
 def osrm_path(a, b, steps: bool) -> str:
-    return (f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
-            f"?overview=full&geometries=polyline6&steps={'true' if steps else 'false'}")
+    return (
+        f"/route/v1/driving/{a[1]:.7f},{a[0]:.7f};{b[1]:.7f},{b[0]:.7f}"
+        f"?overview=full&geometries=polyline6&steps={'true' if steps else 'false'}"
+    )
 
 
 def valhalla_request(a, b, steps: bool) -> dict:
-    req = {"locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}], "costing": "auto",
-           "directions_options": {"units": "kilometers"}}
+    req = {
+        "locations": [{"lat": a[0], "lon": a[1]}, {"lat": b[0], "lon": b[1]}],
+        "costing": "auto",
+        "directions_options": {"units": "kilometers"},
+    }
     if not steps:
         req["directions_type"] = "none"
     return req
 
 
 def meridian_path(a, b, steps: bool) -> str:
-    return (f"/v1/routing?origin={a[0]:.7f},{a[1]:.7f}&destination={b[0]:.7f},{b[1]:.7f}"
-            f"&steps={'true' if steps else 'false'}")
+    return (
+        f"/v1/routing?origin={a[0]:.7f},{a[1]:.7f}&destination={b[0]:.7f},{b[1]:.7f}"
+        f"&steps={'true' if steps else 'false'}"
+    )
 
 
 def osrm_route(client: Http, a, b, steps: bool):
@@ -160,11 +179,15 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
         res_mer[steps] = (times, answers)
         best_of_3[steps] = best
     out["meridian_inprocess"] = {
-        "p50_us": pct(res_mer[False][0], 50), "p95_us": pct(res_mer[False][0], 95),
-        "p50_steps_us": pct(res_mer[True][0], 50), "p95_steps_us": pct(res_mer[True][0], 95),
+        "p50_us": pct(res_mer[False][0], 50),
+        "p95_us": pct(res_mer[False][0], 95),
+        "p50_steps_us": pct(res_mer[True][0], 50),
+        "p95_steps_us": pct(res_mer[True][0], 95),
         "no_route": sum(1 for d, _ in res_mer[False][1] if d is None),
-        "best_of_3_p50_us": pct(best_of_3[False], 50), "best_of_3_p95_us": pct(best_of_3[False], 95),
-        "best_of_3_p50_steps_us": pct(best_of_3[True], 50), "best_of_3_p95_steps_us": pct(best_of_3[True], 95),
+        "best_of_3_p50_us": pct(best_of_3[False], 50),
+        "best_of_3_p95_us": pct(best_of_3[False], 95),
+        "best_of_3_p50_steps_us": pct(best_of_3[True], 50),
+        "best_of_3_p95_steps_us": pct(best_of_3[True], 95),
     }
     mer = res_mer[False][1]
 
@@ -197,7 +220,7 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
         answers = {name: [] for name in engines}
         for start in range(0, len(pairs), TURN):
             for name, (client, fn) in engines.items():
-                for a, b in pairs[start:start + TURN]:
+                for a, b in pairs[start : start + TURN]:
                     dt, dist, dur = fn(client, a, b, steps)
                     times[name].append(dt)
                     answers[name].append((dist, dur))
@@ -232,11 +255,19 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
             "median_distance_ratio": round(float(np.median(rd)), 4) if len(rd) else None,
             "median_duration_ratio": round(float(np.median(rt)), 4) if len(rt) else None,
             "worst": [
-                {"origin": list(a), "destination": list(b), "meridian_m": round(md, 1), "osrm_m": round(od, 1),
-                 "meridian_s": round(mt, 1), "osrm_s": round(ot, 1)}
+                {
+                    "origin": list(a),
+                    "destination": list(b),
+                    "meridian_m": round(md, 1),
+                    "osrm_m": round(od, 1),
+                    "meridian_s": round(mt, 1),
+                    "osrm_s": round(ot, 1),
+                }
                 for _, a, b, md, od, mt, ot in worst[:10]
             ],
-            "meridian_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if m[0] is None and o[0] is not None),
+            "meridian_only_no_route": sum(
+                1 for m, o in zip(mer, osrm, strict=True) if m[0] is None and o[0] is not None
+            ),
             "osrm_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if o[0] is None and m[0] is not None),
             # every pair outside 5 %: OSRM drives our path and says why (bench/outliers.py)
             "outliers": explain_outliers(ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05], router),
@@ -246,30 +277,37 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
 
 def print_table(results: list[dict]) -> None:
     print()
-    print(f"{'region':10} {'engine':15} {'p50 us':>9} {'p95 us':>9} {'p50 steps':>10} {'p95 steps':>10} {'no route':>9}")
+    print(
+        f"{'region':10} {'engine':15} {'p50 us':>9} {'p95 us':>9} {'p50 steps':>10} {'p95 steps':>10} {'no route':>9}"
+    )
     for r in results:
         for name in ("meridian_inprocess", "meridian_http", "osrm", "valhalla"):
             s = r.get(name)
             if not s:
                 continue
-            print(f"{r['region']:10} {name:15} {s['p50_us']!s:>9} {s['p95_us']!s:>9} "
-                  f"{s['p50_steps_us']!s:>10} {s['p95_steps_us']!s:>10} {s.get('no_route')!s:>9}")
+            print(
+                f"{r['region']:10} {name:15} {s['p50_us']!s:>9} {s['p95_us']!s:>9} "
+                f"{s['p50_steps_us']!s:>10} {s['p95_steps_us']!s:>10} {s.get('no_route')!s:>9}"
+            )
             if "best_of_3_p50_us" in s:
-                print(f"{r['region']:10} {'  best of 3':15} {s['best_of_3_p50_us']!s:>9} {s['best_of_3_p95_us']!s:>9} "
-                      f"{s['best_of_3_p50_steps_us']!s:>10} {s['best_of_3_p95_steps_us']!s:>10}")
+                print(
+                    f"{r['region']:10} {'  best of 3':15} {s['best_of_3_p50_us']!s:>9} {s['best_of_3_p95_us']!s:>9} "
+                    f"{s['best_of_3_p50_steps_us']!s:>10} {s['best_of_3_p95_steps_us']!s:>10}"
+                )
     print()
     for r in results:
         a = r.get("agreement_vs_osrm")
         if not a:
             print(f"{r['region']}: {r.get('peers_note', 'no OSRM answers')}")
             continue
-        print(f"{r['region']}: vs OSRM on {a['compared']} pairs: distance within 5% {a['distance_within_5pct']:.3f}, "
-              f"10% {a['distance_within_10pct']:.3f}; duration within 5% {a['duration_within_5pct']:.3f}, "
-              f"10% {a['duration_within_10pct']:.3f}; median ratios d {a['median_distance_ratio']} "
-              f"t {a['median_duration_ratio']}")
+        print(
+            f"{r['region']}: vs OSRM on {a['compared']} pairs: distance within 5% {a['distance_within_5pct']:.3f}, "
+            f"10% {a['distance_within_10pct']:.3f}; duration within 5% {a['duration_within_5pct']:.3f}, "
+            f"10% {a['duration_within_10pct']:.3f}; median ratios d {a['median_distance_ratio']} "
+            f"t {a['median_duration_ratio']}"
+        )
         for w in a["worst"][:5]:
-            print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, "
-                  f"osrm {w['osrm_m']} m")
+            print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, osrm {w['osrm_m']} m")
         if a.get("outliers"):
             print(f"    outside 5%: {a['outliers']['outside_5pct']}, OSRM driving our path: {a['outliers']['counts']}")
 
@@ -305,8 +343,13 @@ def own_server(data_dir: Path):
     store.set_plan("bench-unlimited", per_minute=0, per_day=0, per_month=0, services=["*"])
     key = store.create_key("bench-routing", "bench-unlimited").key
     port = free_port()
-    env = {**os.environ, "DATA_DIR": str(data_dir), "DATABASE_URL": db,
-           "SERVICE_NAME": f"meridianbench{os.getpid()}", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DATA_DIR": str(data_dir),
+        "DATABASE_URL": db,
+        "SERVICE_NAME": f"meridianbench{os.getpid()}",
+        "PYTHONPATH": str(ROOT),
+    }
     proc = start_gunicorn(env, port)
     try:
         yield f"http://127.0.0.1:{port}", key
@@ -324,8 +367,11 @@ def main(argv=None) -> int:
     ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
     ap.add_argument("--meridian-url", default=None, help="also measure Meridian over HTTP (/v1/routing)")
     ap.add_argument("--api-key", default=os.environ.get("MERIDIAN_API_KEY", ""))
-    ap.add_argument("--serve", action="store_true",
-                    help="start a gunicorn of our own (config/gunicorn.py, 2 workers) on the bench data and measure it over HTTP")
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="start a gunicorn of our own (config/gunicorn.py, 2 workers) on the bench data and measure it over HTTP",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "routing.json"))
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
@@ -342,9 +388,14 @@ def main(argv=None) -> int:
         results = [bench_region(r, args, ds) for r in regions]
     print_table(results)
     print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs (the machine is shared: latencies are noisy)")
-    doc = {"benchmark": "routing", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "command": "python -m bench.routing " + " ".join(_redact(argv or sys.argv[1:])),
-           "load_average": list(os.getloadavg()), "cpus": os.cpu_count(), "results": results}
+    doc = {
+        "benchmark": "routing",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": "python -m bench.routing " + " ".join(_redact(argv or sys.argv[1:])),
+        "load_average": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "results": results,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False))
     print(f"\nwrote {args.out}")

@@ -110,17 +110,29 @@ def child_query(data: str, pairs: int, seed: int) -> None:
         iso_ms.append((time.perf_counter() - t) * 1e3)
 
     def pct(v):
-        return {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)} if v else None
+        return (
+            {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)} if v else None
+        )
 
-    print(json.dumps({
-        "open_s": round(open_s, 2),
-        "route_ms": pct(route_ms), "route_failed": failed,
-        "snap_ms": pct(snap_ms), "snap_points_per_trace": round(float(np.mean(points)), 1) if points else 0,
-        "iso10_ms": pct(iso_ms),
-        "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "ch": {"seconds": graph.meta["seconds"].get("ch"), "core": graph.meta["counts"].get("ch_core"),
-               "shortcuts": graph.meta["counts"].get("ch_shortcuts"), "ch_nodes": graph.n_edges},
-    }))
+    print(
+        json.dumps(
+            {
+                "open_s": round(open_s, 2),
+                "route_ms": pct(route_ms),
+                "route_failed": failed,
+                "snap_ms": pct(snap_ms),
+                "snap_points_per_trace": round(float(np.mean(points)), 1) if points else 0,
+                "iso10_ms": pct(iso_ms),
+                "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "ch": {
+                    "seconds": graph.meta["seconds"].get("ch"),
+                    "core": graph.meta["counts"].get("ch_core"),
+                    "shortcuts": graph.meta["counts"].get("ch_shortcuts"),
+                    "ch_nodes": graph.n_edges,
+                },
+            }
+        )
+    )
 
 
 def child_engine_only(size: int, seed: int, n: int) -> None:
@@ -163,19 +175,29 @@ def child_engine_only(size: int, seed: int, n: int) -> None:
         entry = reach(net, turns, net.duration, True, int(cand.edge[0]), float(cand.offset[0]), -1, 600.0)
         contours(net, entry, net.duration, [600.0])
         iso_ms.append((time.perf_counter() - t) * 1e3)
-    print(json.dumps({
-        "graph_nodes": net.node_count, "graph_edges": net.edge_count, "build_s": round(build_s, 1),
-        "match_ms_p50": round(float(np.median(snap_ms)), 2), "match_on_path": round(on / total, 4),
-        "match_points_per_trace": round(total / len(snap_ms), 1),
-        "iso10_core_ms_p50": round(float(np.median(iso_ms)), 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "graph_nodes": net.node_count,
+                "graph_edges": net.edge_count,
+                "build_s": round(build_s, 1),
+                "match_ms_p50": round(float(np.median(snap_ms)), 2),
+                "match_on_path": round(on / total, 4),
+                "match_points_per_trace": round(total / len(snap_ms), 1),
+                "iso10_core_ms_p50": round(float(np.median(iso_ms)), 2),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+        )
+    )
 
 
 def run_child(args: list[str], timeout: float) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scaling", *args], cwd=PROJECT_ROOT, capture_output=True,
-        text=True, timeout=timeout,
+        [sys.executable, "-m", "bench.scaling", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -189,9 +211,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--keep", action="store_true", help="keep the generated datasets")
-    parser.add_argument("--engine-only", default="",
-                        help="sizes (comma list) measured without import: matching and isochrone "
-                             "cores on a network built from the generated ways")
+    parser.add_argument(
+        "--engine-only",
+        default="",
+        help="sizes (comma list) measured without import: matching and isochrone "
+        "cores on a network built from the generated ways",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -208,9 +233,11 @@ def main(argv: list[str] | None = None) -> None:
 
     WORK.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'CH s':>6} "
-          f"{'CH core':>7} {'peak MB':>7} {'route p50/p95 ms':>17} {'snap p50 ms':>11} "
-          f"{'iso10 p50 ms':>12}")
+    print(
+        f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'CH s':>6} "
+        f"{'CH core':>7} {'peak MB':>7} {'route p50/p95 ms':>17} {'snap p50 ms':>11} "
+        f"{'iso10 p50 ms':>12}"
+    )
     for size in (int(s) for s in args.sizes.split(",") if s):
         t0 = time.perf_counter()
         city = generate(size, args.seed)
@@ -219,12 +246,15 @@ def main(argv: list[str] | None = None) -> None:
         gen_s = time.perf_counter() - t0
         data = WORK / f"data-{size}"
         shutil.rmtree(data, ignore_errors=True)
-        row = {"target_nodes": size, "osm_nodes": city.node_count, "ways": len(city.ways),
-               "generate_s": round(gen_s, 2)}
+        row = {
+            "target_nodes": size,
+            "osm_nodes": city.node_count,
+            "ways": len(city.ways),
+            "generate_s": round(gen_s, 2),
+        }
         try:
             row["import"] = run_child(["--child", "import", str(pbf), str(data)], args.timeout)
-            row["query"] = run_child(["--child", "query", str(data), str(args.pairs),
-                                      str(args.seed)], args.timeout)
+            row["query"] = run_child(["--child", "query", str(data), str(args.pairs), str(args.seed)], args.timeout)
         except subprocess.TimeoutExpired:
             row["error"] = f"timed out after {args.timeout:.0f}s"
         except RuntimeError as exc:
@@ -238,16 +268,20 @@ def main(argv: list[str] | None = None) -> None:
             continue
         imp, q = row["import"], row["query"]
         route = q["route_ms"] or {"p50": float("nan"), "p95": float("nan")}
-        print(f"{city.node_count:>9} {len(city.ways):>7} {gen_s:>6.1f} {imp['seconds']:>8.1f} "
-              f"{imp['stages'].get('roads', float('nan')):>7.1f} {q['ch']['seconds'] or 0:>6.1f} "
-              f"{q['ch']['core'] or 0:>7} {imp['peak_rss_mb']:>7.0f} "
-              f"{route['p50']:>8.2f}/{route['p95']:<8.2f} {q['snap_ms']['p50']:>11.2f} "
-              f"{q['iso10_ms']['p50']:>12.2f}")
+        print(
+            f"{city.node_count:>9} {len(city.ways):>7} {gen_s:>6.1f} {imp['seconds']:>8.1f} "
+            f"{imp['stages'].get('roads', float('nan')):>7.1f} {q['ch']['seconds'] or 0:>6.1f} "
+            f"{q['ch']['core'] or 0:>7} {imp['peak_rss_mb']:>7.0f} "
+            f"{route['p50']:>8.2f}/{route['p95']:<8.2f} {q['snap_ms']['p50']:>11.2f} "
+            f"{q['iso10_ms']['p50']:>12.2f}"
+        )
     engine_rows = []
     if args.engine_only:
-        print(f"\nwithout import (engine.matching.network.from_ways, no routing):\n"
-              f"{'nodes':>9} {'graph n':>8} {'graph e':>8} {'build s':>7} {'match p50 ms':>12} "
-              f"{'on path':>7} {'iso10 core p50 ms':>17} {'peak MB':>7}")
+        print(
+            f"\nwithout import (engine.matching.network.from_ways, no routing):\n"
+            f"{'nodes':>9} {'graph n':>8} {'graph e':>8} {'build s':>7} {'match p50 ms':>12} "
+            f"{'on path':>7} {'iso10 core p50 ms':>17} {'peak MB':>7}"
+        )
     for size in (int(s) for s in args.engine_only.split(",") if s):
         try:
             r = run_child(["--child", "engine", str(size), str(args.seed), "20"], args.timeout)
@@ -258,9 +292,11 @@ def main(argv: list[str] | None = None) -> None:
         if "error" in r:
             print(f"{size:>9}  {r['error']}")
             continue
-        print(f"{size:>9} {r['graph_nodes']:>8} {r['graph_edges']:>8} {r['build_s']:>7} "
-              f"{r['match_ms_p50']:>12} {r['match_on_path']:>7} {r['iso10_core_ms_p50']:>17} "
-              f"{r['peak_rss_mb']:>7.0f}")
+        print(
+            f"{size:>9} {r['graph_nodes']:>8} {r['graph_edges']:>8} {r['build_s']:>7} "
+            f"{r['match_ms_p50']:>12} {r['match_on_path']:>7} {r['iso10_core_ms_p50']:>17} "
+            f"{r['peak_rss_mb']:>7.0f}"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "scaling.json"
     # rows of sizes not run this time are kept from the previous results
@@ -273,8 +309,10 @@ def main(argv: list[str] | None = None) -> None:
         by_size.update({r["target_nodes"]: r for r in new})
         return [by_size[k] for k in sorted(by_size)]
 
-    report = {"import_and_services": merged(previous.get("import_and_services", []), rows),
-              "engine_only": merged(previous.get("engine_only", []), engine_rows)}
+    report = {
+        "import_and_services": merged(previous.get("import_and_services", []), rows),
+        "engine_only": merged(previous.get("engine_only", []), engine_rows),
+    }
     out.write_text(json.dumps(report, indent=1))
     print(f"written {out}")
 

@@ -31,7 +31,7 @@ PEERS_DIR = Path(os.environ.get("PEERS_DIR", "/var/tmp/meridian-peers"))
 
 # Runs inside the kit's Nominatim virtualenv: {"project", "mode", "items"} on argv[1] (a file),
 # answers (the bench.quality answer format) as JSON on stdout.
-NOMINATIM_CLIENT = r'''
+NOMINATIM_CLIENT = r"""
 import json, sys, time
 import nominatim_api as napi
 
@@ -83,7 +83,7 @@ with napi.NominatimAPI(job["project"]) as api:
         ask(api, it)
     out = [ask(api, it) for it in items]
 json.dump(out, sys.stdout)
-'''
+"""
 
 
 def nominatim_answers(region: str, mode: str, items: list[dict]) -> list[dict] | None:
@@ -96,8 +96,9 @@ def nominatim_answers(region: str, mode: str, items: list[dict]) -> list[dict] |
         json.dump({"project": str(project), "mode": mode, "items": items}, fh)
         job = fh.name
     try:
-        proc = subprocess.run([str(python), "-c", NOMINATIM_CLIENT, job], capture_output=True,
-                              text=True, timeout=900, check=False)
+        proc = subprocess.run(
+            [str(python), "-c", NOMINATIM_CLIENT, job], capture_output=True, text=True, timeout=900, check=False
+        )
     finally:
         os.unlink(job)
     if proc.returncode != 0:

@@ -57,17 +57,39 @@ RENDERS = {
     "helsinki-z16": StaticMapParams(center=HELSINKI, zoom=16),
     "helsinki-z18": StaticMapParams(center=(60.1686, 24.9415), zoom=18),
     "monaco-markers-path": StaticMapParams(
-        markers=(Marker(43.7311, 7.4197, "red", "A"), Marker(43.7396, 7.4270, "blue", "B"),
-                 Marker(43.7477, 7.4340, "green", "C")),
-        paths=(MapPath(((43.7311, 7.4197), (43.7335, 7.4205), (43.7352, 7.4213),
-                        (43.7373, 7.4236), (43.7396, 7.4270), (43.7431, 7.4304),
-                        (43.7477, 7.4340)), "0x2a6fdbcc", 5),),
+        markers=(
+            Marker(43.7311, 7.4197, "red", "A"),
+            Marker(43.7396, 7.4270, "blue", "B"),
+            Marker(43.7477, 7.4340, "green", "C"),
+        ),
+        paths=(
+            MapPath(
+                (
+                    (43.7311, 7.4197),
+                    (43.7335, 7.4205),
+                    (43.7352, 7.4213),
+                    (43.7373, 7.4236),
+                    (43.7396, 7.4270),
+                    (43.7431, 7.4304),
+                    (43.7477, 7.4340),
+                ),
+                "0x2a6fdbcc",
+                5,
+            ),
+        ),
     ),
     "helsinki-markers-path-x2": StaticMapParams(
-        width=400, height=300, scale=2,
+        width=400,
+        height=300,
+        scale=2,
         markers=(Marker(60.1710, 24.9414, "orange", "1"), Marker(60.1675, 24.9520, "purple", "2")),
-        paths=(MapPath(((60.1710, 24.9414), (60.1699, 24.9440), (60.1688, 24.9470),
-                        (60.1680, 24.9500), (60.1675, 24.9520)), "red", 4),),
+        paths=(
+            MapPath(
+                ((60.1710, 24.9414), (60.1699, 24.9440), (60.1688, 24.9470), (60.1680, 24.9500), (60.1675, 24.9520)),
+                "red",
+                4,
+            ),
+        ),
     ),
 }
 
@@ -101,8 +123,9 @@ def _measure(datasets, params_list) -> dict:
 
 def _random_params(rng, bbox, zoom, n, **kw) -> list[StaticMapParams]:
     w, s, e, nn = bbox
-    return [StaticMapParams(center=(float(rng.uniform(s, nn)), float(rng.uniform(w, e))),
-                            zoom=zoom, **kw) for _ in range(n)]
+    return [
+        StaticMapParams(center=(float(rng.uniform(s, nn)), float(rng.uniform(w, e))), zoom=zoom, **kw) for _ in range(n)
+    ]
 
 
 def write_renders(datasets, out_dir: Path) -> None:
@@ -141,34 +164,47 @@ def main() -> int:
     rows.append({"case": "ALL 600x400 png (mixed zooms 13-17)", **overall})
     mbox = REGIONS["monaco"]
     n_extra = max(args.per_zoom // 2, 3)
-    rows.append({"case": "monaco z15 600x400 jpg",
-                 **_measure(datasets, _random_params(rng, mbox, 15, n_extra, format="jpg"))})
-    rows.append({"case": "monaco z15 600x400 scale 2",
-                 **_measure(datasets, _random_params(rng, mbox, 15, n_extra, scale=2))})
-    rows.append({"case": "monaco z15 1280x1280",
-                 **_measure(datasets, _random_params(rng, mbox, 15, n_extra, width=1280,
-                                                     height=1280))})
-    header = (f"{'case':<40} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} "
-              f"{'cpu p50':>8} {'KB':>7}")
+    rows.append(
+        {"case": "monaco z15 600x400 jpg", **_measure(datasets, _random_params(rng, mbox, 15, n_extra, format="jpg"))}
+    )
+    rows.append(
+        {"case": "monaco z15 600x400 scale 2", **_measure(datasets, _random_params(rng, mbox, 15, n_extra, scale=2))}
+    )
+    rows.append(
+        {
+            "case": "monaco z15 1280x1280",
+            **_measure(datasets, _random_params(rng, mbox, 15, n_extra, width=1280, height=1280)),
+        }
+    )
+    header = f"{'case':<40} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'cpu p50':>8} {'KB':>7}"
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['case']:<40} {r['n']:>4} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} "
-              f"{r['cpu_p50_ms']:>8} {r['kb_p50']:>7}")
+        print(
+            f"{r['case']:<40} {r['n']:>4} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} "
+            f"{r['cpu_p50_ms']:>8} {r['kb_p50']:>7}"
+        )
     target_ok = overall["p50_ms"] <= 300
-    print(f"\ntarget 600x400 p50 <= 300 ms uncached: {'MET' if target_ok else 'NOT MET'} "
-          f"({overall['p50_ms']} ms)")
+    print(f"\ntarget 600x400 p50 <= 300 ms uncached: {'MET' if target_ok else 'NOT MET'} ({overall['p50_ms']} ms)")
     out = ROOT / "bench" / "results" / "staticmap.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "staticmap",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "note": "shared 2-core machine; wall-clock ms"},
-        "params": {"per_zoom": args.per_zoom, "seed": args.seed, "zooms": list(ZOOMS)},
-        "target": {"p50_ms": 300, "met": target_ok},
-        "rows": rows,
-    }, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "staticmap",
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "machine": {
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                    "note": "shared 2-core machine; wall-clock ms",
+                },
+                "params": {"per_zoom": args.per_zoom, "seed": args.seed, "zooms": list(ZOOMS)},
+                "target": {"p50_ms": 300, "met": target_ok},
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {out.relative_to(ROOT)}")
     return 0
 

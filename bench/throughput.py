@@ -64,7 +64,7 @@ def lua_script(paths: list[str], headers: dict[str, str]) -> str:
     lines = [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
     lines.append("local paths = {" + ",".join(f'"{p}"' for p in paths) + "}")
     lines.append("local i = 0")
-    lines.append("request = function()\n  i = i % #paths + 1\n  return wrk.format(\"GET\", paths[i])\nend")
+    lines.append('request = function()\n  i = i % #paths + 1\n  return wrk.format("GET", paths[i])\nend')
     # non-2xx answers are counted by wrk itself ("Non-2xx or 3xx responses")
     return "\n".join(lines) + "\n"
 
@@ -73,23 +73,34 @@ def run_wrk(url: str, paths: list[str], headers: dict[str, str], seconds: int, c
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(lua_script(paths, headers))
     threads = min(2, connections)
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", f.name, url],
-                         capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", f.name, url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout
     Path(f.name).unlink()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-    return {"requests_per_s": round(rps, 1), "non_2xx": int(errors.group(1)) if errors else 0,
-            "p50_ms": round(float(p50.group(1)) * scale[p50.group(2)], 3) if p50 else None}
+    return {
+        "requests_per_s": round(rps, 1),
+        "non_2xx": int(errors.group(1)) if errors else 0,
+        "p50_ms": round(float(p50.group(1)) * scale[p50.group(2)], 3) if p50 else None,
+    }
 
 
 def median_of(rounds: list[dict]) -> dict:
     """One row for several wrk runs of an engine: the medians, each round's p50, every non-2xx."""
     p50s = [r["p50_ms"] for r in rounds if r["p50_ms"] is not None]
-    return {"requests_per_s": round(statistics.median(r["requests_per_s"] for r in rounds), 1),
-            "p50_ms": round(statistics.median(p50s), 3) if p50s else None,
-            "p50_ms_rounds": [r["p50_ms"] for r in rounds], "non_2xx": sum(r["non_2xx"] for r in rounds)}
+    return {
+        "requests_per_s": round(statistics.median(r["requests_per_s"] for r in rounds), 1),
+        "p50_ms": round(statistics.median(p50s), 3) if p50s else None,
+        "p50_ms_rounds": [r["p50_ms"] for r in rounds],
+        "non_2xx": sum(r["non_2xx"] for r in rounds),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,17 +136,28 @@ def main(argv: list[str] | None = None) -> int:
                 runs: dict[str, list[dict]] = {name: [] for name, *_ in engines}
                 for _ in range(args.rounds):
                     for name, base, path_of, headers in engines:
-                        runs[name].append(run_wrk(base, [path_of(a, b, steps) for a, b in pairs], headers,
-                                                  args.seconds, args.connections))
+                        runs[name].append(
+                            run_wrk(
+                                base, [path_of(a, b, steps) for a, b in pairs], headers, args.seconds, args.connections
+                            )
+                        )
                 for name, rounds in runs.items():
                     row = {**median_of(rounds), "region": region, "engine": name, "steps": steps}
                     results.append(row)
-                    print(f"{region:9} {name:9} {str(steps):>5} {row['requests_per_s']:>8.0f} "
-                          f"{row['p50_ms'] or float('nan'):>7.2f} {row['non_2xx']:>7}")
-    doc = {"benchmark": "throughput", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "command": " ".join(["python -m bench.throughput", *(sys.argv[1:] if argv is None else argv)]),
-           "connections": args.connections, "seconds": args.seconds, "rounds": args.rounds, "meridian_workers": 2,
-           "results": results}
+                    print(
+                        f"{region:9} {name:9} {str(steps):>5} {row['requests_per_s']:>8.0f} "
+                        f"{row['p50_ms'] or float('nan'):>7.2f} {row['non_2xx']:>7}"
+                    )
+    doc = {
+        "benchmark": "throughput",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(["python -m bench.throughput", *(sys.argv[1:] if argv is None else argv)]),
+        "connections": args.connections,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "meridian_workers": 2,
+        "results": results,
+    }
     Path(args.out).write_text(json.dumps(doc, indent=1))
     print(f"written {args.out}")
     return 0

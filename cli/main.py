@@ -69,8 +69,12 @@ def regions_cmd() -> None:
 @main.command("export")
 @click.argument("region")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
-@click.option("--what", default="graph,admin,pois", show_default=True,
-              help="Comma-separated parts: graph (GraphML + roads.gpkg), admin, pois (GeoPackages).")
+@click.option(
+    "--what",
+    default="graph,admin,pois",
+    show_default=True,
+    help="Comma-separated parts: graph (GraphML + roads.gpkg), admin, pois (GeoPackages).",
+)
 def export_cmd(region: str, out_dir: Path, what: str) -> None:
     """Export a region for analysts: osmnx GraphML and GeoPackages (QGIS, geopandas, networkx)."""
     from engine.dataset import DatasetRegistry
@@ -110,9 +114,22 @@ def serve_cmd(port: int | None, workers: int | None) -> None:
 def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
     """Run a Celery worker (heavy functions: isochrones, static maps, geometry, batch geocoding)."""
     settings = _settings()
-    args = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", queues,
-            "--concurrency", str(concurrency or settings.worker_concurrency), "--loglevel", loglevel,
-            "-n", f"meridian-{os.getpid()}@%h"]
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.celery_app",
+        "worker",
+        "-Q",
+        queues,
+        "--concurrency",
+        str(concurrency or settings.worker_concurrency),
+        "--loglevel",
+        loglevel,
+        "-n",
+        f"meridian-{os.getpid()}@%h",
+    ]
     os.execvp(sys.executable, args)
 
 
@@ -120,8 +137,10 @@ def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
 @click.option("--port", type=int, default=5555, show_default=True)
 def monitor_cmd(port: int) -> None:
     """Run Flower, the Celery queue monitor."""
-    os.execvp(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.celery_app", "flower",
-                               f"--port={port}", "--address=127.0.0.1"])
+    os.execvp(
+        sys.executable,
+        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "flower", f"--port={port}", "--address=127.0.0.1"],
+    )
 
 
 # ------------------------------------------------------------------ keys
@@ -136,8 +155,9 @@ def _parse_expiry(value: str | None) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise click.BadParameter("expected an ISO 8601 date or datetime, e.g. 2027-01-31",
-                                 param_hint="--expires") from None
+        raise click.BadParameter(
+            "expected an ISO 8601 date or datetime, e.g. 2027-01-31", param_hint="--expires"
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -154,7 +174,8 @@ def keys_create(account, plan, scopes, expires, label, as_json) -> None:
 
     try:
         issued = _store().create_key(
-            account, plan,
+            account,
+            plan,
             scopes=[s.strip() for s in scopes.split(",") if s.strip()] if scopes else None,
             expires_at=_parse_expiry(expires),
             label=label,
@@ -162,8 +183,17 @@ def keys_create(account, plan, scopes, expires, label, as_json) -> None:
     except AccountError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps({"key": issued.key, "secret": issued.secret, "prefix": issued.record.prefix,
-                               "account": account, "plan": plan}))
+        click.echo(
+            json.dumps(
+                {
+                    "key": issued.key,
+                    "secret": issued.secret,
+                    "prefix": issued.record.prefix,
+                    "account": account,
+                    "plan": plan,
+                }
+            )
+        )
     else:
         click.echo(issued.key)
         click.echo(f"API secret (shown once): {issued.secret}", err=True)
@@ -198,8 +228,10 @@ def plans() -> None:
 @plans.command("list")
 def plans_list() -> None:
     for p in _store().list_plans():
-        click.echo(f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-                   f"services={','.join(p.services)}")
+        click.echo(
+            f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+            f"services={','.join(p.services)}"
+        )
 
 
 @plans.command("set")
@@ -215,14 +247,19 @@ def plans_set(name, per_minute, per_day, per_month, services, description) -> No
 
     try:
         p = _store().set_plan(
-            name, per_minute=per_minute, per_day=per_day, per_month=per_month,
+            name,
+            per_minute=per_minute,
+            per_day=per_day,
+            per_month=per_month,
             services=[s.strip() for s in services.split(",") if s.strip()] if services else None,
             description=description,
         )
     except AccountError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-               f"services={','.join(p.services)}")
+    click.echo(
+        f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+        f"services={','.join(p.services)}"
+    )
 
 
 @main.command("usage")
@@ -238,8 +275,11 @@ def usage_cmd(key_or_prefix: str, days: int) -> None:
     if record is None:
         raise click.ClickException("no such key")
     usage = QuotaCounter(redis_client(settings.redis_url), settings.service_name).usage(record.prefix, days)
-    click.echo(json.dumps({"key": record.prefix, "account": record.account_name, "plan": record.plan.name,
-                           "usage": usage}, indent=2))
+    click.echo(
+        json.dumps(
+            {"key": record.prefix, "account": record.account_name, "plan": record.plan.name, "usage": usage}, indent=2
+        )
+    )
 
 
 # ------------------------------------------------------------------ docs

@@ -27,8 +27,16 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         "per_minute": 60,
         "per_day": 2_500,
         "per_month": 50_000,
-        "services": ["geocoding", "reverse_geocoding", "suggest", "routing", "poi", "proximity",
-                     "snaptoroad", "geofencing"],
+        "services": [
+            "geocoding",
+            "reverse_geocoding",
+            "suggest",
+            "routing",
+            "poi",
+            "proximity",
+            "snaptoroad",
+            "geofencing",
+        ],
         "description": "Search and routing; no static maps, isochrones or geometry downloads.",
     },
     {

@@ -69,9 +69,17 @@ class AdminIndex:
         conn.close()
         areas = [
             AdminArea(
-                id=r[0], osm_type=r[1], osm_id=r[2], name=r[3], names=json.loads(r[4]),
-                level=r[5], iso3166_1=r[6], iso3166_2=r[7], country=r[8],
-                geometry=shapely.from_wkb(r[9]), clipped=bool(r[10]),
+                id=r[0],
+                osm_type=r[1],
+                osm_id=r[2],
+                name=r[3],
+                names=json.loads(r[4]),
+                level=r[5],
+                iso3166_1=r[6],
+                iso3166_2=r[7],
+                country=r[8],
+                geometry=shapely.from_wkb(r[9]),
+                clipped=bool(r[10]),
             )
             for r in rows
         ]

@@ -35,8 +35,11 @@ CATEGORIES: tuple[Category, ...] = (
     Category("post_office", "Post office", ("amenity=post_office",)),
     Category("parking", "Parking", ("amenity=parking", "amenity=parking_entrance")),
     Category("bicycle_parking", "Bicycle parking", ("amenity=bicycle_parking",)),
-    Category("hotel", "Hotel", ("tourism=hotel", "tourism=hostel", "tourism=guest_house",
-                                "tourism=motel", "tourism=apartment")),
+    Category(
+        "hotel",
+        "Hotel",
+        ("tourism=hotel", "tourism=hostel", "tourism=guest_house", "tourism=motel", "tourism=apartment"),
+    ),
     Category("supermarket", "Supermarket", ("shop=supermarket",)),
     Category("convenience", "Convenience store", ("shop=convenience", "shop=kiosk")),
     Category("bakery", "Bakery", ("shop=bakery", "shop=pastry")),
@@ -53,15 +56,15 @@ CATEGORIES: tuple[Category, ...] = (
     Category("cinema", "Cinema", ("amenity=cinema",)),
     Category("theatre", "Theatre", ("amenity=theatre", "amenity=arts_centre")),
     Category("museum", "Museum", ("tourism=museum", "tourism=gallery")),
-    Category("attraction", "Attraction", ("tourism=attraction", "tourism=viewpoint",
-                                          "tourism=artwork", "historic=*")),
+    Category("attraction", "Attraction", ("tourism=attraction", "tourism=viewpoint", "tourism=artwork", "historic=*")),
     Category("park", "Park", ("leisure=park", "leisure=garden")),
-    Category("sports", "Sports centre", ("leisure=sports_centre", "leisure=fitness_centre",
-                                         "leisure=stadium", "leisure=swimming_pool")),
-    Category("bus_stop", "Bus or tram stop", ("highway=bus_stop", "public_transport=platform",
-                                              "railway=tram_stop")),
-    Category("station", "Railway or metro station", ("railway=station", "railway=halt",
-                                                     "public_transport=station")),
+    Category(
+        "sports",
+        "Sports centre",
+        ("leisure=sports_centre", "leisure=fitness_centre", "leisure=stadium", "leisure=swimming_pool"),
+    ),
+    Category("bus_stop", "Bus or tram stop", ("highway=bus_stop", "public_transport=platform", "railway=tram_stop")),
+    Category("station", "Railway or metro station", ("railway=station", "railway=halt", "public_transport=station")),
     Category("taxi", "Taxi stand", ("amenity=taxi",)),
     Category("car_rental", "Car rental", ("amenity=car_rental", "amenity=car_sharing")),
     Category("embassy", "Embassy", ("office=diplomatic", "amenity=embassy")),
@@ -73,8 +76,22 @@ CATEGORIES: tuple[Category, ...] = (
 
 BY_ID: dict[str, Category] = {c.id: c for c in CATEGORIES}
 # keys whose values make something a POI
-POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "historic",
-            "railway", "public_transport", "highway", "craft", "emergency", "sport", "man_made")
+POI_KEYS = (
+    "amenity",
+    "shop",
+    "tourism",
+    "leisure",
+    "healthcare",
+    "office",
+    "historic",
+    "railway",
+    "public_transport",
+    "highway",
+    "craft",
+    "emergency",
+    "sport",
+    "man_made",
+)
 _EXACT: dict[str, str] = {}
 _WILDCARD: dict[str, str] = {}
 for _c in CATEGORIES:

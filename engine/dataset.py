@@ -161,9 +161,7 @@ class DatasetRegistry:
     def covering(self, lat: float, lng: float, margin_deg: float = 0.0) -> list[Dataset]:
         """Datasets whose bbox contains the point, smallest bbox first."""
         hits = [d for d in self._datasets.values() if d.bbox.contains(lat, lng, margin_deg)]
-        return sorted(
-            hits, key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat)
-        )
+        return sorted(hits, key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat))
 
     def warm(self) -> None:
         """Open every component of every dataset now (indexes, memory maps, compiled kernels),

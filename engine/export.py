@@ -97,9 +97,7 @@ def graph_to_networkx(g: RoadGraph, *, region: str = "", version: str = ""):
     lat = np.asarray(g.node_lat, dtype=np.float64)
     lng = np.asarray(g.node_lng, dtype=np.float64)
 
-    G = nx.MultiDiGraph(
-        crs=CRS, simplified=True, created_with="meridian", region=region, version=version
-    )
+    G = nx.MultiDiGraph(crs=CRS, simplified=True, created_with="meridian", region=region, version=version)
     G.add_nodes_from(
         (int(o), {"y": float(y), "x": float(x)})
         for o, y, x in zip(node_osm.tolist(), lat.tolist(), lng.tolist(), strict=True)
@@ -171,20 +169,38 @@ def admin_frame(admin):
 
     rows = [
         {
-            "id": a.id, "osm_type": a.osm_type, "osm_id": a.osm_id, "name": a.name,
-            "level": a.level, "iso3166_1": a.iso3166_1, "iso3166_2": a.iso3166_2,
-            "country": a.country, "clipped": bool(a.clipped),
+            "id": a.id,
+            "osm_type": a.osm_type,
+            "osm_id": a.osm_id,
+            "name": a.name,
+            "level": a.level,
+            "iso3166_1": a.iso3166_1,
+            "iso3166_2": a.iso3166_2,
+            "country": a.country,
+            "clipped": bool(a.clipped),
             "names": json.dumps(a.names, ensure_ascii=False),
         }
         for a in admin.areas
     ]
-    columns = ["id", "osm_type", "osm_id", "name", "level", "iso3166_1", "iso3166_2", "country",
-               "clipped", "names"]
+    columns = ["id", "osm_type", "osm_id", "name", "level", "iso3166_1", "iso3166_2", "country", "clipped", "names"]
     return gpd.GeoDataFrame(rows, columns=columns, geometry=[a.geometry for a in admin.areas], crs=CRS)
 
 
-POI_COLUMNS = ("id", "name", "category", "osm_type", "osm_id", "housenumber", "street", "city",
-               "district", "postcode", "country", "tags", "importance")
+POI_COLUMNS = (
+    "id",
+    "name",
+    "category",
+    "osm_type",
+    "osm_id",
+    "housenumber",
+    "street",
+    "city",
+    "district",
+    "postcode",
+    "country",
+    "tags",
+    "importance",
+)
 
 
 def pois_frame(search):

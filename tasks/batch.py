@@ -38,8 +38,7 @@ def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_
     try:
         results = geocode_many(queries, limit)
         pipe = client.pipeline(transaction=True)
-        pipe.set(f"{job_key}:chunk:{index}", json.dumps(results, separators=(",", ":"), ensure_ascii=False),
-                 ex=ttl_s)
+        pipe.set(f"{job_key}:chunk:{index}", json.dumps(results, separators=(",", ":"), ensure_ascii=False), ex=ttl_s)
         pipe.hset(f"{job_key}:progress", str(index), len(results))
         pipe.expire(f"{job_key}:progress", ttl_s)
         pipe.execute()
@@ -52,8 +51,14 @@ def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_
 
 
 @shared_task(name="meridian.heavy_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def heavy_job(service_ref: str, encoded_params: dict, cache_key: str, job_key: str, ttl_s: int,
-              dataset_versions: str | None = None) -> dict:
+def heavy_job(
+    service_ref: str,
+    encoded_params: dict,
+    cache_key: str,
+    job_key: str,
+    ttl_s: int,
+    dataset_versions: str | None = None,
+) -> dict:
     client = redis_client()
     if not client.exists(job_key):
         return {"ok": False, "skipped": "job expired"}

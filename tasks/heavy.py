@@ -49,8 +49,9 @@ def run_heavy(service_ref: str, encoded_params: dict, cache_key: str, dataset_ve
         store_result(client, cache_key, _error(exc.kind, exc.message, exc.parameter), ERROR_TTL_S)
         return {"ok": False, "kind": exc.kind.name}
     except SoftTimeLimitExceeded:
-        store_result(client, cache_key, _error(ErrorKind.UNAVAILABLE, "the computation ran over its time limit"),
-                     ERROR_TTL_S)
+        store_result(
+            client, cache_key, _error(ErrorKind.UNAVAILABLE, "the computation ran over its time limit"), ERROR_TTL_S
+        )
         return {"ok": False, "kind": ErrorKind.UNAVAILABLE.name}
     except Exception:
         log.exception("heavy task %s failed", service_ref)

@@ -71,5 +71,4 @@ def store_result(client: redis.Redis, key: str, result: Any, ttl_s: int) -> int:
     script = _store_scripts.get(id(client))
     if script is None:
         script = _store_scripts[id(client)] = client.register_script(_STORE_SCRIPT)
-    return int(script(keys=[key, waiters_key(key), inflight_key(key)],
-                      args=[pack(result), max(1, ttl_s), WAKE_TTL_S]))
+    return int(script(keys=[key, waiters_key(key), inflight_key(key)], args=[pack(result), max(1, ttl_s), WAKE_TTL_S]))

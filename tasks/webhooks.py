@@ -74,8 +74,9 @@ def backoff_s(retries: int) -> float:
     return round(base * random.uniform(0.8, 1.2), 3)
 
 
-@shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=MAX_RETRIES,
-             ignore_result=True)
+@shared_task(
+    name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=MAX_RETRIES, ignore_result=True
+)
 def deliver(self, delivery: dict) -> dict:
     """``delivery``: ``{id, fence_id, account_id, device, transition, lat, lng, url, payload,
     occurred_at}`` (``payload`` is the JSON body as text)."""
@@ -85,9 +86,15 @@ def deliver(self, delivery: dict) -> dict:
         log.info("webhook %s dropped: fence %s was deleted", delivery["id"], delivery["fence_id"])
         return {"ok": False, "reason": "fence deleted"}
     event = store.open_event(
-        delivery_id=delivery["id"], fence_id=delivery["fence_id"], account_id=int(delivery["account_id"]),
-        device=delivery["device"], transition=delivery["transition"], lat=float(delivery["lat"]),
-        lng=float(delivery["lng"]), url=delivery["url"], payload=delivery["payload"],
+        delivery_id=delivery["id"],
+        fence_id=delivery["fence_id"],
+        account_id=int(delivery["account_id"]),
+        device=delivery["device"],
+        transition=delivery["transition"],
+        lat=float(delivery["lat"]),
+        lng=float(delivery["lng"]),
+        url=delivery["url"],
+        payload=delivery["payload"],
         occurred_at=datetime.fromisoformat(delivery["occurred_at"].replace("Z", "+00:00")),
     )
     if event.status == DELIVERED:
@@ -114,8 +121,9 @@ def deliver(self, delivery: dict) -> dict:
         ok, error = False, f"{type(exc).__name__}: {exc}"[:500]
     duration_ms = (time.perf_counter() - t0) * 1000
     final = not ok and self.request.retries >= self.max_retries
-    attempt = store.record_attempt(event.delivery_id, status_code=status, error=error, duration_ms=duration_ms,
-                                   delivered=ok, final=final)
+    attempt = store.record_attempt(
+        event.delivery_id, status_code=status, error=error, duration_ms=duration_ms, delivered=ok, final=final
+    )
     if ok:
         return {"ok": True, "attempt": attempt}
     if final:

@@ -132,14 +132,37 @@ def api_key(store) -> str:
     return store.create_key("tests", "pro", label="session key").key
 
 
-def start_worker(settings: Settings, log_path: Path, queues: str = "default,isochrone,staticmap,geometry,batch",
-                 concurrency: int = 1, name: str = "test") -> subprocess.Popen:
+def start_worker(
+    settings: Settings,
+    log_path: Path,
+    queues: str = "default,isochrone,staticmap,geometry,batch",
+    concurrency: int = 1,
+    name: str = "test",
+) -> subprocess.Popen:
     log = open(log_path, "ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", queues,
-         "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h",
-         "--without-gossip", "--without-mingle"],
-        cwd=PROJECT_ROOT, env=settings_env(settings), stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "-Q",
+            queues,
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"{name}-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=PROJECT_ROOT,
+        env=settings_env(settings),
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
@@ -173,7 +196,9 @@ def start_gunicorn(settings: Settings, port: int, log_path: Path, workers: int =
         [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_ROOT / "config" / "gunicorn.py"), "app.wsgi:app"],
         cwd=PROJECT_ROOT,
         env=settings_env(settings, PORT=str(port), WEB_CONCURRENCY=str(workers), **env),
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     wait_http(f"http://127.0.0.1:{port}/v1/health/live", proc=proc)
     return proc
@@ -222,8 +247,22 @@ def postgres_url():
 def start_redis(port: int, workdir: Path) -> subprocess.Popen:
     """A redis-server of a test's own on ``port`` (so it can be stopped and restarted for real)."""
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     for _ in range(100):
         try:

@@ -30,14 +30,22 @@ class Function:
     service_ref: str | None = None  # heavy functions: "engine.services.<module>:run"
 
 
-def heavy_function(*, service: str, cmd: str, core_schema: type[Schema], queue: str, service_ref: str,
-                   **options) -> Function:
+def heavy_function(
+    *, service: str, cmd: str, core_schema: type[Schema], queue: str, service_ref: str, **options
+) -> Function:
     """A function computed by Celery workers on ``queue`` (answered from the Redis cache when it
     can be); its gateway view also accepts ``async=true`` (202 + job)."""
     from app.runtime import heavy
 
-    return Function(service=service, cmd=cmd, core_schema=core_schema, run=heavy(queue, service_ref),
-                    queue=queue, service_ref=service_ref, **options)
+    return Function(
+        service=service,
+        cmd=cmd,
+        core_schema=core_schema,
+        run=heavy(queue, service_ref),
+        queue=queue,
+        service_ref=service_ref,
+        **options,
+    )
 
 
 REGISTRY: dict[str, Function] = {}

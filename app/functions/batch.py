@@ -44,8 +44,21 @@ LIMITS = DEFAULT_LIMITS
 MAX = LIMITS.batch_geocode_max
 MAX_CANDIDATES = 10
 CSV_TYPES = ("text/csv", "application/csv")
-HEADER_WORDS = {"address", "addresses", "addr", "query", "q", "street", "number", "housenumber",
-                "house_number", "city", "postcode", "zip", "country"}
+HEADER_WORDS = {
+    "address",
+    "addresses",
+    "addr",
+    "query",
+    "q",
+    "street",
+    "number",
+    "housenumber",
+    "house_number",
+    "city",
+    "postcode",
+    "zip",
+    "country",
+}
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 IDEMPOTENCY_MAX = 200
 
@@ -57,8 +70,7 @@ def check_addresses(items, parameter: str) -> list[str]:
     if not items:
         raise InvalidParameter(f"{parameter}: no address given (1 to {MAX})", parameter=parameter)
     if len(items) > MAX:
-        raise InvalidParameter(f"{parameter}: at most {MAX} addresses per batch, got {len(items)}",
-                               parameter=parameter)
+        raise InvalidParameter(f"{parameter}: at most {MAX} addresses per batch, got {len(items)}", parameter=parameter)
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, str):
@@ -67,8 +79,9 @@ def check_addresses(items, parameter: str) -> list[str]:
         if not text:
             raise InvalidParameter(f"{parameter}: item {i} is empty", parameter=parameter)
         if len(text) > LIMITS.query_length:
-            raise InvalidParameter(f"{parameter}: item {i} is longer than {LIMITS.query_length} characters",
-                                   parameter=parameter)
+            raise InvalidParameter(
+                f"{parameter}: item {i} is longer than {LIMITS.query_length} characters", parameter=parameter
+            )
         out.append(text)
     return out
 
@@ -111,8 +124,9 @@ def _read_body() -> dict:
             return {"addresses": data}
         if isinstance(data, dict):
             return data
-        raise InvalidParameter('addresses: expected {"addresses": [...]} or a JSON list of addresses',
-                               parameter="addresses")
+        raise InvalidParameter(
+            'addresses: expected {"addresses": [...]} or a JSON list of addresses', parameter="addresses"
+        )
     if mimetype in CSV_TYPES:
         data = {"addresses": parse_csv(request.get_data(cache=True), "file")}
         if "limit" in request.args:
@@ -128,7 +142,9 @@ def _read_body() -> dict:
         return data
     raise InvalidParameter(
         f"addresses: unsupported content type {mimetype or '(none)'!r}; send application/json, text/csv "
-        "or multipart/form-data with a CSV file field 'file'", parameter="addresses")
+        "or multipart/form-data with a CSV file field 'file'",
+        parameter="addresses",
+    )
 
 
 def batch_body() -> dict:
@@ -200,8 +216,9 @@ class BatchParser(MeridianParser):
 
 class AddressList(fields.List):
     def __init__(self, **kwargs):
-        super().__init__(fields.String(validate=validate.Length(1, LIMITS.query_length)),
-                         validate=validate.Length(1, MAX), **kwargs)
+        super().__init__(
+            fields.String(validate=validate.Length(1, LIMITS.query_length)), validate=validate.Length(1, MAX), **kwargs
+        )
 
     def _deserialize(self, value, attr, data, **kwargs):
         try:
@@ -211,26 +228,56 @@ class AddressList(fields.List):
 
 
 class BatchGeocodingArgs(ParamsSchema):
-    addresses = AddressList(required=True, metadata={
-        "description": f"Addresses or places, free text (1 to {MAX}).",
-        "example": ["Mannerheimintie 5, Helsinki", "6 Quai Antoine 1er, Monaco"]})
-    limit = fields.Integer(load_default=1, validate=validate.Range(1, MAX_CANDIDATES), metadata={
-        "description": f"Candidates per address (1-{MAX_CANDIDATES}).", "example": 1})
+    addresses = AddressList(
+        required=True,
+        metadata={
+            "description": f"Addresses or places, free text (1 to {MAX}).",
+            "example": ["Mannerheimintie 5, Helsinki", "6 Quai Antoine 1er, Monaco"],
+        },
+    )
+    limit = fields.Integer(
+        load_default=1,
+        validate=validate.Range(1, MAX_CANDIDATES),
+        metadata={"description": f"Candidates per address (1-{MAX_CANDIDATES}).", "example": 1},
+    )
 
 
 # Not registered on the core face: batch jobs exist on the gateway only. Counts as "geocoding".
-FUNCTION = Function(service="geocoding", cmd="geocoding_batch", core_schema=BatchGeocodingArgs,
-                    run=lambda rt, params: None, cacheable=False)
+FUNCTION = Function(
+    service="geocoding",
+    cmd="geocoding_batch",
+    core_schema=BatchGeocodingArgs,
+    run=lambda rt, params: None,
+    cacheable=False,
+)
 
-blp = GatewayBlueprint("Batch geocoding", __name__, url_prefix="/v1",
-                       description="Geocode up to 1000 addresses in one job, computed by the workers.")
+blp = GatewayBlueprint(
+    "Batch geocoding",
+    __name__,
+    url_prefix="/v1",
+    description="Geocode up to 1000 addresses in one job, computed by the workers.",
+)
 blp.ARGUMENTS_PARSER = BatchParser()
 
-CSV_BODY = {"schema": {"type": "string"}, "example": "address\nMannerheimintie 5, Helsinki\n6 Quai Antoine 1er, Monaco\n"}
-MULTIPART_BODY = {"schema": {"type": "object", "required": ["file"], "properties": {
-    "file": {"type": "string", "format": "binary", "description": "CSV file, one address per row."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CANDIDATES, "description": "Candidates per address."},
-}}}
+CSV_BODY = {
+    "schema": {"type": "string"},
+    "example": "address\nMannerheimintie 5, Helsinki\n6 Quai Antoine 1er, Monaco\n",
+}
+MULTIPART_BODY = {
+    "schema": {
+        "type": "object",
+        "required": ["file"],
+        "properties": {
+            "file": {"type": "string", "format": "binary", "description": "CSV file, one address per row."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_CANDIDATES,
+                "description": "Candidates per address.",
+            },
+        },
+    }
+}
 
 
 def _accepted(body: dict, status: int):
@@ -243,28 +290,46 @@ def _accepted(body: dict, status: int):
 class BatchGeocodingView(MethodView):
     @gateway_call(FUNCTION, cost=batch_cost)
     @blp.arguments(BatchGeocodingArgs, location="json", as_kwargs=False)
-    @blp.response(202, jobs.JobAcceptedSchema, description="Accepted: poll `status_url`.",
-                  example={"job_id": "q2Vx0dVNv5bWkZ3hBqjJmA", "status": "queued", "total": 2,
-                           "status_url": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA"})
-    @blp.alt_response(200, schema=jobs.JobAcceptedSchema,
-                      description="A repeated submission with the same `Idempotency-Key`: the first job.")
+    @blp.response(
+        202,
+        jobs.JobAcceptedSchema,
+        description="Accepted: poll `status_url`.",
+        example={
+            "job_id": "q2Vx0dVNv5bWkZ3hBqjJmA",
+            "status": "queued",
+            "total": 2,
+            "status_url": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA",
+        },
+    )
+    @blp.alt_response(
+        200,
+        schema=jobs.JobAcceptedSchema,
+        description="A repeated submission with the same `Idempotency-Key`: the first job.",
+    )
     @blp.error_responses(413)
     @blp.doc(
         summary="Geocode many addresses (asynchronous job)",
         description=(
-            f"Up to {MAX} addresses as JSON (`{{\"addresses\": [...], \"limit\": 1}}` or a plain list), as a CSV "
-            "body (`text/csv`, one address per row, header row optional, cells of a row joined with \", \"; "
+            f'Up to {MAX} addresses as JSON (`{{"addresses": [...], "limit": 1}}` or a plain list), as a CSV '
+            'body (`text/csv`, one address per row, header row optional, cells of a row joined with ", "; '
             "`limit` in the query string) or as a multipart upload (field `file`, optional field `limit`). "
             "Answers 202 with a job id; poll `GET /v1/jobs/{id}` for progress and, when done, the results in "
             "input order. Each address counts as one geocoding request against the plan's quota (the batch is "
             f"refused with 429 when it does not fit). Jobs and results are kept {jobs.JOB_TTL_S // 3600} h and "
             "are visible only to keys of the submitting account. Optional `Idempotency-Key` header: a repeat "
-            "returns the first job (200) without spending quota."),
+            "returns the first job (200) without spending quota."
+        ),
         requestBody={"content": {"text/csv": CSV_BODY, "multipart/form-data": MULTIPART_BODY}},
-        parameters=[{"in": "header", "name": IDEMPOTENCY_HEADER, "required": False,
-                     "description": "Client-chosen key making the submission safe to retry (kept 24 h).",
-                     "schema": {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_MAX},
-                     "example": "orders-2026-11-22"}],
+        parameters=[
+            {
+                "in": "header",
+                "name": IDEMPOTENCY_HEADER,
+                "required": False,
+                "description": "Client-chosen key making the submission safe to retry (kept 24 h).",
+                "schema": {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_MAX},
+                "example": "orders-2026-11-22",
+            }
+        ],
     )
     def post(self, params):
         idem = _idempotency_key()
@@ -272,8 +337,11 @@ class BatchGeocodingView(MethodView):
         if replay is not None:
             try:
                 body = jobs.state(replay, jobs.account_of_request())
-                return _accepted({k: body[k] for k in ("job_id", "status")} |
-                                 {"total": body["progress"]["total"], "status_url": jobs.status_url(replay)}, 200)
+                return _accepted(
+                    {k: body[k] for k in ("job_id", "status")}
+                    | {"total": body["progress"]["total"], "status_url": jobs.status_url(replay)},
+                    200,
+                )
             except Exception:  # the earlier job expired or belongs elsewhere: submit anew
                 pass
         body = jobs.submit_batch(params["addresses"], params["limit"], account=jobs.account_of_request())

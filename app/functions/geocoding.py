@@ -23,11 +23,17 @@ class GeocodingArgs(ParamsSchema):
         max_length=LIMITS.query_length,
         metadata={"description": "Free-text address or place, in any order.", "example": "Mannerheimintie 5, Helsinki"},
     )
-    street = f.Text(max_length=200, metadata={"description": "Structured search: street name.", "example": "Rue Grimaldi"})
+    street = f.Text(
+        max_length=200, metadata={"description": "Structured search: street name.", "example": "Rue Grimaldi"}
+    )
     number = f.Text(max_length=20, metadata={"description": "Structured search: house number.", "example": "12"})
     city = f.Text(max_length=200, metadata={"description": "Structured search or filter: city.", "example": "Monaco"})
-    postcode = f.Text(max_length=20, metadata={"description": "Structured search or filter: postcode.", "example": "98000"})
-    country = f.Country(metadata={"description": "Restrict to a country (ISO 3166-1 alpha-2 or alpha-3).", "example": "MCO"})
+    postcode = f.Text(
+        max_length=20, metadata={"description": "Structured search or filter: postcode.", "example": "98000"}
+    )
+    country = f.Country(
+        metadata={"description": "Restrict to a country (ISO 3166-1 alpha-2 or alpha-3).", "example": "MCO"}
+    )
     limit = fields.Integer(
         load_default=5,
         validate=validate.Range(1, LIMITS.geocode_limit),
@@ -99,18 +105,34 @@ blp = GatewayBlueprint(
 EXAMPLE = {
     "candidates": [
         {
-            "id": "1", "type": "address", "score": 0.98, "interpolated": False, "name": None,
-            "address": {"country": "FIN", "city": "Helsinki", "district": "Kluuvi", "street": "Mannerheimintie",
-                        "number": "5", "postcode": "00100"},
-            "coord": {"lat": 60.1686, "lng": 24.9412}, "osm": {"type": "way", "id": 8042096}, "region": "helsinki",
+            "id": "1",
+            "type": "address",
+            "score": 0.98,
+            "interpolated": False,
+            "name": None,
+            "address": {
+                "country": "FIN",
+                "city": "Helsinki",
+                "district": "Kluuvi",
+                "street": "Mannerheimintie",
+                "number": "5",
+                "postcode": "00100",
+            },
+            "coord": {"lat": 60.1686, "lng": 24.9412},
+            "osm": {"type": "way", "id": 8042096},
+            "region": "helsinki",
         }
     ]
 }
 
 
 blp.function_route(
-    "/geocoding", FUNCTION, GeocodingArgs,
-    response_schema=GeocodingResult, example=EXAMPLE, errors=(404,),
+    "/geocoding",
+    FUNCTION,
+    GeocodingArgs,
+    response_schema=GeocodingResult,
+    example=EXAMPLE,
+    errors=(404,),
     summary="Geocode an address",
     description="Free text in any order (`query`) or structured parameters (`street`, `number`, `city`, "
     "`postcode`); optional `country`, `near` bias and `bbox` filter. Candidates carry a score 0-1 and are "

@@ -123,13 +123,25 @@ class FenceService:
             delivery_id = uuid.uuid4().hex
             occurred = iso(datetime.now(UTC))
             payload = {
-                "id": delivery_id, "event": f"geofence.{transition}", "occurred_at": occurred,
-                "fence": {"id": fence_id, "name": name}, "device": device, "transition": transition,
-                "point": {"lat": lat, "lng": lng}, "distance": distance,
+                "id": delivery_id,
+                "event": f"geofence.{transition}",
+                "occurred_at": occurred,
+                "fence": {"id": fence_id, "name": name},
+                "device": device,
+                "transition": transition,
+                "point": {"lat": lat, "lng": lng},
+                "distance": distance,
             }
             delivery = {
-                "id": delivery_id, "fence_id": fence_id, "account_id": int(account_id), "device": device,
-                "transition": transition, "lat": lat, "lng": lng, "url": url, "occurred_at": occurred,
+                "id": delivery_id,
+                "fence_id": fence_id,
+                "account_id": int(account_id),
+                "device": device,
+                "transition": transition,
+                "lat": lat,
+                "lng": lng,
+                "url": url,
+                "occurred_at": occurred,
                 "payload": json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
             }
             try:
@@ -172,8 +184,13 @@ def check(rt, params: GeofenceCheckParams) -> dict:
     tr = svc.transitions(acct) if params.device is not None else None
     result = geofencing.run(index, params, tr, limits=rt.settings.limits)
     if params.device is not None:
-        svc.notify(acct, params.device, params.lat, params.lng,
-                   ((x["id"], x["name"], x["transition"], x["distance"]) for x in result["fences"]))
+        svc.notify(
+            acct,
+            params.device,
+            params.lat,
+            params.lng,
+            ((x["id"], x["name"], x["transition"], x["distance"]) for x in result["fences"]),
+        )
     return result
 
 
@@ -189,8 +206,9 @@ def check_batch(rt, params: GeofenceBatchParams) -> dict:
                 for t in item["transitions"]:
                     fence = index.get(t["id"])
                     st = index.check(point.lat, point.lng, [t["id"]])[0] if fence is not None else None
-                    changes.append((t["id"], fence.name if fence else None, t["transition"],
-                                    round(st.distance, 2) if st else None))
+                    changes.append(
+                        (t["id"], fence.name if fence else None, t["transition"], round(st.distance, 2) if st else None)
+                    )
                 svc.notify(acct, point.device, point.lat, point.lng, changes)
     return result
 
@@ -202,16 +220,25 @@ def create(rt, params: dict) -> dict:
     body.pop("id", None)
     body.pop("bbox", None)
     fence = parse_fence(body, resolve_admin=_resolve_admin, limits=rt.settings.limits)
-    record = svc.store.create(int(acct), fence, key_id=g.api_key.id, webhook_url=webhook_url,
-                              max_fences=rt.settings.limits.geofence_max_per_account)
+    record = svc.store.create(
+        int(acct),
+        fence,
+        key_id=g.api_key.id,
+        webhook_url=webhook_url,
+        max_fences=rt.settings.limits.geofence_max_per_account,
+    )
     svc.changed(acct)
     return record.as_dict()
 
 
 def list_fences(rt, params: dict) -> dict:
     records, total = service().store.list(int(account()), limit=params["limit"], offset=params["offset"])
-    return {"fences": [r.as_dict(geometry=False) for r in records], "total": total,
-            "limit": params["limit"], "offset": params["offset"]}
+    return {
+        "fences": [r.as_dict(geometry=False) for r in records],
+        "total": total,
+        "limit": params["limit"],
+        "offset": params["offset"],
+    }
 
 
 def get_fence(rt, params: dict) -> dict:
@@ -234,8 +261,12 @@ def fence_events(rt, params: dict) -> dict:
     if svc.store.get(int(acct), params["id"]) is None:
         raise NotFound(f"no fence {params['id']!r} in this account")
     events, total = svc.store.events(int(acct), params["id"], limit=params["limit"], offset=params["offset"])
-    return {"events": [e.as_dict() for e in events], "total": total,
-            "limit": params["limit"], "offset": params["offset"]}
+    return {
+        "events": [e.as_dict() for e in events],
+        "total": total,
+        "limit": params["limit"],
+        "offset": params["offset"],
+    }
 
 
 # ------------------------------------------------------------------------------ schemas
@@ -245,26 +276,39 @@ class GeofencingArgs(ParamsSchema):
     params_class = GeofenceCheckParams
 
     lat = f.Latitude(required=True, metadata={"description": "Latitude of the point (-90..90).", "example": 60.1699})
-    lng = f.Longitude(required=True, metadata={"description": "Longitude of the point (-180..180).",
-                                               "example": 24.9384})
+    lng = f.Longitude(
+        required=True, metadata={"description": "Longitude of the point (-180..180).", "example": 24.9384}
+    )
     fence_ids = f.CommaList(
-        data_key="fences", max_items=LIMITS.geofence_max_per_account,
-        metadata={"description": "Only these fence ids (comma-separated, the answer keeps their order); "
-                  "default: every fence of the key's account. Unknown ids (or another account's) are a 400.",
-                  "example": "gf_0123456789abcdef"},
+        data_key="fences",
+        max_items=LIMITS.geofence_max_per_account,
+        metadata={
+            "description": "Only these fence ids (comma-separated, the answer keeps their order); "
+            "default: every fence of the key's account. Unknown ids (or another account's) are a 400.",
+            "example": "gf_0123456789abcdef",
+        },
     )
     device = fields.String(
         validate=validate.Length(1, DEVICE_MAX_CHARS),
-        metadata={"description": "Device id: adds `transition` since this device's previous check "
-                  "(state kept in Redis for 7 days) and triggers enter/exit webhooks.", "example": "truck-17"},
+        metadata={
+            "description": "Device id: adds `transition` since this device's previous check "
+            "(state kept in Redis for 7 days) and triggers enter/exit webhooks.",
+            "example": "truck-17",
+        },
     )
 
 
 class PageArgs(ParamsSchema):
-    limit = fields.Integer(load_default=20, validate=validate.Range(1, PAGE_MAX), metadata={
-        "description": f"Page size (1-{PAGE_MAX}).", "example": 20})
-    offset = fields.Integer(load_default=0, validate=validate.Range(0, 10_000_000), metadata={
-        "description": "Items to skip (pagination).", "example": 0})
+    limit = fields.Integer(
+        load_default=20,
+        validate=validate.Range(1, PAGE_MAX),
+        metadata={"description": f"Page size (1-{PAGE_MAX}).", "example": 20},
+    )
+    offset = fields.Integer(
+        load_default=0,
+        validate=validate.Range(0, 10_000_000),
+        metadata={"description": "Items to skip (pagination).", "example": 0},
+    )
 
 
 class NoArgs(ParamsSchema):
@@ -310,30 +354,56 @@ def _no_nul(value: str) -> None:
 class FenceBody(Schema):
     """A fence: GeoJSON Feature (or bare Polygon/MultiPolygon), circle or admin area."""
 
-    type = fields.String(required=True, validate=validate.OneOf(["Feature", "Polygon", "MultiPolygon", "circle",
-                                                                 "admin"]), metadata={
-        "description": "`Feature` (GeoJSON Polygon or MultiPolygon geometry, holes allowed), a bare `Polygon` / "
-        "`MultiPolygon` geometry, `circle` or `admin`.", "example": "circle"})
-    geometry = fields.Dict(error_messages=OBJECT, metadata={"description": "Feature: GeoJSON Polygon or MultiPolygon, `[lng, lat]` "
-                                     "positions, rings closed."})
-    properties = fields.Dict(allow_none=True, error_messages=OBJECT, metadata={"description": "Feature: `name` and `metadata` may be "
-                                                        "given here; other properties are ignored."})
+    type = fields.String(
+        required=True,
+        validate=validate.OneOf(["Feature", "Polygon", "MultiPolygon", "circle", "admin"]),
+        metadata={
+            "description": "`Feature` (GeoJSON Polygon or MultiPolygon geometry, holes allowed), a bare `Polygon` / "
+            "`MultiPolygon` geometry, `circle` or `admin`.",
+            "example": "circle",
+        },
+    )
+    geometry = fields.Dict(
+        error_messages=OBJECT,
+        metadata={"description": "Feature: GeoJSON Polygon or MultiPolygon, `[lng, lat]` positions, rings closed."},
+    )
+    properties = fields.Dict(
+        allow_none=True,
+        error_messages=OBJECT,
+        metadata={"description": "Feature: `name` and `metadata` may be given here; other properties are ignored."},
+    )
     coordinates = fields.Raw(metadata={"description": "Bare Polygon/MultiPolygon: the GeoJSON coordinates."})
     center = fields.Nested(CenterSchema, metadata={"description": "Circle: the centre."})
-    radius = JsonNumber(metadata={
-        "description": f"Circle: radius in metres (> 0, at most {LIMITS.geofence_max_radius_m:g}).", "example": 250})
-    osm_id = fields.Integer(strict=True, metadata={
-        "description": "Admin: OSM id of an administrative boundary of the datasets (its geometry is stored).",
-        "example": 1124039})
-    name = fields.String(allow_none=True, validate=_no_nul, metadata={"description": "Fence name.",
-                                                                       "example": "Depot"})
-    metadata = fields.Dict(allow_none=True, error_messages=OBJECT, metadata={
-        "description": f"Free JSON object, at most {LIMITS.geofence_metadata_bytes} bytes.",
-        "example": {"team": "north"}})
-    webhook_url = fields.Url(schemes={"http", "https"}, require_tld=False, validate=validate.Length(max=2048),
-                             allow_none=True, error_messages={"invalid": "expected an http or https URL"},
-                             metadata={"description": "Called on enter/exit (see Webhooks).",
-                                       "example": "https://example.com/hooks/fences"})
+    radius = JsonNumber(
+        metadata={
+            "description": f"Circle: radius in metres (> 0, at most {LIMITS.geofence_max_radius_m:g}).",
+            "example": 250,
+        }
+    )
+    osm_id = fields.Integer(
+        strict=True,
+        metadata={
+            "description": "Admin: OSM id of an administrative boundary of the datasets (its geometry is stored).",
+            "example": 1124039,
+        },
+    )
+    name = fields.String(allow_none=True, validate=_no_nul, metadata={"description": "Fence name.", "example": "Depot"})
+    metadata = fields.Dict(
+        allow_none=True,
+        error_messages=OBJECT,
+        metadata={
+            "description": f"Free JSON object, at most {LIMITS.geofence_metadata_bytes} bytes.",
+            "example": {"team": "north"},
+        },
+    )
+    webhook_url = fields.Url(
+        schemes={"http", "https"},
+        require_tld=False,
+        validate=validate.Length(max=2048),
+        allow_none=True,
+        error_messages={"invalid": "expected an http or https URL"},
+        metadata={"description": "Called on enter/exit (see Webhooks).", "example": "https://example.com/hooks/fences"},
+    )
     id = fields.Raw(metadata={"description": "Ignored: the server assigns fence ids."})
     bbox = fields.Raw(metadata={"description": "Ignored (GeoJSON bounding box)."})
 
@@ -366,20 +436,31 @@ class CoreCreateArgs(ParamsSchema):
 class BatchPointSchema(Schema):
     lat = JsonNumber(required=True, validate=validate.Range(-90, 90), metadata={"example": 60.17})
     lng = JsonNumber(required=True, validate=validate.Range(-180, 180), metadata={"example": 24.94})
-    device = fields.String(allow_none=True, validate=validate.Length(1, DEVICE_MAX_CHARS),
-                           metadata={"description": "Device id (transitions and webhooks).", "example": "truck-17"})
+    device = fields.String(
+        allow_none=True,
+        validate=validate.Length(1, DEVICE_MAX_CHARS),
+        metadata={"description": "Device id (transitions and webhooks).", "example": "truck-17"},
+    )
 
     class Meta:
         unknown = RAISE
 
 
 class BatchBody(Schema):
-    points = fields.List(fields.Nested(BatchPointSchema), required=True,
-                         validate=validate.Length(1, LIMITS.geofence_batch_points), metadata={
-                             "description": f"1-{LIMITS.geofence_batch_points} points."})
-    fences = fields.List(fields.String(), validate=validate.Length(1, LIMITS.geofence_max_per_account),
-                         metadata={"description": "Only these fence ids (default: all of the account's).",
-                                   "example": ["gf_0123456789abcdef"]})
+    points = fields.List(
+        fields.Nested(BatchPointSchema),
+        required=True,
+        validate=validate.Length(1, LIMITS.geofence_batch_points),
+        metadata={"description": f"1-{LIMITS.geofence_batch_points} points."},
+    )
+    fences = fields.List(
+        fields.String(),
+        validate=validate.Length(1, LIMITS.geofence_max_per_account),
+        metadata={
+            "description": "Only these fence ids (default: all of the account's).",
+            "example": ["gf_0123456789abcdef"],
+        },
+    )
 
     @post_load
     def _params(self, data, **_kwargs):
@@ -392,12 +473,22 @@ class FenceStatusSchema(ResponseSchema):
     id = fields.String(required=True, metadata={"example": "gf_0123456789abcdef"})
     name = fields.String(allow_none=True, metadata={"example": "Depot"})
     inside = fields.Boolean(required=True, metadata={"description": "The point is in the fence, boundary included."})
-    distance = fields.Float(required=True, metadata={
-        "description": "Metres (WGS84 geodesic, >= 0) from the point to the fence's boundary, on whichever "
-        "side the point is; `inside` tells the side.", "example": 12.5})
-    transition = fields.String(allow_none=True, metadata={
-        "enum": ["enter", "exit", "inside", "outside", None],
-        "description": "Since the device's previous check; null without `device`.", "example": "enter"})
+    distance = fields.Float(
+        required=True,
+        metadata={
+            "description": "Metres (WGS84 geodesic, >= 0) from the point to the fence's boundary, on whichever "
+            "side the point is; `inside` tells the side.",
+            "example": 12.5,
+        },
+    )
+    transition = fields.String(
+        allow_none=True,
+        metadata={
+            "enum": ["enter", "exit", "inside", "outside", None],
+            "description": "Since the device's previous check; null without `device`.",
+            "example": "enter",
+        },
+    )
 
 
 class CheckResultSchema(ResponseSchema):
@@ -412,8 +503,9 @@ class FenceSchema(ResponseSchema):
     center = fields.Nested(LatLngSchema, metadata={"description": "Circle only."})
     radius = fields.Float(metadata={"description": "Circle only: metres.", "example": 250})
     osm_id = fields.Integer(allow_none=True, metadata={"description": "Admin only."})
-    geometry = fields.Dict(metadata={"description": "Polygon and admin: GeoJSON (Multi)Polygon, `[lng, lat]`; "
-                                     "left out of listings."})
+    geometry = fields.Dict(
+        metadata={"description": "Polygon and admin: GeoJSON (Multi)Polygon, `[lng, lat]`; left out of listings."}
+    )
     webhook_url = fields.String(allow_none=True, metadata={"example": "https://example.com/hooks/fences"})
     created_at = fields.String(required=True, metadata={"format": "date-time", "example": "2026-11-22T10:00:00.000Z"})
 
@@ -433,8 +525,9 @@ class DeletedSchema(ResponseSchema):
 class AttemptSchema(ResponseSchema):
     number = fields.Integer(required=True, metadata={"example": 1})
     at = fields.String(required=True, metadata={"format": "date-time"})
-    status_code = fields.Integer(allow_none=True, metadata={"description": "HTTP status, null on a network error.",
-                                                            "example": 500})
+    status_code = fields.Integer(
+        allow_none=True, metadata={"description": "HTTP status, null on a network error.", "example": 500}
+    )
     error = fields.String(allow_none=True, metadata={"example": "HTTP 500"})
     duration_ms = fields.Float(metadata={"example": 3.2})
 
@@ -446,8 +539,7 @@ class EventSchema(ResponseSchema):
     transition = fields.String(required=True, metadata={"enum": ["enter", "exit"], "example": "enter"})
     point = fields.Nested(LatLngSchema, required=True)
     occurred_at = fields.String(required=True, metadata={"format": "date-time"})
-    status = fields.String(required=True, metadata={"enum": ["pending", "delivered", "failed"],
-                                                    "example": "delivered"})
+    status = fields.String(required=True, metadata={"enum": ["pending", "delivered", "failed"], "example": "delivered"})
     delivered_at = fields.String(allow_none=True, metadata={"format": "date-time"})
     attempts = fields.List(fields.Nested(AttemptSchema), required=True)
 
@@ -467,10 +559,14 @@ class BatchTransitionSchema(ResponseSchema):
 class BatchItemSchema(ResponseSchema):
     index = fields.Integer(required=True, metadata={"example": 0})
     device = fields.String(allow_none=True, metadata={"example": "truck-17"})
-    inside = fields.List(fields.String(), required=True, metadata={"description": "Ids of the fences containing "
-                                                                   "the point."})
-    transitions = fields.List(fields.Nested(BatchTransitionSchema), allow_none=True, metadata={
-        "description": "Only the enter/exit changes since the device's previous check; null without device."})
+    inside = fields.List(
+        fields.String(), required=True, metadata={"description": "Ids of the fences containing the point."}
+    )
+    transitions = fields.List(
+        fields.Nested(BatchTransitionSchema),
+        allow_none=True,
+        metadata={"description": "Only the enter/exit changes since the device's previous check; null without device."},
+    )
 
 
 class BatchResultSchema(ResponseSchema):
@@ -510,18 +606,29 @@ def _batch_cost() -> int:
 # ------------------------------------------------------------------------------ gateway
 
 blp = GatewayBlueprint(
-    "Geofencing", __name__, url_prefix="/v1",
+    "Geofencing",
+    __name__,
+    url_prefix="/v1",
     description="Fences per account (polygons with holes, circles, admin areas), point checks with distances, "
     "enter/exit transitions per device and signed webhooks.\n\n" + SIGNATURE_DOC,
 )
 
-CHECK_EXAMPLE = {"fences": [
-    {"id": "gf_0123456789abcdef", "name": "Depot", "inside": True, "distance": 12.5, "transition": "enter"},
-    {"id": "gf_fedcba9876543210", "name": "Harbour", "inside": False, "distance": 830.21, "transition": "outside"},
-]}
-FENCE_EXAMPLE = {"id": "gf_0123456789abcdef", "type": "circle", "name": "Depot", "metadata": {"team": "north"},
-                 "center": {"lat": 60.1699, "lng": 24.9384}, "radius": 250.0,
-                 "webhook_url": "https://example.com/hooks/fences", "created_at": "2026-11-22T10:00:00.000Z"}
+CHECK_EXAMPLE = {
+    "fences": [
+        {"id": "gf_0123456789abcdef", "name": "Depot", "inside": True, "distance": 12.5, "transition": "enter"},
+        {"id": "gf_fedcba9876543210", "name": "Harbour", "inside": False, "distance": 830.21, "transition": "outside"},
+    ]
+}
+FENCE_EXAMPLE = {
+    "id": "gf_0123456789abcdef",
+    "type": "circle",
+    "name": "Depot",
+    "metadata": {"team": "north"},
+    "center": {"lat": 60.1699, "lng": 24.9384},
+    "radius": 250.0,
+    "webhook_url": "https://example.com/hooks/fences",
+    "created_at": "2026-11-22T10:00:00.000Z",
+}
 PATH_PARAM = [{"in": "path", "name": "fence_id", **FENCE_ID_DOC}]
 
 
@@ -531,14 +638,18 @@ class GeofencingView(MethodView):
     @blp.arguments(GeofencingArgs, location="query", as_kwargs=False)
     @blp.response(200, CheckResultSchema, example=CHECK_EXAMPLE)
     @blp.error_responses()
-    @blp.doc(summary="Check a point against the account's fences", description=(
-        "For each fence of the key's account (or those in `fences`): `inside` (boundary included) and "
-        "`distance`, metres (WGS84 geodesic, always >= 0) from the point to the fence's boundary on whichever side "
-        "the point is. Default order: fences containing the point first, then by increasing distance. With "
-        "`device`, `transition` since that device's previous check (`enter`, `exit`, `inside`, `outside`; a device "
-        "never seen before was outside everything); the state is updated atomically in Redis, so two concurrent "
-        "checks of one device cannot both report `enter`, and enter/exit trigger the fences' webhooks. "
-        "Account-specific: `Cache-Control: private, no-store`."))
+    @blp.doc(
+        summary="Check a point against the account's fences",
+        description=(
+            "For each fence of the key's account (or those in `fences`): `inside` (boundary included) and "
+            "`distance`, metres (WGS84 geodesic, always >= 0) from the point to the fence's boundary on whichever side "
+            "the point is. Default order: fences containing the point first, then by increasing distance. With "
+            "`device`, `transition` since that device's previous check (`enter`, `exit`, `inside`, `outside`; a device "
+            "never seen before was outside everything); the state is updated atomically in Redis, so two concurrent "
+            "checks of one device cannot both report `enter`, and enter/exit trigger the fences' webhooks. "
+            "Account-specific: `Cache-Control: private, no-store`."
+        ),
+    )
     def get(self, params):
         return private(check(runtime(), params))
 
@@ -547,15 +658,30 @@ class GeofencingView(MethodView):
 class GeofencingBatchView(MethodView):
     @gateway_call(BATCH, cost=_batch_cost)
     @blp.arguments(BatchBody, location="json", as_kwargs=False)
-    @blp.response(200, BatchResultSchema, example={"results": [
-        {"index": 0, "device": "truck-17", "inside": ["gf_0123456789abcdef"],
-         "transitions": [{"id": "gf_0123456789abcdef", "transition": "enter"}]}]})
+    @blp.response(
+        200,
+        BatchResultSchema,
+        example={
+            "results": [
+                {
+                    "index": 0,
+                    "device": "truck-17",
+                    "inside": ["gf_0123456789abcdef"],
+                    "transitions": [{"id": "gf_0123456789abcdef", "transition": "enter"}],
+                }
+            ]
+        },
+    )
     @blp.error_responses(413)
-    @blp.doc(summary="Check many points (a fleet) in one call", description=(
-        f"Up to {LIMITS.geofence_batch_points} points `{{lat, lng, device?}}`; per point the ids of the fences "
-        "containing it and, for points with a device, only the changes (enter/exit) since that device's previous "
-        "check (a device listed twice is updated in list order). Webhooks fire as for single checks. Quota: one "
-        f"request per started {BATCH_POINTS_PER_UNIT} points."))
+    @blp.doc(
+        summary="Check many points (a fleet) in one call",
+        description=(
+            f"Up to {LIMITS.geofence_batch_points} points `{{lat, lng, device?}}`; per point the ids of the fences "
+            "containing it and, for points with a device, only the changes (enter/exit) since that device's previous "
+            "check (a device listed twice is updated in list order). Webhooks fire as for single checks. Quota: one "
+            f"request per started {BATCH_POINTS_PER_UNIT} points."
+        ),
+    )
     def post(self, params):
         return private(check_batch(runtime(), params))
 
@@ -563,20 +689,34 @@ class GeofencingBatchView(MethodView):
 @blp.route("/geofences")
 class FencesView(MethodView):
     @gateway_call(CREATE)
-    @blp.arguments(FenceBody, location="json", as_kwargs=False, example={
-        "type": "circle", "center": {"lat": 60.1699, "lng": 24.9384}, "radius": 250, "name": "Depot",
-        "metadata": {"team": "north"}, "webhook_url": "https://example.com/hooks/fences"})
+    @blp.arguments(
+        FenceBody,
+        location="json",
+        as_kwargs=False,
+        example={
+            "type": "circle",
+            "center": {"lat": 60.1699, "lng": 24.9384},
+            "radius": 250,
+            "name": "Depot",
+            "metadata": {"team": "north"},
+            "webhook_url": "https://example.com/hooks/fences",
+        },
+    )
     @blp.response(200, FenceSchema, example=FENCE_EXAMPLE)
     @blp.error_responses(413)
-    @blp.doc(summary="Create a fence", description=(
-        "Body: a GeoJSON Feature with a Polygon or MultiPolygon geometry (holes allowed; `name` and `metadata` "
-        "at the top level or in `properties`), a bare Polygon/MultiPolygon, a circle "
-        "`{\"type\": \"circle\", \"center\": {\"lat\", \"lng\"}, \"radius\": metres}`, or an administrative area "
-        "of the datasets `{\"type\": \"admin\", \"osm_id\": N}` (its geometry is stored). Optional `webhook_url`. "
-        "400 names the reason: unclosed or self-intersecting ring, too few positions, coordinates out of range, "
-        f"radius <= 0 or over {LIMITS.geofence_max_radius_m:g} m, more than {LIMITS.geofence_max_vertices} "
-        f"vertices, more than {LIMITS.geofence_max_per_account} fences per account. Visible to every check "
-        "within a second.\n\n" + SIGNATURE_DOC))
+    @blp.doc(
+        summary="Create a fence",
+        description=(
+            "Body: a GeoJSON Feature with a Polygon or MultiPolygon geometry (holes allowed; `name` and `metadata` "
+            "at the top level or in `properties`), a bare Polygon/MultiPolygon, a circle "
+            '`{"type": "circle", "center": {"lat", "lng"}, "radius": metres}`, or an administrative area '
+            'of the datasets `{"type": "admin", "osm_id": N}` (its geometry is stored). Optional `webhook_url`. '
+            "400 names the reason: unclosed or self-intersecting ring, too few positions, coordinates out of range, "
+            f"radius <= 0 or over {LIMITS.geofence_max_radius_m:g} m, more than {LIMITS.geofence_max_vertices} "
+            f"vertices, more than {LIMITS.geofence_max_per_account} fences per account. Visible to every check "
+            "within a second.\n\n" + SIGNATURE_DOC
+        ),
+    )
     def post(self, params):
         return private(create(runtime(), params))
 
@@ -584,9 +724,13 @@ class FencesView(MethodView):
     @blp.arguments(PageArgs, location="query", as_kwargs=False)
     @blp.response(200, FenceListSchema)
     @blp.error_responses()
-    @blp.doc(summary="List the account's fences", description=(
-        "Paginated with `limit`/`offset`, oldest first; `total` counts all the account's fences. Polygon "
-        "geometries are left out: get one fence for its geometry."))
+    @blp.doc(
+        summary="List the account's fences",
+        description=(
+            "Paginated with `limit`/`offset`, oldest first; `total` counts all the account's fences. Polygon "
+            "geometries are left out: get one fence for its geometry."
+        ),
+    )
     def get(self, params):
         return private(list_fences(runtime(), params))
 
@@ -597,8 +741,11 @@ class FenceView(MethodView):
     @blp.arguments(NoArgs, location="query", as_kwargs=False)
     @blp.response(200, FenceSchema, example=FENCE_EXAMPLE)
     @blp.error_responses(404)
-    @blp.doc(summary="Get a fence", description="The fence with its geometry. 404 when the account has no such "
-             "fence (another account's fences are invisible).")
+    @blp.doc(
+        summary="Get a fence",
+        description="The fence with its geometry. 404 when the account has no such "
+        "fence (another account's fences are invisible).",
+    )
     def get(self, _params, fence_id):
         return private(get_fence(runtime(), {"id": fence_id}))
 
@@ -606,8 +753,11 @@ class FenceView(MethodView):
     @blp.arguments(NoArgs, location="query", as_kwargs=False)
     @blp.response(200, DeletedSchema)
     @blp.error_responses(404)
-    @blp.doc(summary="Delete a fence", description="Deletes the fence and its webhook events; every check stops "
-             "seeing it within a second. 404 when the account has no such fence.")
+    @blp.doc(
+        summary="Delete a fence",
+        description="Deletes the fence and its webhook events; every check stops "
+        "seeing it within a second. 404 when the account has no such fence.",
+    )
     def delete(self, _params, fence_id):
         return private(delete_fence(runtime(), {"id": fence_id}))
 
@@ -618,9 +768,13 @@ class FenceEventsView(MethodView):
     @blp.arguments(PageArgs, location="query", as_kwargs=False)
     @blp.response(200, EventListSchema)
     @blp.error_responses(404)
-    @blp.doc(summary="Webhook deliveries of a fence", description=(
-        "Newest first: each enter/exit delivered (or being delivered) to the fence's webhook, with its status "
-        "(`pending`, `delivered`, `failed`) and every HTTP attempt (time, status code or error, duration). "
-        "404 when the account has no such fence.\n\n" + SIGNATURE_DOC))
+    @blp.doc(
+        summary="Webhook deliveries of a fence",
+        description=(
+            "Newest first: each enter/exit delivered (or being delivered) to the fence's webhook, with its status "
+            "(`pending`, `delivered`, `failed`) and every HTTP attempt (time, status code or error, duration). "
+            "404 when the account has no such fence.\n\n" + SIGNATURE_DOC
+        ),
+    )
     def get(self, params, fence_id):
         return private(fence_events(runtime(), {"id": fence_id, **params}))

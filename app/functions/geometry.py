@@ -19,18 +19,28 @@ LIMITS = DEFAULT_LIMITS
 class GeometryArgs(jobs.AsyncParamsSchema):
     params_class = geometry.GeometryParams
 
-    name = f.Text(max_length=200, metadata={"description": "Admin area name (any language variant).",
-                                            "example": "Monaco"})
-    level = fields.Integer(validate=validate.Range(1, 12), metadata={
-        "description": "OSM admin_level to narrow a `name` search (2 = country, 8 = city).", "example": 8})
-    osm_id = fields.Integer(validate=validate.Range(1, 2**53), metadata={
-        "description": "OSM relation id of the boundary.", "example": 1124039})
+    name = f.Text(
+        max_length=200, metadata={"description": "Admin area name (any language variant).", "example": "Monaco"}
+    )
+    level = fields.Integer(
+        validate=validate.Range(1, 12),
+        metadata={"description": "OSM admin_level to narrow a `name` search (2 = country, 8 = city).", "example": 8},
+    )
+    osm_id = fields.Integer(
+        validate=validate.Range(1, 2**53),
+        metadata={"description": "OSM relation id of the boundary.", "example": 1124039},
+    )
     lat = f.Latitude(metadata={"description": "With `lng`: all areas containing the point.", "example": 43.7384})
     lng = f.Longitude(metadata={"description": "With `lat`: all areas containing the point.", "example": 7.4246})
-    format = fields.String(load_default="geojson", validate=validate.OneOf(["geojson", "wkt"]), metadata={
-        "description": "GeoJSON FeatureCollection or WKT strings.", "example": "geojson"})
-    simplify = fields.Float(validate=validate.Range(0, LIMITS.geometry_simplify_max_m), metadata={
-        "description": "Simplification tolerance in metres (topology kept valid).", "example": 10})
+    format = fields.String(
+        load_default="geojson",
+        validate=validate.OneOf(["geojson", "wkt"]),
+        metadata={"description": "GeoJSON FeatureCollection or WKT strings.", "example": "geojson"},
+    )
+    simplify = fields.Float(
+        validate=validate.Range(0, LIMITS.geometry_simplify_max_m),
+        metadata={"description": "Simplification tolerance in metres (topology kept valid).", "example": 10},
+    )
 
     @validates_schema
     def _one_selector(self, data, **_kwargs):
@@ -50,13 +60,23 @@ class GeometryResult(ResponseSchema):
     wkt = fields.List(fields.Dict(), metadata={"description": "Properties plus `wkt` (format=wkt)."})
 
 
-FUNCTION = register(heavy_function(
-    service="geometry", cmd="geometry", queue="geometry", service_ref="engine.services.geometry:run", core_schema=GeometryArgs,
-))
+FUNCTION = register(
+    heavy_function(
+        service="geometry",
+        cmd="geometry",
+        queue="geometry",
+        service_ref="engine.services.geometry:run",
+        core_schema=GeometryArgs,
+    )
+)
 
 blp = GatewayBlueprint("Geometry", __name__, url_prefix="/v1", description="Admin boundaries as geometry.")
 blp.function_route(
-    "/geoment", FUNCTION, GeometryArgs, response_schema=GeometryResult, errors=(404,),
+    "/geoment",
+    FUNCTION,
+    GeometryArgs,
+    response_schema=GeometryResult,
+    errors=(404,),
     summary="Download admin area geometry",
     description="Admin boundaries by `name` (+`level`), by `osm_id`, or all areas containing `lat`,`lng`; GeoJSON "
     "or WKT; optional `simplify` in metres keeping valid topology; properties: name, names, admin level, ISO codes. "

@@ -20,14 +20,31 @@ LIMITS = DEFAULT_LIMITS
 class IsochroneArgs(ParamsSchema):
     lat = f.Latitude(required=True, metadata={"example": 43.7384})
     lng = f.Longitude(required=True, metadata={"example": 7.4246})
-    time = f.NumberList(lo=0, hi=LIMITS.isochrone_max_minutes, max_items=LIMITS.isochrone_contours, metadata={
-        "description": f"Contours in minutes of driving, comma-separated (at most {LIMITS.isochrone_contours}, "
-                       f"each <= {LIMITS.isochrone_max_minutes:g}).", "example": "5,10,15"})
-    distance = f.NumberList(lo=0, hi=LIMITS.isochrone_max_distance_m, max_items=LIMITS.isochrone_contours, metadata={
-        "description": f"Contours in metres of driving distance (each <= {LIMITS.isochrone_max_distance_m:g}); "
-                       "instead of `time`.", "example": "1000,2000"})
-    profile = fields.String(load_default="car", validate=validate.OneOf(isochrone.PROFILES), metadata={
-        "description": "Travel profile.", "example": "car"})
+    time = f.NumberList(
+        lo=0,
+        hi=LIMITS.isochrone_max_minutes,
+        max_items=LIMITS.isochrone_contours,
+        metadata={
+            "description": f"Contours in minutes of driving, comma-separated (at most {LIMITS.isochrone_contours}, "
+            f"each <= {LIMITS.isochrone_max_minutes:g}).",
+            "example": "5,10,15",
+        },
+    )
+    distance = f.NumberList(
+        lo=0,
+        hi=LIMITS.isochrone_max_distance_m,
+        max_items=LIMITS.isochrone_contours,
+        metadata={
+            "description": f"Contours in metres of driving distance (each <= {LIMITS.isochrone_max_distance_m:g}); "
+            "instead of `time`.",
+            "example": "1000,2000",
+        },
+    )
+    profile = fields.String(
+        load_default="car",
+        validate=validate.OneOf(isochrone.PROFILES),
+        metadata={"description": "Travel profile.", "example": "car"},
+    )
     async_ = jobs.async_field()
 
     @validates_schema
@@ -37,23 +54,43 @@ class IsochroneArgs(ParamsSchema):
 
     @post_load
     def _build(self, data, **_kwargs):
-        return isochrone.IsochroneParams(lat=data["lat"], lng=data["lng"], times=data.get("time") or (),
-                                         distances=data.get("distance") or (), profile=data["profile"])
+        return isochrone.IsochroneParams(
+            lat=data["lat"],
+            lng=data["lng"],
+            times=data.get("time") or (),
+            distances=data.get("distance") or (),
+            profile=data["profile"],
+        )
 
 
 class FeatureCollectionSchema(ResponseSchema):
     type = fields.String(required=True, metadata={"example": "FeatureCollection"})
-    features = fields.List(fields.Dict(), required=True, metadata={
-        "description": "One (Multi)Polygon feature per contour, largest first; properties: contour, metric, area_m2."})
+    features = fields.List(
+        fields.Dict(),
+        required=True,
+        metadata={
+            "description": "One (Multi)Polygon feature per contour, largest first; properties: contour, metric, area_m2."
+        },
+    )
 
 
-FUNCTION = register(heavy_function(
-    service="isochrone", cmd="isochrone", queue="isochrone", service_ref="engine.services.isochrone:run", core_schema=IsochroneArgs,
-))
+FUNCTION = register(
+    heavy_function(
+        service="isochrone",
+        cmd="isochrone",
+        queue="isochrone",
+        service_ref="engine.services.isochrone:run",
+        core_schema=IsochroneArgs,
+    )
+)
 
 blp = GatewayBlueprint("Isochrone", __name__, url_prefix="/v1", description="Areas reachable by car.")
 blp.function_route(
-    "/isochrone", FUNCTION, IsochroneArgs, response_schema=FeatureCollectionSchema, errors=(404,),
+    "/isochrone",
+    FUNCTION,
+    IsochroneArgs,
+    response_schema=FeatureCollectionSchema,
+    errors=(404,),
     summary="Reachable areas (isochrones)",
     description="Polygons that follow the road network (reached roads buffered and merged, with holes where "
     "nothing is reachable), one per contour of `time` (minutes) or `distance` (metres), largest first. Computed "

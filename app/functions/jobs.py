@@ -20,11 +20,22 @@ from app.results import BinaryResult
 from app.runtime import runtime
 from app.schemas.common import ResponseSchema
 
-blp = GatewayBlueprint("Jobs", __name__, url_prefix="/v1",
-                       description="Asynchronous jobs: batch geocoding and heavy functions called with `async=true`.")
+blp = GatewayBlueprint(
+    "Jobs",
+    __name__,
+    url_prefix="/v1",
+    description="Asynchronous jobs: batch geocoding and heavy functions called with `async=true`.",
+)
 
-JOB_ID_PARAM = [{"in": "path", "name": "job_id", "description": "The job id returned on submission.",
-                 "schema": {"type": "string", "maxLength": 64}, "example": "q2Vx0dVNv5bWkZ3hBqjJmA"}]
+JOB_ID_PARAM = [
+    {
+        "in": "path",
+        "name": "job_id",
+        "description": "The job id returned on submission.",
+        "schema": {"type": "string", "maxLength": 64},
+        "example": "q2Vx0dVNv5bWkZ3hBqjJmA",
+    }
+]
 
 
 class JobProgressSchema(ResponseSchema):
@@ -42,8 +53,11 @@ class JobErrorSchema(ResponseSchema):
 class BatchGeocodeItemSchema(ResponseSchema):
     index = fields.Integer(required=True, metadata={"description": "Position in the submitted list.", "example": 0})
     query = fields.String(required=True, metadata={"example": "Mannerheimintie 5, Helsinki"})
-    candidates = fields.List(fields.Nested(CandidateSchema), required=True, metadata={
-        "description": "Best candidates first (empty when nothing matched)."})
+    candidates = fields.List(
+        fields.Nested(CandidateSchema),
+        required=True,
+        metadata={"description": "Best candidates first (empty when nothing matched)."},
+    )
     error = fields.String(metadata={"description": "Why this address could not be geocoded."})
 
 
@@ -51,15 +65,20 @@ class JobStatusSchema(ResponseSchema):
     job_id = fields.String(required=True, metadata={"example": "q2Vx0dVNv5bWkZ3hBqjJmA"})
     kind = fields.String(required=True, metadata={"enum": ["batch", "heavy"], "example": "batch"})
     function = fields.String(metadata={"example": "geocoding"})
-    status = fields.String(required=True, metadata={"enum": ["queued", "running", "done", "failed"],
-                                                     "example": "done"})
+    status = fields.String(required=True, metadata={"enum": ["queued", "running", "done", "failed"], "example": "done"})
     created = fields.String(metadata={"format": "date-time", "example": "2026-11-22T10:00:00Z"})
     progress = fields.Nested(JobProgressSchema, required=True)
-    results = fields.List(fields.Nested(BatchGeocodeItemSchema), metadata={
-        "description": "Batch jobs, when done: one entry per address, in input order."})
+    results = fields.List(
+        fields.Nested(BatchGeocodeItemSchema),
+        metadata={"description": "Batch jobs, when done: one entry per address, in input order."},
+    )
     result = fields.Dict(metadata={"description": "Heavy jobs with a JSON result, when done."})
-    result_url = fields.String(metadata={"description": "Heavy jobs with a binary result (images), when done.",
-                                         "example": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA/result"})
+    result_url = fields.String(
+        metadata={
+            "description": "Heavy jobs with a binary result (images), when done.",
+            "example": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA/result",
+        }
+    )
     content_type = fields.String(metadata={"example": "image/png"})
     error = fields.Nested(JobErrorSchema, metadata={"description": "Why the job failed."})
 
@@ -72,16 +91,29 @@ def _account() -> str:
 
 @blp.route("/jobs/<job_id>", parameters=JOB_ID_PARAM)
 class JobView(MethodView):
-    @blp.response(200, JobStatusSchema, example={
-        "job_id": "q2Vx0dVNv5bWkZ3hBqjJmA", "kind": "batch", "function": "geocoding", "status": "done",
-        "created": "2026-11-22T10:00:00Z", "progress": {"done": 1, "total": 1},
-        "results": [{"index": 0, "query": "Mannerheimintie 5, Helsinki", "candidates": []}]})
+    @blp.response(
+        200,
+        JobStatusSchema,
+        example={
+            "job_id": "q2Vx0dVNv5bWkZ3hBqjJmA",
+            "kind": "batch",
+            "function": "geocoding",
+            "status": "done",
+            "created": "2026-11-22T10:00:00Z",
+            "progress": {"done": 1, "total": 1},
+            "results": [{"index": 0, "query": "Mannerheimintie 5, Helsinki", "candidates": []}],
+        },
+    )
     @blp.error_responses(404)
-    @blp.doc(summary="State of a job", description=(
-        "`status` is queued, running, done or failed; `progress` counts finished items. When done: batch "
-        "jobs carry `results` in input order; heavy jobs carry `result` (JSON) or `result_url` (images). "
-        f"Needs a key of the submitting account (others get 404); spends no quota. Jobs expire "
-        f"{jobs.JOB_TTL_S // 3600} h after submission."))
+    @blp.doc(
+        summary="State of a job",
+        description=(
+            "`status` is queued, running, done or failed; `progress` counts finished items. When done: batch "
+            "jobs carry `results` in input order; heavy jobs carry `result` (JSON) or `result_url` (images). "
+            f"Needs a key of the submitting account (others get 404); spends no quota. Jobs expire "
+            f"{jobs.JOB_TTL_S // 3600} h after submission."
+        ),
+    )
     def get(self, job_id):
         body = jobs.state(job_id, _account())
         resp = json_body(body)
@@ -94,17 +126,33 @@ IMAGE = {"schema": {"type": "string", "format": "binary"}}
 
 @blp.route("/jobs/<job_id>/result", parameters=JOB_ID_PARAM)
 class JobResultView(MethodView):
-    @blp.response(200, description="The result: an image, or the JSON the synchronous call answers.",
-                  content_type="application/json")
-    @blp.alt_response(409, schema=ErrorBodySchema,
-                      description="The job is still queued or running: poll `/v1/jobs/{id}` first.")
+    @blp.response(
+        200,
+        description="The result: an image, or the JSON the synchronous call answers.",
+        content_type="application/json",
+    )
+    @blp.alt_response(
+        409, schema=ErrorBodySchema, description="The job is still queued or running: poll `/v1/jobs/{id}` first."
+    )
     @blp.error_responses(404)
-    @blp.doc(summary="Result of a finished job", description=(
-        "The finished job's result as the synchronous endpoint answers it (image bytes for static maps; "
-        "`{\"results\": [...]}` for batch geocoding). 409 while the job is queued or running; a failed job "
-        "answers its error."),
-        responses={"200": {"description": "The result.", "content": {
-            "image/png": IMAGE, "image/jpeg": IMAGE, "application/json": {"schema": {"type": "object"}}}}})
+    @blp.doc(
+        summary="Result of a finished job",
+        description=(
+            "The finished job's result as the synchronous endpoint answers it (image bytes for static maps; "
+            '`{"results": [...]}` for batch geocoding). 409 while the job is queued or running; a failed job '
+            "answers its error."
+        ),
+        responses={
+            "200": {
+                "description": "The result.",
+                "content": {
+                    "image/png": IMAGE,
+                    "image/jpeg": IMAGE,
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            }
+        },
+    )
     def get(self, job_id):
         value = jobs.result(job_id, _account())
         if isinstance(value, BinaryResult):

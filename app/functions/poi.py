@@ -20,17 +20,29 @@ class PoiArgs(ParamsSchema):
     params_class = poi.PoiParams
 
     q = f.Text(max_length=200, metadata={"description": "Name to search for.", "example": "cafe"})
-    category = fields.String(validate=validate.Length(1, 500), metadata={
-        "description": "Category id from /v1/poi/categories, a raw OSM `key=value` tag, or a comma list (any).",
-        "example": "cafe"})
+    category = fields.String(
+        validate=validate.Length(1, 500),
+        metadata={
+            "description": "Category id from /v1/poi/categories, a raw OSM `key=value` tag, or a comma list (any).",
+            "example": "cafe",
+        },
+    )
     near = f.Point(metadata={"description": "Centre of a radius search, `<lat>,<lng>`; results carry `distance`."})
-    radius = fields.Float(validate=validate.Range(1, LIMITS.search_radius_m), metadata={
-        "description": f"Radius in metres around `near` (1-{LIMITS.search_radius_m:g}).", "example": 1000})
+    radius = fields.Float(
+        validate=validate.Range(1, LIMITS.search_radius_m),
+        metadata={"description": f"Radius in metres around `near` (1-{LIMITS.search_radius_m:g}).", "example": 1000},
+    )
     bbox = f.BBox(metadata={"description": "Only POIs inside `<minlng>,<minlat>,<maxlng>,<maxlat>`."})
-    limit = fields.Integer(load_default=10, validate=validate.Range(1, LIMITS.poi_limit), metadata={
-        "description": f"Page size (1-{LIMITS.poi_limit}).", "example": 10})
-    offset = fields.Integer(load_default=0, validate=validate.Range(0, 10_000), metadata={
-        "description": "Results to skip (pagination).", "example": 0})
+    limit = fields.Integer(
+        load_default=10,
+        validate=validate.Range(1, LIMITS.poi_limit),
+        metadata={"description": f"Page size (1-{LIMITS.poi_limit}).", "example": 10},
+    )
+    offset = fields.Integer(
+        load_default=0,
+        validate=validate.Range(0, 10_000),
+        metadata={"description": "Results to skip (pagination).", "example": 0},
+    )
 
     @validates_schema
     def _what(self, data, **_kwargs):
@@ -69,24 +81,42 @@ class CategoriesResult(ResponseSchema):
     categories = fields.List(fields.Nested(CategorySchema), required=True)
 
 
-FUNCTION = register(Function(
-    service="poi", cmd="poi", core_schema=PoiArgs, run=lambda rt, params: poi.run(rt.datasets, params),
-    empty_key="total", empty_message="no POI matches",
-))
-CATEGORIES = register(Function(
-    service="poi", cmd="poi_categories", core_schema=NoArgs, run=lambda rt, _params: poi.categories(rt.datasets),
-))
+FUNCTION = register(
+    Function(
+        service="poi",
+        cmd="poi",
+        core_schema=PoiArgs,
+        run=lambda rt, params: poi.run(rt.datasets, params),
+        empty_key="total",
+        empty_message="no POI matches",
+    )
+)
+CATEGORIES = register(
+    Function(
+        service="poi",
+        cmd="poi_categories",
+        core_schema=NoArgs,
+        run=lambda rt, _params: poi.categories(rt.datasets),
+    )
+)
 
 blp = GatewayBlueprint("POI", __name__, url_prefix="/v1", description="Search: points of interest.")
 blp.function_route(
-    "/poi", FUNCTION, PoiArgs, response_schema=PoiResult, errors=(404,),
+    "/poi",
+    FUNCTION,
+    PoiArgs,
+    response_schema=PoiResult,
+    errors=(404,),
     summary="Search points of interest",
     description="By name (`q`) and/or category (ids from /v1/poi/categories or raw `key=value` OSM tags, a comma "
     "list means any), within `near`+`radius` or `bbox`; paginated with `limit`/`offset`, `total` counts all "
     "matches. 404 when nothing matches at all.",
 )
 blp.function_route(
-    "/poi/categories", CATEGORIES, NoArgs, response_schema=CategoriesResult,
+    "/poi/categories",
+    CATEGORIES,
+    NoArgs,
+    response_schema=CategoriesResult,
     summary="List POI categories",
     description="The category taxonomy with the OSM tags each id maps to and the number of POIs per region.",
 )

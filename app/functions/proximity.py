@@ -19,13 +19,24 @@ LIMITS = DEFAULT_LIMITS
 class NearestArgs(ParamsSchema):
     lat = f.Latitude(required=True, metadata={"example": 43.7384})
     lng = f.Longitude(required=True, metadata={"example": 7.4246})
-    categories = f.CommaList(required=True, max_items=20, metadata={
-        "description": "Category ids (see /v1/poi/categories) or raw `key=value` tags, comma-separated: any of them.",
-        "example": "fuel,parking"})
-    limit = fields.Integer(load_default=10, validate=validate.Range(1, LIMITS.poi_limit), metadata={
-        "description": f"Maximum results (1-{LIMITS.poi_limit}).", "example": 10})
-    radius = fields.Float(load_default=5000.0, validate=validate.Range(1, LIMITS.search_radius_m), metadata={
-        "description": f"Search radius in metres (1-{LIMITS.search_radius_m:g}).", "example": 5000})
+    categories = f.CommaList(
+        required=True,
+        max_items=20,
+        metadata={
+            "description": "Category ids (see /v1/poi/categories) or raw `key=value` tags, comma-separated: any of them.",
+            "example": "fuel,parking",
+        },
+    )
+    limit = fields.Integer(
+        load_default=10,
+        validate=validate.Range(1, LIMITS.poi_limit),
+        metadata={"description": f"Maximum results (1-{LIMITS.poi_limit}).", "example": 10},
+    )
+    radius = fields.Float(
+        load_default=5000.0,
+        validate=validate.Range(1, LIMITS.search_radius_m),
+        metadata={"description": f"Search radius in metres (1-{LIMITS.search_radius_m:g}).", "example": 5000},
+    )
 
     @post_load
     def _build(self, data, **_kwargs):
@@ -34,23 +45,35 @@ class NearestArgs(ParamsSchema):
 
 
 class NearestCoreArgs(NearestArgs):
-    operation = fields.String(load_default="nearest", validate=validate.OneOf(["nearest"]), metadata={
-        "description": "Proximity operation (only `nearest`)."})
+    operation = fields.String(
+        load_default="nearest",
+        validate=validate.OneOf(["nearest"]),
+        metadata={"description": "Proximity operation (only `nearest`)."},
+    )
 
 
 class NearestResult(ResponseSchema):
     results = fields.List(fields.Nested(PoiSchema), required=True)
 
 
-FUNCTION = register(Function(
-    service="proximity", cmd="proximity", core_schema=NearestCoreArgs,
-    run=lambda rt, params: proximity.run(rt.datasets, params),
-    empty_key="results", empty_message="no POI of these categories within the radius",
-))
+FUNCTION = register(
+    Function(
+        service="proximity",
+        cmd="proximity",
+        core_schema=NearestCoreArgs,
+        run=lambda rt, params: proximity.run(rt.datasets, params),
+        empty_key="results",
+        empty_message="no POI of these categories within the radius",
+    )
+)
 
 blp = GatewayBlueprint("Proximity", __name__, url_prefix="/v1", description="Search: nearest POIs by category.")
 blp.function_route(
-    "/proximity/nearest", FUNCTION, NearestArgs, response_schema=NearestResult, errors=(404,),
+    "/proximity/nearest",
+    FUNCTION,
+    NearestArgs,
+    response_schema=NearestResult,
+    errors=(404,),
     summary="Nearest POIs of some categories",
     description="POIs of any of `categories` (e.g. the nearest fuel station), sorted by straight-line distance, "
     "each with `distance` in metres. An unknown category is a 400 naming it.",

@@ -22,11 +22,19 @@ class ReverseArgs(ParamsSchema):
 
     lat = f.Latitude(required=True, metadata={"example": 60.1675})
     lng = f.Longitude(required=True, metadata={"example": 24.9427})
-    radius = fields.Float(load_default=100.0, validate=validate.Range(1, 5000), metadata={
-        "description": "Search radius for addresses in metres (1-5000); beyond it the nearest street is returned.",
-        "example": 100})
-    limit = fields.Integer(load_default=1, validate=validate.Range(1, 20), metadata={
-        "description": "Maximum candidates (1-20).", "example": 1})
+    radius = fields.Float(
+        load_default=100.0,
+        validate=validate.Range(1, 5000),
+        metadata={
+            "description": "Search radius for addresses in metres (1-5000); beyond it the nearest street is returned.",
+            "example": 100,
+        },
+    )
+    limit = fields.Integer(
+        load_default=1,
+        validate=validate.Range(1, 20),
+        metadata={"description": "Maximum candidates (1-20).", "example": 1},
+    )
 
 
 class AdminLevelSchema(ResponseSchema):
@@ -39,16 +47,26 @@ class ReverseResult(ResponseSchema):
     admin = fields.List(fields.Nested(AdminLevelSchema))
 
 
-FUNCTION = register(Function(
-    service="reverse_geocoding", cmd="reverse_geocoding", core_schema=ReverseArgs,
-    run=lambda rt, params: reverse_geocoding.run(rt.datasets, params),
-    empty_key="candidates", empty_message="no address or street near this point (at sea or outside every dataset)",
-))
+FUNCTION = register(
+    Function(
+        service="reverse_geocoding",
+        cmd="reverse_geocoding",
+        core_schema=ReverseArgs,
+        run=lambda rt, params: reverse_geocoding.run(rt.datasets, params),
+        empty_key="candidates",
+        empty_message="no address or street near this point (at sea or outside every dataset)",
+    )
+)
 
-blp = GatewayBlueprint("Reverse geocoding", __name__, url_prefix="/v1",
-                       description="Search: coordinates to the nearest address.")
+blp = GatewayBlueprint(
+    "Reverse geocoding", __name__, url_prefix="/v1", description="Search: coordinates to the nearest address."
+)
 blp.function_route(
-    "/reverse-geocoding", FUNCTION, ReverseArgs, response_schema=ReverseResult, errors=(404,),
+    "/reverse-geocoding",
+    FUNCTION,
+    ReverseArgs,
+    response_schema=ReverseResult,
+    errors=(404,),
     summary="Reverse geocode a point",
     description="The nearest address within `radius`, else the nearest street (with its distance), plus the admin "
     "hierarchy (district, city, region, country). 404 at sea or outside every dataset.",

@@ -32,17 +32,31 @@ class Alternatives(fields.Field):
 class RoutingArgs(ParamsSchema):
     origin = f.Point(required=True, metadata={"description": "Start `<lat>,<lng>`.", "example": "43.7312,7.4197"})
     destination = f.Point(required=True, metadata={"description": "End `<lat>,<lng>`.", "example": "43.7406,7.4270"})
-    waypoints = f.PointList(max_points=LIMITS.routing_waypoints, metadata={
-        "description": f"Stops in between, `lat,lng|lat,lng` (at most {LIMITS.routing_waypoints}) or `polyline:`.",
-        "example": "43.7350,7.4210"})
-    alternatives = Alternatives(load_default=0, metadata={
-        "description": f"Alternative routes: true/false or a count (0-{LIMITS.routing_alternatives}).",
-        "example": "false", "type": "string"})
+    waypoints = f.PointList(
+        max_points=LIMITS.routing_waypoints,
+        metadata={
+            "description": f"Stops in between, `lat,lng|lat,lng` (at most {LIMITS.routing_waypoints}) or `polyline:`.",
+            "example": "43.7350,7.4210",
+        },
+    )
+    alternatives = Alternatives(
+        load_default=0,
+        metadata={
+            "description": f"Alternative routes: true/false or a count (0-{LIMITS.routing_alternatives}).",
+            "example": "false",
+            "type": "string",
+        },
+    )
     avoid = f.CommaList(choices=routing.AVOIDABLE, metadata={"example": "tolls"})
     steps = f.Flag(load_default=True, metadata={"description": "Turn-by-turn steps.", "example": True})
-    geometry = fields.String(load_default="polyline", validate=validate.OneOf(routing.GEOMETRIES), metadata={
-        "description": "Route geometry: encoded polyline (precision 5), polyline6, or a GeoJSON LineString.",
-        "example": "polyline"})
+    geometry = fields.String(
+        load_default="polyline",
+        validate=validate.OneOf(routing.GEOMETRIES),
+        metadata={
+            "description": "Route geometry: encoded polyline (precision 5), polyline6, or a GeoJSON LineString.",
+            "example": "polyline",
+        },
+    )
 
     @post_load
     def _build(self, data, **_kwargs):
@@ -86,13 +100,22 @@ class RoutingResult(ResponseSchema):
     waypoints = fields.List(fields.Dict())
 
 
-FUNCTION = register(Function(
-    service="routing", cmd="routing", core_schema=RoutingArgs, run=lambda rt, params: routing.run(rt.datasets, params),
-))
+FUNCTION = register(
+    Function(
+        service="routing",
+        cmd="routing",
+        core_schema=RoutingArgs,
+        run=lambda rt, params: routing.run(rt.datasets, params),
+    )
+)
 
 blp = GatewayBlueprint("Routing", __name__, url_prefix="/v1", description="Driving directions.")
 blp.function_route(
-    "/routing", FUNCTION, RoutingArgs, response_schema=RoutingResult, errors=(404,),
+    "/routing",
+    FUNCTION,
+    RoutingArgs,
+    response_schema=RoutingResult,
+    errors=(404,),
     summary="Driving directions",
     description="A car route from `origin` to `destination` (through `waypoints`), with distance (m), duration (s), "
     "geometry and turn-by-turn steps; `alternatives`, `avoid`. Points are snapped to the nearest drivable road "

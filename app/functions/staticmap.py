@@ -30,30 +30,54 @@ def parse_size(text: str) -> tuple[int, int]:
 
 class StaticMapArgs(ParamsSchema):
     center = f.Point(metadata={"description": "Map centre `<lat>,<lng>` (with `zoom`).", "example": "43.7384,7.4246"})
-    zoom = fields.Integer(validate=validate.Range(0, 20), metadata={
-        "description": "Slippy-map zoom level 0-20 (256-px tiles).", "example": 15})
+    zoom = fields.Integer(
+        validate=validate.Range(0, 20),
+        metadata={"description": "Slippy-map zoom level 0-20 (256-px tiles).", "example": 15},
+    )
     bbox = f.BBox(metadata={"description": "Show this area `<minlng>,<minlat>,<maxlng>,<maxlat>` (instead of center)."})
-    size = fields.String(load_default="600x400", metadata={
-        "description": f"`<width>x<height>` in CSS pixels, each at most {LIMITS.staticmap_max_size}.",
-        "example": "600x400"})
-    scale = fields.Integer(load_default=1, validate=validate.OneOf([1, 2]), metadata={
-        "description": "2 for high-density screens (the image is twice as large).", "example": 1})
-    format = fields.String(load_default="png", validate=validate.OneOf(["png", "jpg", "jpeg"]), metadata={
-        "description": "Image format.", "example": "png"})
-    markers = fields.List(f.Parsed(parse_markers), metadata={
-        "description": "Markers: `color:red|label:A|<lat>,<lng>|<lat>,<lng>`; repeat the parameter for other styles.",
-        "example": ["color:red|label:A|43.7384,7.4246"]})
-    path = fields.List(f.Parsed(parse_path), metadata={
-        "description": "A path: `color:0x0000ff|weight:5|<lat>,<lng>|<lat>,<lng>` or `enc:<encoded polyline>`; "
-                       "repeat for several paths.",
-        "example": ["color:blue|weight:4|43.7384,7.4246|43.7402,7.4271"]})
+    size = fields.String(
+        load_default="600x400",
+        metadata={
+            "description": f"`<width>x<height>` in CSS pixels, each at most {LIMITS.staticmap_max_size}.",
+            "example": "600x400",
+        },
+    )
+    scale = fields.Integer(
+        load_default=1,
+        validate=validate.OneOf([1, 2]),
+        metadata={"description": "2 for high-density screens (the image is twice as large).", "example": 1},
+    )
+    format = fields.String(
+        load_default="png",
+        validate=validate.OneOf(["png", "jpg", "jpeg"]),
+        metadata={"description": "Image format.", "example": "png"},
+    )
+    markers = fields.List(
+        f.Parsed(parse_markers),
+        metadata={
+            "description": "Markers: `color:red|label:A|<lat>,<lng>|<lat>,<lng>`; repeat the parameter for other styles.",
+            "example": ["color:red|label:A|43.7384,7.4246"],
+        },
+    )
+    path = fields.List(
+        f.Parsed(parse_path),
+        metadata={
+            "description": "A path: `color:0x0000ff|weight:5|<lat>,<lng>|<lat>,<lng>` or `enc:<encoded polyline>`; "
+            "repeat for several paths.",
+            "example": ["color:blue|weight:4|43.7384,7.4246|43.7402,7.4271"],
+        },
+    )
     async_ = jobs.async_field()
 
     @validates_schema
     def _window(self, data, **_kwargs):
         if data.get("center") is not None and data.get("bbox") is not None:
             raise ValidationError("give either center (+zoom) or bbox, not both", field_name="bbox")
-        if data.get("center") is not None and data.get("zoom") is None and not (data.get("markers") or data.get("path")):
+        if (
+            data.get("center") is not None
+            and data.get("zoom") is None
+            and not (data.get("markers") or data.get("path"))
+        ):
             raise ValidationError("center needs a zoom level", field_name="zoom")
         if data.get("center") is None and data.get("bbox") is None and not (data.get("markers") or data.get("path")):
             raise ValidationError("give center+zoom, bbox, or markers/path to fit the map to", field_name="center")
@@ -72,19 +96,27 @@ class StaticMapArgs(ParamsSchema):
         if sum(len(p.points) for p in paths) > LIMITS.staticmap_path_points:
             raise ValidationError(f"at most {LIMITS.staticmap_path_points} path points", field_name="path")
         fmt = "jpg" if data.pop("format") in ("jpg", "jpeg") else "png"
-        params = staticmap.StaticMapParams(width=width, height=height, markers=markers, paths=paths,
-                                           format=fmt, **data)
+        params = staticmap.StaticMapParams(width=width, height=height, markers=markers, paths=paths, format=fmt, **data)
         staticmap.validate(params)
         return params
 
 
-FUNCTION = register(heavy_function(
-    service="staticmap", cmd="staticmap", core_schema=StaticMapArgs,
-    queue="staticmap", service_ref="engine.services.staticmap:run",
-))
+FUNCTION = register(
+    heavy_function(
+        service="staticmap",
+        cmd="staticmap",
+        core_schema=StaticMapArgs,
+        queue="staticmap",
+        service_ref="engine.services.staticmap:run",
+    )
+)
 
-blp = GatewayBlueprint("Static maps", __name__, url_prefix="/v1",
-                       description="Map images drawn from the dataset's layers (Web Mercator, PNG or JPEG).")
+blp = GatewayBlueprint(
+    "Static maps",
+    __name__,
+    url_prefix="/v1",
+    description="Map images drawn from the dataset's layers (Web Mercator, PNG or JPEG).",
+)
 
 IMAGE = {"schema": {"type": "string", "format": "binary"}}
 

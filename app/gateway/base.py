@@ -99,8 +99,9 @@ class GatewayBlueprint(flask_smorest.Blueprint):
             def handler(self_view, params):
                 return jobs.answer(function, HeavyCall(function.queue, function.service_ref, params))
 
-            handler = self.alt_response(202, schema=jobs.JobAcceptedSchema,
-                                        description="`async=true`: the job, to poll at `/v1/jobs/{id}`.")(handler)
+            handler = self.alt_response(
+                202, schema=jobs.JobAcceptedSchema, description="`async=true`: the job, to poll at `/v1/jobs/{id}`."
+            )(handler)
         else:
 
             def handler(self_view, params):
@@ -122,8 +123,11 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         handler = self.ARGUMENTS_PARSER.use_args(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         # one view instance for every request: the handlers keep no state on it
-        view = type(f"{function.cmd.title().replace('_', '')}View", (MethodView,),
-                    {method: handler, "init_every_request": False})
+        view = type(
+            f"{function.cmd.title().replace('_', '')}View",
+            (MethodView,),
+            {method: handler, "init_every_request": False},
+        )
         self.route(path)(view)
         return view
 

@@ -87,7 +87,7 @@ class PointList(fields.String):
         text = super()._deserialize(value, attr, data, **kwargs).strip()
         for prefix, precision in (("polyline6:", 6), ("polyline:", 5)):
             if text.startswith(prefix):
-                return self._check_count(self._decode(text[len(prefix):], precision))
+                return self._check_count(self._decode(text[len(prefix) :], precision))
         items = [p for p in text.split("|") if p.strip()] if text else []
         if len(items) < self.min_points:
             raise ValidationError(f"expected at least {self.min_points} point(s) as lat,lng|lat,lng")

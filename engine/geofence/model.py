@@ -162,9 +162,7 @@ def parse_polygonal(geometry: Mapping[str, Any], *, limits: Limits, check_validi
             raise InvalidParameter("MultiPolygon coordinates must be a non-empty array", parameter="geometry")
         polys = list(coords)
     else:
-        raise InvalidParameter(
-            f"geometry type must be Polygon or MultiPolygon, got {gtype!r}", parameter="geometry"
-        )
+        raise InvalidParameter(f"geometry type must be Polygon or MultiPolygon, got {gtype!r}", parameter="geometry")
     budget = [limits.geofence_max_vertices, limits.geofence_max_vertices]
     parsed = [_parse_polygon(p, i, budget, gtype == "MultiPolygon") for i, p in enumerate(polys)]
     shells = [Polygon(shell, holes) for shell, holes in parsed]
@@ -200,9 +198,7 @@ def _parse_ring(ring: Any, where: str, budget: list[int]) -> np.ndarray:
     if pts is None:  # something is wrong: find it position by position, for the message
         pts = np.array([_position(p, where) for p in ring], dtype=float)
     if not np.array_equal(pts[0], pts[-1]):
-        raise InvalidParameter(
-            f"{where} is not closed: its first and last positions differ", parameter="geometry"
-        )
+        raise InvalidParameter(f"{where} is not closed: its first and last positions differ", parameter="geometry")
     return pts
 
 
@@ -310,9 +306,7 @@ def _name_and_metadata(body: Mapping[str, Any], limits: Limits) -> tuple[str | N
             raise InvalidParameter("name must be a string", parameter="name")
         name = name.strip() or None
         if name is not None and len(name) > limits.geofence_name_chars:
-            raise InvalidParameter(
-                f"name is longer than {limits.geofence_name_chars} characters", parameter="name"
-            )
+            raise InvalidParameter(f"name is longer than {limits.geofence_name_chars} characters", parameter="name")
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, Mapping):

@@ -83,9 +83,7 @@ class DeviceTransitions:
     threads. Keys: ``{prefix}state:{account_id}:{device}``.
     """
 
-    def __init__(
-        self, client, account_id: str, *, prefix: str = DEFAULT_PREFIX, ttl_s: int = DEFAULT_TTL_S
-    ) -> None:
+    def __init__(self, client, account_id: str, *, prefix: str = DEFAULT_PREFIX, ttl_s: int = DEFAULT_TTL_S) -> None:
         if ttl_s <= 0:
             raise ValueError("ttl_s must be positive")
         self.client = client
@@ -106,9 +104,7 @@ class DeviceTransitions:
         was = self._script(keys=keys, args=args)
         return self._result(was, args)
 
-    def update_many(
-        self, items: Sequence[tuple[str, Iterable[str], Sequence[str] | None]]
-    ) -> list[CheckResult]:
+    def update_many(self, items: Sequence[tuple[str, Iterable[str], Sequence[str] | None]]) -> list[CheckResult]:
         """:meth:`update` for many devices in one round trip (a pipeline of EVALSHA calls, run in
         order, so a device listed twice sees its first update)."""
         if not items:

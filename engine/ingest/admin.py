@@ -102,8 +102,10 @@ def _partial_area(way_lines, bbox_poly, anchors, outside=()):
         if len(coords) >= 2:
             lines.append(LineString(coords))
     merged = linemerge(lines) if lines else None
-    parts = list(merged.geoms) if merged is not None and hasattr(merged, "geoms") else (
-        [merged] if merged is not None else []
+    parts = (
+        list(merged.geoms)
+        if merged is not None and hasattr(merged, "geoms")
+        else ([merged] if merged is not None else [])
     )
     fixed = []
     for line in parts:
@@ -274,10 +276,17 @@ def build_areas(pbf_path, bbox: list[float] | None, log=None) -> list[AdminArea]
             country = to_alpha3(tags.get("ISO3166-1:alpha3")) or to_alpha3(iso1)
         areas.append(
             AdminArea(
-                id=i + 1, osm_type="relation", osm_id=rid, name=tags.get("name") or str(rid),
-                names=names_of(tags, all_langs=True), level=level,
-                iso3166_1=iso1, iso3166_2=tags.get("ISO3166-2"), country=country,
-                geometry=_as_multi(geoms[rid]), clipped=rid in clipped,
+                id=i + 1,
+                osm_type="relation",
+                osm_id=rid,
+                name=tags.get("name") or str(rid),
+                names=names_of(tags, all_langs=True),
+                level=level,
+                iso3166_1=iso1,
+                iso3166_2=tags.get("ISO3166-2"),
+                country=country,
+                geometry=_as_multi(geoms[rid]),
+                clipped=rid in clipped,
             )
         )
     # country of every area: the level-2 area (with a code) holding its representative point
@@ -317,9 +326,18 @@ def write_db(path, areas: list[AdminArea]) -> None:
         conn.execute(
             "INSERT INTO admin VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                a.id, a.osm_type, a.osm_id, a.name, json.dumps(a.names, ensure_ascii=False),
-                a.level, a.iso3166_1, a.iso3166_2, a.country, int(a.clipped),
-                a.geometry.area * k, shapely.to_wkb(a.geometry),
+                a.id,
+                a.osm_type,
+                a.osm_id,
+                a.name,
+                json.dumps(a.names, ensure_ascii=False),
+                a.level,
+                a.iso3166_1,
+                a.iso3166_2,
+                a.country,
+                int(a.clipped),
+                a.geometry.area * k,
+                shapely.to_wkb(a.geometry),
             ),
         )
         conn.execute("INSERT INTO admin_rtree VALUES (?,?,?,?,?)", (a.id, minx, maxx, miny, maxy))

@@ -70,61 +70,109 @@ FLAG_TUNNEL = 1
 FLAG_BRIDGE = 2
 
 ROAD_CLASSES = {
-    "motorway": "motorway", "motorway_link": "motorway",
-    "trunk": "trunk", "trunk_link": "trunk",
-    "primary": "primary", "primary_link": "primary",
-    "secondary": "secondary", "secondary_link": "secondary",
-    "tertiary": "tertiary", "tertiary_link": "tertiary",
-    "unclassified": "residential", "residential": "residential", "living_street": "residential",
-    "road": "residential", "busway": "service",
-    "service": "service", "pedestrian": "pedestrian", "track": "track",
-    "footway": "footway", "path": "footway", "bridleway": "footway", "trail": "footway",
-    "steps": "steps", "cycleway": "cycleway",
+    "motorway": "motorway",
+    "motorway_link": "motorway",
+    "trunk": "trunk",
+    "trunk_link": "trunk",
+    "primary": "primary",
+    "primary_link": "primary",
+    "secondary": "secondary",
+    "secondary_link": "secondary",
+    "tertiary": "tertiary",
+    "tertiary_link": "tertiary",
+    "unclassified": "residential",
+    "residential": "residential",
+    "living_street": "residential",
+    "road": "residential",
+    "busway": "service",
+    "service": "service",
+    "pedestrian": "pedestrian",
+    "track": "track",
+    "footway": "footway",
+    "path": "footway",
+    "bridleway": "footway",
+    "trail": "footway",
+    "steps": "steps",
+    "cycleway": "cycleway",
 }
 RAIL_CLASSES = {
-    "rail": "rail", "light_rail": "rail", "narrow_gauge": "rail", "preserved": "rail",
-    "tram": "tram", "subway": "subway", "funicular": "rail", "monorail": "rail",
+    "rail": "rail",
+    "light_rail": "rail",
+    "narrow_gauge": "rail",
+    "preserved": "rail",
+    "tram": "tram",
+    "subway": "subway",
+    "funicular": "rail",
+    "monorail": "rail",
 }
-WATERWAY_CLASSES = {"river": "river", "canal": "canal", "stream": "stream", "drain": "drain",
-                    "ditch": "drain"}
-PLACE_CLASSES = {"city": 9, "town": 11, "village": 12, "suburb": 12, "quarter": 14,
-                 "neighbourhood": 15}
+WATERWAY_CLASSES = {"river": "river", "canal": "canal", "stream": "stream", "drain": "drain", "ditch": "drain"}
+PLACE_CLASSES = {"city": 9, "town": 11, "village": 12, "suburb": 12, "quarter": 14, "neighbourhood": 15}
 
 LANDUSE = {
-    ("leisure", "park"): "park", ("leisure", "garden"): "park", ("leisure", "common"): "park",
-    ("leisure", "playground"): "park", ("leisure", "dog_park"): "park",
-    ("landuse", "grass"): "park", ("landuse", "village_green"): "park",
-    ("landuse", "recreation_ground"): "park", ("landuse", "meadow"): "park",
-    ("natural", "grassland"): "park", ("leisure", "golf_course"): "park",
-    ("landuse", "forest"): "wood", ("natural", "wood"): "wood",
-    ("natural", "scrub"): "scrub", ("natural", "heath"): "scrub",
-    ("leisure", "pitch"): "pitch", ("leisure", "track"): "pitch", ("leisure", "stadium"): "pitch",
+    ("leisure", "park"): "park",
+    ("leisure", "garden"): "park",
+    ("leisure", "common"): "park",
+    ("leisure", "playground"): "park",
+    ("leisure", "dog_park"): "park",
+    ("landuse", "grass"): "park",
+    ("landuse", "village_green"): "park",
+    ("landuse", "recreation_ground"): "park",
+    ("landuse", "meadow"): "park",
+    ("natural", "grassland"): "park",
+    ("leisure", "golf_course"): "park",
+    ("landuse", "forest"): "wood",
+    ("natural", "wood"): "wood",
+    ("natural", "scrub"): "scrub",
+    ("natural", "heath"): "scrub",
+    ("leisure", "pitch"): "pitch",
+    ("leisure", "track"): "pitch",
+    ("leisure", "stadium"): "pitch",
     ("leisure", "sports_centre"): "pitch",
-    ("natural", "beach"): "beach", ("natural", "sand"): "beach",
-    ("landuse", "cemetery"): "cemetery", ("amenity", "grave_yard"): "cemetery",
+    ("natural", "beach"): "beach",
+    ("natural", "sand"): "beach",
+    ("landuse", "cemetery"): "cemetery",
+    ("amenity", "grave_yard"): "cemetery",
     ("landuse", "residential"): "residential",
-    ("landuse", "commercial"): "commercial", ("landuse", "retail"): "commercial",
-    ("landuse", "industrial"): "industrial", ("landuse", "railway"): "industrial",
+    ("landuse", "commercial"): "commercial",
+    ("landuse", "retail"): "commercial",
+    ("landuse", "industrial"): "industrial",
+    ("landuse", "railway"): "industrial",
     ("landuse", "port"): "industrial",
-    ("landuse", "construction"): "construction", ("landuse", "brownfield"): "construction",
-    ("landuse", "farmland"): "farm", ("landuse", "orchard"): "farm",
-    ("landuse", "vineyard"): "farm", ("landuse", "allotments"): "farm",
+    ("landuse", "construction"): "construction",
+    ("landuse", "brownfield"): "construction",
+    ("landuse", "farmland"): "farm",
+    ("landuse", "orchard"): "farm",
+    ("landuse", "vineyard"): "farm",
+    ("landuse", "allotments"): "farm",
     ("natural", "wetland"): "wetland",
 }
 LANDUSE_KEYS = ("leisure", "landuse", "natural", "amenity")
 
 # first zoom a class is drawn at (polygons may start later when small, see _polygon_minzoom)
 CLASS_MINZOOM = {
-    ("road", "motorway"): 5, ("road", "trunk"): 6, ("road", "primary"): 8,
-    ("road", "secondary"): 9, ("road", "tertiary"): 11, ("road", "residential"): 12,
-    ("road", "pedestrian"): 13, ("road", "service"): 14, ("road", "track"): 13,
-    ("road", "footway"): 15, ("road", "steps"): 15, ("road", "cycleway"): 14,
+    ("road", "motorway"): 5,
+    ("road", "trunk"): 6,
+    ("road", "primary"): 8,
+    ("road", "secondary"): 9,
+    ("road", "tertiary"): 11,
+    ("road", "residential"): 12,
+    ("road", "pedestrian"): 13,
+    ("road", "service"): 14,
+    ("road", "track"): 13,
+    ("road", "footway"): 15,
+    ("road", "steps"): 15,
+    ("road", "cycleway"): 14,
     ("road", "sidewalk"): 17,
-    ("rail", "rail"): 9, ("rail", "tram"): 13, ("rail", "subway"): 14,
-    ("waterway", "river"): 8, ("waterway", "canal"): 10, ("waterway", "stream"): 13,
+    ("rail", "rail"): 9,
+    ("rail", "tram"): 13,
+    ("rail", "subway"): 14,
+    ("waterway", "river"): 8,
+    ("waterway", "canal"): 10,
+    ("waterway", "stream"): 13,
     ("waterway", "drain"): 14,
     ("building", "building"): 14,
-    ("water", "sea"): 0, ("water", "pool"): 15,
+    ("water", "sea"): 0,
+    ("water", "pool"): 15,
 }
 LAYER_MINZOOM = {"water": 4, "landuse": 9, "building": 14, "admin": 0}
 MIN_POLYGON_PX = 6.0  # a polygon is drawn once it covers this many (CSS) pixels
@@ -207,8 +255,7 @@ def _admin_member_ways(pbf: str) -> dict[int, int]:
         if level is None:
             continue
         for member in rel.members:
-            if (member.type == "w" and member.role in ("outer", "inner", "")
-                    and level < levels.get(member.ref, 99)):
+            if member.type == "w" and member.role in ("outer", "inner", "") and level < levels.get(member.ref, 99):
                 levels[member.ref] = level
     return levels
 
@@ -220,8 +267,9 @@ def _polygon_minzoom(area_m2: np.ndarray, floor: np.ndarray) -> np.ndarray:
     return np.clip(np.maximum(zoom, floor), 0, 30).astype(int)
 
 
-def assemble_sea(coast: list[shapely.Geometry], bbox: tuple[float, float, float, float],
-                 snap_deg: float | None = None) -> shapely.Geometry | None:
+def assemble_sea(
+    coast: list[shapely.Geometry], bbox: tuple[float, float, float, float], snap_deg: float | None = None
+) -> shapely.Geometry | None:
     """Sea polygons (lng/lat) inside ``bbox`` from coastline lines (land on their left).
 
     Returns None when the coastline does not split the bbox (no sea can be told apart).
@@ -291,8 +339,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
     try:
         box = reader.header().box()
         header_bbox = (
-            (box.bottom_left.lon, box.bottom_left.lat, box.top_right.lon, box.top_right.lat)
-            if box.valid() else None
+            (box.bottom_left.lon, box.bottom_left.lat, box.top_right.lon, box.top_right.lat) if box.valid() else None
         )
     finally:
         reader.close()
@@ -317,6 +364,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
         "building", "landuse", "natural", "leisure", "water", "waterway", "amenity", "highway"
     )
     node_filter = osmium.filter.KeyFilter("place").enable_for(osmium.osm.NODE)
+
     def line_wkb(way) -> str | None:
         """The way's linestring; for a way cut by the extract (nodes without a location), the
         runs of located nodes as a multilinestring, so edge roads and coastline still draw."""
@@ -406,8 +454,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
     admin = layer == "admin"
     if admin.any():
         levels = np.array([int(c) for c in cls[admin]])
-        floor[admin] = np.select([levels <= 2, levels <= 4, levels <= 6, levels <= 8],
-                                 [0, 5, 8, 11], 13)
+        floor[admin] = np.select([levels <= 2, levels <= 4, levels <= 6, levels <= 8], [0, 5, 8, 11], 13)
     place = layer == "place"
     if place.any():
         floor[place] = [PLACE_CLASSES[c] for c in cls[place]]
@@ -424,8 +471,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
         wkbs = shapely.to_wkb(merc, output_dimension=2)
         ids = np.arange(1, len(merc) + 1)
         con.executemany(
-            "INSERT INTO features (id, layer, class, name, flags, minzoom, geom) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO features (id, layer, class, name, flags, minzoom, geom) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 (int(ids[k]), layer[i], cls[i], names[i], int(flags[i]), int(minzoom[i]), wkbs[i])
                 for k, i in enumerate(order)
@@ -434,8 +480,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
         con.executemany(
             "INSERT INTO features_rtree (id, minx, maxx, miny, maxy) VALUES (?, ?, ?, ?, ?)",
             (
-                (int(ids[k]), float(bounds[i, 0]), float(bounds[i, 2]), float(bounds[i, 1]),
-                 float(bounds[i, 3]))
+                (int(ids[k]), float(bounds[i, 0]), float(bounds[i, 2]), float(bounds[i, 1]), float(bounds[i, 3]))
                 for k, i in enumerate(order)
             ),
         )
@@ -453,9 +498,7 @@ def run(ctx: ImportContext) -> dict[str, int]:
         con.close()
     if data_bbox is not None:
         ctx.shared.setdefault("bbox", [round(v, 7) for v in data_bbox])
-    ctx.log.info("layers: %d features (%d sea polygons) in %.1fs", len(merc), sea_count,
-                 time.perf_counter() - t0)
+    ctx.log.info("layers: %d features (%d sea polygons) in %.1fs", len(merc), sea_count, time.perf_counter() - t0)
     result = dict(sorted(counts.items()))
     result["layers_features"] = int(len(merc))
     return result
-

@@ -12,7 +12,7 @@ def names_of(tags, all_langs: bool = False) -> dict[str, str]:
     """{'name': 'Etelä-Suomi', 'name:sv': 'Södra Finland', 'alt_name': ...} from an osmium TagList
     or a dict. ``alt_name`` values separated by ';' are kept as one entry (split at search time)."""
     out: dict[str, str] = {}
-    for key, value in (tags.items() if hasattr(tags, "items") else ((t.k, t.v) for t in tags)):
+    for key, value in tags.items() if hasattr(tags, "items") else ((t.k, t.v) for t in tags):
         if not value:
             continue
         base, _, lang = key.partition(":")

@@ -126,11 +126,12 @@ def import_pbf(
     current = layout.current_link(data_dir, region)
     if current.exists() and not force:
         previous = read_manifest(current.resolve())
-        if previous.get("source", {}).get("sha256") == source_hash and previous.get(
-            "format_version"
-        ) == layout.FORMAT_VERSION and previous.get("stages_run") == [s.name for s in stages] and previous.get(
-            "code"
-        ) == fingerprint:
+        if (
+            previous.get("source", {}).get("sha256") == source_hash
+            and previous.get("format_version") == layout.FORMAT_VERSION
+            and previous.get("stages_run") == [s.name for s in stages]
+            and previous.get("code") == fingerprint
+        ):
             log.info("region %s is up to date (version %s)", region, previous["version"])
             return ImportResult(region, previous["version"], current.resolve(), previous, True)
 

@@ -36,19 +36,57 @@ from engine.ingest.osm_tags import housenumbers, name_variants, names_of
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
 STREET_HIGHWAYS_EXCLUDED = {
-    "bus_stop", "platform", "proposed", "elevator", "street_lamp", "abandoned",
-    "razed", "traffic_signals", "crossing", "turning_circle", "emergency_access_point",
+    "bus_stop",
+    "platform",
+    "proposed",
+    "elevator",
+    "street_lamp",
+    "abandoned",
+    "razed",
+    "traffic_signals",
+    "crossing",
+    "turning_circle",
+    "emergency_access_point",
 }
 DRIVABLE = {
-    "motorway", "trunk", "primary", "secondary", "tertiary", "unclassified", "residential",
-    "motorway_link", "trunk_link", "primary_link", "secondary_link", "tertiary_link",
-    "living_street", "service", "road",
+    "motorway",
+    "trunk",
+    "primary",
+    "secondary",
+    "tertiary",
+    "unclassified",
+    "residential",
+    "motorway_link",
+    "trunk_link",
+    "primary_link",
+    "secondary_link",
+    "tertiary_link",
+    "living_street",
+    "service",
+    "road",
 }
 PLACE_IMPORTANCE = {
-    "country": 1.0, "state": 0.95, "region": 0.9, "province": 0.9, "city": 0.9, "town": 0.8,
-    "municipality": 0.8, "borough": 0.7, "village": 0.7, "suburb": 0.65, "quarter": 0.55,
-    "neighbourhood": 0.5, "hamlet": 0.5, "island": 0.5, "square": 0.45, "locality": 0.4,
-    "islet": 0.35, "city_block": 0.3, "plot": 0.2, "farm": 0.2, "isolated_dwelling": 0.2,
+    "country": 1.0,
+    "state": 0.95,
+    "region": 0.9,
+    "province": 0.9,
+    "city": 0.9,
+    "town": 0.8,
+    "municipality": 0.8,
+    "borough": 0.7,
+    "village": 0.7,
+    "suburb": 0.65,
+    "quarter": 0.55,
+    "neighbourhood": 0.5,
+    "hamlet": 0.5,
+    "island": 0.5,
+    "square": 0.45,
+    "locality": 0.4,
+    "islet": 0.35,
+    "city_block": 0.3,
+    "plot": 0.2,
+    "farm": 0.2,
+    "isolated_dwelling": 0.2,
 }
 RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "emergency")
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
@@ -70,36 +108,66 @@ class _Collector:
         street = t.get("addr:street") or t.get("addr:place")
         if hn:
             for number in housenumbers(hn):
-                self.addresses.append({
-                    "osm_type": osm_type, "osm_id": osm_id, "lat": lat, "lng": lng,
-                    "number": number, "street": street, "postcode": t.get("addr:postcode"),
-                    "city": t.get("addr:city"), "district": t.get("addr:suburb")
-                    or t.get("addr:district"), "country": t.get("addr:country"),
-                    "entrance": osm_type == "node" and "entrance" in t,
-                    "building": "building" in t, "name": t.get("name"), "footprint": geom,
-                })
+                self.addresses.append(
+                    {
+                        "osm_type": osm_type,
+                        "osm_id": osm_id,
+                        "lat": lat,
+                        "lng": lng,
+                        "number": number,
+                        "street": street,
+                        "postcode": t.get("addr:postcode"),
+                        "city": t.get("addr:city"),
+                        "district": t.get("addr:suburb") or t.get("addr:district"),
+                        "country": t.get("addr:country"),
+                        "entrance": osm_type == "node" and "entrance" in t,
+                        "building": "building" in t,
+                        "name": t.get("name"),
+                        "footprint": geom,
+                    }
+                )
         name = t.get("name")
         place = t.get("place")
         if place and name:
-            self.places.append({
-                "osm_type": osm_type, "osm_id": osm_id, "lat": lat, "lng": lng, "place": place,
-                "names": names_of(t), "name": name,
-                "importance": PLACE_IMPORTANCE.get(place, 0.3), "postcode": t.get("addr:postcode"),
-            })
+            self.places.append(
+                {
+                    "osm_type": osm_type,
+                    "osm_id": osm_id,
+                    "lat": lat,
+                    "lng": lng,
+                    "place": place,
+                    "names": names_of(t),
+                    "name": name,
+                    "importance": PLACE_IMPORTANCE.get(place, 0.3),
+                    "postcode": t.get("addr:postcode"),
+                }
+            )
             return
         category = categorize(t)
         raw = poi_tags(t)
         unnamed_ok = any(t.get(k) for k in RAW_POI_KEYS)  # benches, post boxes: raw-tag search
-        if (category or (raw and (name or unnamed_ok))) and not (osm_type == "way" and t.get("highway") and not category):
+        if (category or (raw and (name or unnamed_ok))) and not (
+            osm_type == "way" and t.get("highway") and not category
+        ):
             if category == "bus_stop" and not name:
                 return
-            self.pois.append({
-                "osm_type": osm_type, "osm_id": osm_id, "lat": lat, "lng": lng,
-                "names": names_of(t), "name": name, "category": category, "tags": raw,
-                "street": street, "number": hn, "postcode": t.get("addr:postcode"),
-                "city": t.get("addr:city"), "importance": 0.35 + (0.1 if t.get("wikidata") else 0)
-                + (0.05 if name else -0.1),
-            })
+            self.pois.append(
+                {
+                    "osm_type": osm_type,
+                    "osm_id": osm_id,
+                    "lat": lat,
+                    "lng": lng,
+                    "names": names_of(t),
+                    "name": name,
+                    "category": category,
+                    "tags": raw,
+                    "street": street,
+                    "number": hn,
+                    "postcode": t.get("addr:postcode"),
+                    "city": t.get("addr:city"),
+                    "importance": 0.35 + (0.1 if t.get("wikidata") else 0) + (0.05 if name else -0.1),
+                }
+            )
 
 
 def _way_point(coords):
@@ -119,15 +187,13 @@ def _way_point(coords):
 def collect(pbf_path) -> _Collector:
     col = _Collector()
     wkb = osmium.geom.WKBFactory()
-    area_filter = osmium.filter.KeyFilter("addr:housenumber", "place", "amenity", "shop",
-                                          "tourism", "leisure", "office", "historic")
+    area_filter = osmium.filter.KeyFilter(
+        "addr:housenumber", "place", "amenity", "shop", "tourism", "leisure", "office", "historic"
+    )
     from engine.categories import POI_KEYS  # noqa: PLC0415
 
     keep = osmium.filter.KeyFilter("addr:housenumber", "place", "name", *POI_KEYS)
-    fp = (
-        osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter)
-        .with_filter(keep)
-    )
+    fp = osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter).with_filter(keep)
     for o in fp:
         tags = o.tags
         if o.is_node():
@@ -142,11 +208,17 @@ def collect(pbf_path) -> _Collector:
             name = tags.get("name")
             if hw and hw not in STREET_HIGHWAYS_EXCLUDED and hw != "platform" and name:
                 square = len(coords) >= 4 and coords[0] == coords[-1] and tags.get("area") == "yes"
-                col.streets[normalize(name)].append({
-                    "osm_id": o.id, "coords": coords, "name": name, "names": names_of(tags),
-                    "highway": hw, "postcode": tags.get("postal_code"),
-                    "area": square,  # a square (highway=pedestrian + area=yes): inside it is on it
-                })
+                col.streets[normalize(name)].append(
+                    {
+                        "osm_id": o.id,
+                        "coords": coords,
+                        "name": name,
+                        "names": names_of(tags),
+                        "highway": hw,
+                        "postcode": tags.get("postal_code"),
+                        "area": square,  # a square (highway=pedestrian + area=yes): inside it is on it
+                    }
+                )
                 if not square:
                     continue  # a square may also be a place or a POI (a market square)
             lat, lng = _way_point(coords)
@@ -279,11 +351,31 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
             p = parts(rep.y, rep.x)
             drivable = any(w["highway"] in DRIVABLE for w in group)
             importance = min(0.6, 0.2 + 0.1 * math.log10(1 + length)) + (0.05 if drivable else 0)
-            features.append((
-                fid, "street", name, json.dumps(names, ensure_ascii=False), None, None, name,
-                key, None, p["city"], p["district"], None, p["country"], rep.y, rep.x, "way",
-                group[0]["osm_id"], None, None, importance, shapely.to_wkb(multi),
-            ))
+            features.append(
+                (
+                    fid,
+                    "street",
+                    name,
+                    json.dumps(names, ensure_ascii=False),
+                    None,
+                    None,
+                    name,
+                    key,
+                    None,
+                    p["city"],
+                    p["district"],
+                    None,
+                    p["country"],
+                    rep.y,
+                    rep.x,
+                    "way",
+                    group[0]["osm_id"],
+                    None,
+                    None,
+                    importance,
+                    shapely.to_wkb(multi),
+                )
+            )
             add_entries(fid, [name, *name_variants(names)], True)
             for w, line in zip(group, lines, strict=True):
                 pid = len(street_parts) + 1
@@ -307,8 +399,7 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         a["street_key"] = normalize(a["street"])
         a["hn_norm"] = normalize_housenumber(a["number"])
         k = (a["street_key"], a["hn_norm"])
-        if any(abs(b["lat"] - a["lat"]) < 0.00055 and abs(b["lng"] - a["lng"]) < 0.0011
-               for b in kept[k]):
+        if any(abs(b["lat"] - a["lat"]) < 0.00055 and abs(b["lng"] - a["lng"]) < 0.0011 for b in kept[k]):
             continue
         kept[k].append(a)
     addresses = [a for group in kept.values() for a in group]
@@ -322,8 +413,7 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
             if a["postcode"]:
                 continue
             x, y = proj.to_xy(a["lat"], a["lng"])
-            dists, idxs = tree.query([float(x), float(y)], k=min(8, len(with_pc)),
-                                     distance_upper_bound=POSTCODE_FILL_M)
+            dists, idxs = tree.query([float(x), float(y)], k=min(8, len(with_pc)), distance_upper_bound=POSTCODE_FILL_M)
             for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idxs), strict=True):
                 if np.isfinite(d) and with_pc[i]["street_key"] == a["street_key"]:
                     a["postcode"] = with_pc[i]["postcode"]
@@ -348,11 +438,31 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         lng = float(np.mean([a["lng"] for a in group]))
         p = parts(lat, lng)
         name = group[0]["street"]
-        features.append((
-            fid, "street", name, json.dumps({"name": name}, ensure_ascii=False), None, None, name,
-            key, None, p["city"], p["district"], None, p["country"], lat, lng, None, None, None,
-            None, 0.25, None,
-        ))
+        features.append(
+            (
+                fid,
+                "street",
+                name,
+                json.dumps({"name": name}, ensure_ascii=False),
+                None,
+                None,
+                name,
+                key,
+                None,
+                p["city"],
+                p["district"],
+                None,
+                p["country"],
+                lat,
+                lng,
+                None,
+                None,
+                None,
+                None,
+                0.25,
+                None,
+            )
+        )
         add_entries(fid, [name], True)
         point_boxes.append((fid, lng, lng, lat, lat))
         for a in group:
@@ -364,12 +474,31 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         p = parts(a["lat"], a["lng"])
         if a["postcode"] and a["street_id"]:
             street_postcodes[a["street_id"]][a["postcode"]] += 1
-        features.append((
-            fid, "address", a["name"], None, a["number"], a["hn_norm"], a["street"], a["street_key"],
-            a["street_id"], a["city"] or p["city"], a["district"] or p["district"], a["postcode"],
-            _country(a["country"]) or p["country"], a["lat"], a["lng"], a["osm_type"], a["osm_id"],
-            None, None, 0.5, _footprint_wkb(a["footprint"], proj),
-        ))
+        features.append(
+            (
+                fid,
+                "address",
+                a["name"],
+                None,
+                a["number"],
+                a["hn_norm"],
+                a["street"],
+                a["street_key"],
+                a["street_id"],
+                a["city"] or p["city"],
+                a["district"] or p["district"],
+                a["postcode"],
+                _country(a["country"]) or p["country"],
+                a["lat"],
+                a["lng"],
+                a["osm_type"],
+                a["osm_id"],
+                None,
+                None,
+                0.5,
+                _footprint_wkb(a["footprint"], proj),
+            )
+        )
         point_boxes.append((fid, a["lng"], a["lng"], a["lat"], a["lat"]))
 
     # -- places ---------------------------------------------------------------------------------
@@ -378,11 +507,31 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         next_id += 1
         p = parts(pl["lat"], pl["lng"])
         city = p["city"] if pl["place"] not in ("city", "town", "village", "municipality") else pl["name"]
-        features.append((
-            fid, "place", pl["name"], json.dumps(pl["names"], ensure_ascii=False), None, None, None,
-            None, None, city, p["district"], pl["postcode"], p["country"], pl["lat"], pl["lng"],
-            pl["osm_type"], pl["osm_id"], pl["place"], None, pl["importance"], None,
-        ))
+        features.append(
+            (
+                fid,
+                "place",
+                pl["name"],
+                json.dumps(pl["names"], ensure_ascii=False),
+                None,
+                None,
+                None,
+                None,
+                None,
+                city,
+                p["district"],
+                pl["postcode"],
+                p["country"],
+                pl["lat"],
+                pl["lng"],
+                pl["osm_type"],
+                pl["osm_id"],
+                pl["place"],
+                None,
+                pl["importance"],
+                None,
+            )
+        )
         add_entries(fid, [pl["name"], *name_variants(pl["names"])], True)
         point_boxes.append((fid, pl["lng"], pl["lng"], pl["lat"], pl["lat"]))
     place_names = {normalize(pl["name"]) for pl in col.places}
@@ -395,13 +544,31 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         fid = next_id
         next_id += 1
         p = parts(rep.y, rep.x)
-        features.append((
-            fid, "place", area.name, json.dumps(area.names, ensure_ascii=False), None, None, None,
-            None, None, area.name if area.level in (7, 8) else p["city"],
-            area.name if area.level >= 9 else None, None, area.country or p["country"], rep.y,
-            rep.x, area.osm_type, area.osm_id, f"admin_level={area.level}", None,
-            0.95 - 0.04 * area.level, None,
-        ))
+        features.append(
+            (
+                fid,
+                "place",
+                area.name,
+                json.dumps(area.names, ensure_ascii=False),
+                None,
+                None,
+                None,
+                None,
+                None,
+                area.name if area.level in (7, 8) else p["city"],
+                area.name if area.level >= 9 else None,
+                None,
+                area.country or p["country"],
+                rep.y,
+                rep.x,
+                area.osm_type,
+                area.osm_id,
+                f"admin_level={area.level}",
+                None,
+                0.95 - 0.04 * area.level,
+                None,
+            )
+        )
         add_entries(fid, [area.name, *name_variants(names_of(area.names))], True)
         point_boxes.append((fid, rep.x, rep.x, rep.y, rep.y))
 
@@ -410,20 +577,39 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
         fid = next_id
         next_id += 1
         p = parts(poi["lat"], poi["lng"])
-        features.append((
-            fid, "poi", poi["name"], json.dumps(poi["names"], ensure_ascii=False), poi["number"],
-            normalize_housenumber(poi["number"]) or None, poi["street"],
-            normalize(poi["street"]) or None, None, poi["city"] or p["city"], p["district"],
-            poi["postcode"], p["country"], poi["lat"], poi["lng"], poi["osm_type"], poi["osm_id"],
-            poi["category"], "|" + "|".join(poi["tags"]) + "|", poi["importance"], None,
-        ))
+        features.append(
+            (
+                fid,
+                "poi",
+                poi["name"],
+                json.dumps(poi["names"], ensure_ascii=False),
+                poi["number"],
+                normalize_housenumber(poi["number"]) or None,
+                poi["street"],
+                normalize(poi["street"]) or None,
+                None,
+                poi["city"] or p["city"],
+                p["district"],
+                poi["postcode"],
+                p["country"],
+                poi["lat"],
+                poi["lng"],
+                poi["osm_type"],
+                poi["osm_id"],
+                poi["category"],
+                "|" + "|".join(poi["tags"]) + "|",
+                poi["importance"],
+                None,
+            )
+        )
         if poi["name"]:
             add_entries(fid, [poi["name"], *name_variants(poi["names"])], True)
         point_boxes.append((fid, poi["lng"], poi["lng"], poi["lat"], poi["lat"]))
 
     # streets: postcode = the most common one among their addresses
     features = [
-        f if f[1] != "street" or f[0] not in street_postcodes
+        f
+        if f[1] != "street" or f[0] not in street_postcodes
         else f[:11] + (max(street_postcodes[f[0]].items(), key=lambda kv: kv[1])[0],) + f[12:]
         for f in features
     ]
@@ -464,13 +650,16 @@ def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
     for f in features:
         counts[f[1]] += 1
     return {
-        "addresses": counts["address"], "streets": counts["street"], "places": counts["place"],
+        "addresses": counts["address"],
+        "streets": counts["street"],
+        "places": counts["place"],
         "pois": counts["poi"],
     }
 
 
-def _adopt_orphans(addresses: list[dict], street_names: dict[int, tuple[str, object]],
-                   proj: LocalProjection) -> list[dict]:
+def _adopt_orphans(
+    addresses: list[dict], street_names: dict[int, tuple[str, object]], proj: LocalProjection
+) -> list[dict]:
     """Numbers without addr:street/addr:place take the nearest named street within ORPHAN_M
     (as Nominatim's parent street); the others are dropped (nothing to search them by)."""
     orphans = [a for a in addresses if not a["street"]]
@@ -514,6 +703,8 @@ def _country(code: str | None) -> str | None:
 
 def run(ctx: ImportContext) -> dict[str, int]:
     return build(
-        ctx.pbf_path, ctx.out_dir / layout.SEARCH_DB, ctx.shared.get("admin_areas"),
+        ctx.pbf_path,
+        ctx.out_dir / layout.SEARCH_DB,
+        ctx.shared.get("admin_areas"),
         ctx.shared.get("bbox"),
     )

@@ -54,10 +54,16 @@ def plain_turns(net: RoadNetwork) -> TurnGraph:
     heads = net.head.astype(np.int64)
     starts, ends = net.first_out[heads], net.first_out[heads + 1]
     counts = ends - starts
-    to = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=False)]) if net.edge_count else np.zeros(0, np.int64)
+    to = (
+        np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=False)])
+        if net.edge_count
+        else np.zeros(0, np.int64)
+    )
     src = np.repeat(np.arange(net.edge_count), counts)
-    u_turn = (net.head[to] == net.tail[src]) & (net.tail[to] == net.head[src]) & (
-        np.abs(net.length[to] - net.length[src]) < 0.5
+    u_turn = (
+        (net.head[to] == net.tail[src])
+        & (net.tail[to] == net.head[src])
+        & (np.abs(net.length[to] - net.length[src]) < 0.5)
     )
     keep = ~u_turn | (np.repeat(counts, counts) == 1)
     to, src = to[keep], src[keep]
@@ -66,8 +72,7 @@ def plain_turns(net: RoadNetwork) -> TurnGraph:
 
 
 @numba.njit(cache=True)
-def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_edges,
-            start_entry, limit):
+def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_edges, start_entry, limit):
     """Entry cost of every edge (inf if not entered below ``limit``). Start edges are entered at
     ``start_entry`` (negative: the origin lies inside the edge)."""
     n = edge_cost.size
@@ -116,8 +121,7 @@ def _reached_bbox(reached, geom_first, gx, gy):
 
 
 @numba.njit(cache=True)
-def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y0, cell, nx, ny,
-               disk_dx, disk_dy):
+def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y0, cell, nx, ny, disk_dx, disk_dy):
     """Grid (ny, nx) of the cheapest road point within the disk of every cell."""
     seed = np.full((ny, nx), np.inf)
     step = cell * 0.5
@@ -181,8 +185,16 @@ class IsoOptions:
     simplify_cells: float = 0.75  # Douglas-Peucker tolerance, in cells
 
 
-def reach(net: RoadNetwork, turns: TurnGraph, edge_cost: np.ndarray, use_turn_cost: bool,
-          origin_edge: int, origin_offset: float, twin: int, limit: float) -> np.ndarray:
+def reach(
+    net: RoadNetwork,
+    turns: TurnGraph,
+    edge_cost: np.ndarray,
+    use_turn_cost: bool,
+    origin_edge: int,
+    origin_offset: float,
+    twin: int,
+    limit: float,
+) -> np.ndarray:
     """Entry cost of every edge from a point at ``origin_offset`` metres along ``origin_edge``
     (and along its ``twin``, -1 if none)."""
     starts, entries = [], []
@@ -194,12 +206,21 @@ def reach(net: RoadNetwork, turns: TurnGraph, edge_cost: np.ndarray, use_turn_co
         frac = off / float(net.length[e]) if net.length[e] > 0 else 0.0
         starts.append(e)
         entries.append(-frac * float(edge_cost[e]))
-    return _search(turns.turn_first_out, turns.turn_to, turns.turn_cost, use_turn_cost,
-                   edge_cost, np.array(starts, np.int64), np.array(entries), float(limit))
+    return _search(
+        turns.turn_first_out,
+        turns.turn_to,
+        turns.turn_cost,
+        use_turn_cost,
+        edge_cost,
+        np.array(starts, np.int64),
+        np.array(entries),
+        float(limit),
+    )
 
 
-def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
-             budgets: list[float], options: IsoOptions = IsoOptions()) -> list[shapely.Geometry]:
+def contours(
+    net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray, budgets: list[float], options: IsoOptions = IsoOptions()
+) -> list[shapely.Geometry]:
     """One (Multi)Polygon in local metres per budget (same order); empty when nothing reached."""
     limit = max(budgets)
     reached = np.flatnonzero(entry < limit)
@@ -216,9 +237,23 @@ def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
     rc = int(math.ceil(r / cell))
     dy, dx = np.mgrid[-rc : rc + 1, -rc : rc + 1]
     inside = (dx * dx + dy * dy) * cell * cell <= r * r
-    grid = _rasterize(entry, reached, edge_cost, limit, net.geom_first, net.geom_x, net.geom_y,
-                      net.geom_cum, gx0, gy0, cell, nx, ny,
-                      dx[inside].astype(np.int64), dy[inside].astype(np.int64))
+    grid = _rasterize(
+        entry,
+        reached,
+        edge_cost,
+        limit,
+        net.geom_first,
+        net.geom_x,
+        net.geom_y,
+        net.geom_cum,
+        gx0,
+        gy0,
+        cell,
+        nx,
+        ny,
+        dx[inside].astype(np.int64),
+        dy[inside].astype(np.int64),
+    )
     big = limit * 2.0 + 1.0
     z = np.minimum(grid, big)
     gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.OuterOffset)
@@ -230,8 +265,11 @@ def contours(net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray,
             # grid indices -> local metres (cell centres)
             pts = np.column_stack([gx0 + (pts[:, 0] + 0.5) * cell, gy0 + (pts[:, 1] + 0.5) * cell])
             rings = [pts[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
-            holes = [h for h in rings[1:] if options.min_hole_m2 <= 0
-                     or shapely.area(shapely.Polygon(h)) >= options.min_hole_m2]
+            holes = [
+                h
+                for h in rings[1:]
+                if options.min_hole_m2 <= 0 or shapely.area(shapely.Polygon(h)) >= options.min_hole_m2
+            ]
             polys.append(shapely.Polygon(rings[0], holes))
         geom = shapely.MultiPolygon(polys) if len(polys) > 1 else (polys[0] if polys else shapely.Polygon())
         simple = shapely.simplify(geom, cell * options.simplify_cells, preserve_topology=False)

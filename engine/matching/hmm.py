@@ -77,8 +77,28 @@ def _bounded_dijkstra(first_out, head, length, src, bound, targets, dist, tmark,
 
 
 @numba.njit(cache=True)
-def _step(first_out, head, tail, length, a0, a1, b0, b1, c_edge, c_off, emit, score, back, gc,
-          max_route, beta, back_tol, dist, tmark, touched):
+def _step(
+    first_out,
+    head,
+    tail,
+    length,
+    a0,
+    a1,
+    b0,
+    b1,
+    c_edge,
+    c_off,
+    emit,
+    score,
+    back,
+    gc,
+    max_route,
+    beta,
+    back_tol,
+    dist,
+    tmark,
+    touched,
+):
     """Viterbi transition from candidates a0:a1 into b0:b1 (scores written into ``score``);
     False when no transition is possible."""
     targets = np.empty(b1 - b0, np.int64)
@@ -104,8 +124,7 @@ def _step(first_out, head, tail, length, a0, a1, b0, b1, c_edge, c_off, emit, sc
         if k < 0:
             k = n_src
             src_nodes[k] = u
-            src_res[k] = _bounded_dijkstra(first_out, head, length, u, max_route - rest,
-                                           targets, dist, tmark, touched)
+            src_res[k] = _bounded_dijkstra(first_out, head, length, u, max_route - rest, targets, dist, tmark, touched)
             n_src += 1
         for j in range(b0, b1):
             eb = c_edge[j]
@@ -124,8 +143,26 @@ def _step(first_out, head, tail, length, a0, a1, b0, b1, c_edge, c_off, emit, sc
 
 
 @numba.njit(cache=True)
-def _viterbi(first_out, head, tail, length, cand_first, c_edge, c_off, c_dist, px, py, ts,
-             has_ts, sigma, beta0, radius, max_speed, back_tol, max_skip):
+def _viterbi(
+    first_out,
+    head,
+    tail,
+    length,
+    cand_first,
+    c_edge,
+    c_off,
+    c_dist,
+    px,
+    py,
+    ts,
+    has_ts,
+    sigma,
+    beta0,
+    radius,
+    max_speed,
+    back_tol,
+    max_skip,
+):
     """Viterbi over the points (``cand_first`` is a CSR of their candidates). A point into which
     no transition is possible is skipped (an outlier) up to ``max_skip`` times in a row; beyond,
     the chain is broken and restarted at the first skipped point."""
@@ -153,9 +190,28 @@ def _viterbi(first_out, head, tail, length, cand_first, c_edge, c_off, c_dist, p
         if has_ts and ts[t] > ts[last]:
             max_route = min(max_route, max_speed * (ts[t] - ts[last]) + 2.0 * radius)
         beta = beta0 * max(1.0, gc / 100.0)
-        ok = _step(first_out, head, tail, length, cand_first[last], cand_first[last + 1],
-                   cand_first[t], cand_first[t + 1], c_edge, c_off, emit, score, back, gc,
-                   max_route, beta, back_tol, dist, tmark, touched)
+        ok = _step(
+            first_out,
+            head,
+            tail,
+            length,
+            cand_first[last],
+            cand_first[last + 1],
+            cand_first[t],
+            cand_first[t + 1],
+            c_edge,
+            c_off,
+            emit,
+            score,
+            back,
+            gc,
+            max_route,
+            beta,
+            back_tol,
+            dist,
+            tmark,
+            touched,
+        )
         if ok:
             last = t
             pending = 0
@@ -246,8 +302,7 @@ def _grow(buf_x, buf_y, buf_e, n, need):
 
 
 @numba.njit(cache=True)
-def _assemble(first_out, head, tail, length, geom_first, gx, gy, gcum, edges, offs, pxs, pys,
-              back_tol, radius):
+def _assemble(first_out, head, tail, length, geom_first, gx, gy, gcum, edges, offs, pxs, pys, back_tol, radius):
     """The matched path of one segment: vertices (x, y), the edge each vertex was reached on,
     and for each matched point the index of its vertex."""
     n = edges.size
@@ -272,8 +327,9 @@ def _assemble(first_out, head, tail, length, geom_first, gx, gy, gcum, edges, of
                 if gcum[v] > op:
                     k = _push(buf_x, buf_y, buf_e, k, gx[v], gy[v], ep)
             gc = math.hypot(pxs[i + 1] - pxs[i], pys[i + 1] - pys[i])
-            path = _path_edges(first_out, head, tail, length, np.int64(head[ep]),
-                               np.int64(tail[eq]), 2.0 * gc + 2.0 * radius + 101.0)
+            path = _path_edges(
+                first_out, head, tail, length, np.int64(head[ep]), np.int64(tail[eq]), 2.0 * gc + 2.0 * radius + 101.0
+            )
             for e in path:
                 a, b = geom_first[e], geom_first[e + 1]
                 buf_x, buf_y, buf_e = _grow(buf_x, buf_y, buf_e, k, b - a)
@@ -347,9 +403,24 @@ def match(
     ts = np.asarray(timestamps, dtype=np.float64)[kept] if has_ts else np.zeros(kept.size)
     back_tol = options.back_tolerance if options.back_tolerance is not None else 2.0 * options.sigma
     score, back, chain_start, skipped = _viterbi(
-        net.first_out, net.head, net.tail, net.length, cand_first, cands.edge, cands.offset,
-        cands.distance, x[kept], y[kept], ts, has_ts, float(options.sigma), float(options.beta),
-        float(radius), float(options.max_speed_ms), float(back_tol), int(options.max_skip),
+        net.first_out,
+        net.head,
+        net.tail,
+        net.length,
+        cand_first,
+        cands.edge,
+        cands.offset,
+        cands.distance,
+        x[kept],
+        y[kept],
+        ts,
+        has_ts,
+        float(options.sigma),
+        float(options.beta),
+        float(radius),
+        float(options.max_speed_ms),
+        float(back_tol),
+        int(options.max_skip),
     )
     segments: list[MatchedSegment] = []
     starts = list(np.flatnonzero(chain_start)) + [kept.size]
@@ -361,14 +432,35 @@ def match(
             chosen.append(int(back[chosen[-1]]))
         sel = np.array(chosen[::-1], dtype=np.int64)
         px, py, pe, at = _assemble(
-            net.first_out, net.head, net.tail, net.length, net.geom_first, net.geom_x,
-            net.geom_y, net.geom_cum, cands.edge[sel], cands.offset[sel], cands.x[sel],
-            cands.y[sel], float(back_tol), float(radius),
+            net.first_out,
+            net.head,
+            net.tail,
+            net.length,
+            net.geom_first,
+            net.geom_x,
+            net.geom_y,
+            net.geom_cum,
+            cands.edge[sel],
+            cands.offset[sel],
+            cands.x[sel],
+            cands.y[sel],
+            float(back_tol),
+            float(radius),
         )
-        segments.append(MatchedSegment(
-            cands.point[sel], cands.edge[sel], cands.offset[sel], cands.distance[sel],
-            cands.x[sel], cands.y[sel], px, py, pe, at,
-        ))
+        segments.append(
+            MatchedSegment(
+                cands.point[sel],
+                cands.edge[sel],
+                cands.offset[sel],
+                cands.distance[sel],
+                cands.x[sel],
+                cands.y[sel],
+                px,
+                py,
+                pe,
+                at,
+            )
+        )
     return segments
 
 

@@ -81,8 +81,12 @@ class RoadNetwork:
     def edge_polyline(self, edge: int, start: float = 0.0, end: float | None = None) -> np.ndarray:
         """The part of an edge's polyline between two offsets (metres from its start), (k, 2)."""
         return _cut_polyline(
-            self.geom_x, self.geom_y, self.geom_cum, int(self.geom_first[edge]),
-            int(self.geom_first[edge + 1]), float(start),
+            self.geom_x,
+            self.geom_y,
+            self.geom_cum,
+            int(self.geom_first[edge]),
+            int(self.geom_first[edge + 1]),
+            float(start),
             float(self.length[edge] if end is None else end),
         )
 
@@ -267,7 +271,21 @@ def _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, counts_only, 
 
 @numba.njit(cache=True)
 def _candidates(
-    px, py, radius, max_k, gx, gy, gc, seg_edge, x0, y0, cell, nx, ny, cell_first, cell_seg,
+    px,
+    py,
+    radius,
+    max_k,
+    gx,
+    gy,
+    gc,
+    seg_edge,
+    x0,
+    y0,
+    cell,
+    nx,
+    ny,
+    cell_first,
+    cell_seg,
 ):
     """For each point: up to max_k candidates within radius, nearest first. A candidate is a
     local minimum of the distance along one edge (so a winding edge that passes the point twice,
@@ -398,12 +416,23 @@ class SegmentGrid:
         self.seg_edge = seg_edge
         counts = np.zeros(self.nx * self.ny, dtype=np.int64)
         dummy = np.zeros(self.nx * self.ny + 1, dtype=np.int64)
-        _grid_fill(gx, gy, net.geom_first, seg_edge, self.x0, self.y0, self.cell, self.nx, self.ny,
-                   True, dummy, counts)
+        _grid_fill(gx, gy, net.geom_first, seg_edge, self.x0, self.y0, self.cell, self.nx, self.ny, True, dummy, counts)
         self.cell_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.cell_seg = np.empty(int(self.cell_first[-1]), dtype=np.int64)
-        _grid_fill(gx, gy, net.geom_first, seg_edge, self.x0, self.y0, self.cell, self.nx, self.ny,
-                   False, self.cell_first, self.cell_seg)
+        _grid_fill(
+            gx,
+            gy,
+            net.geom_first,
+            seg_edge,
+            self.x0,
+            self.y0,
+            self.cell,
+            self.nx,
+            self.ny,
+            False,
+            self.cell_first,
+            self.cell_seg,
+        )
         self.net = net
 
     def candidates(self, x, y, radius: float, max_k: int = 8) -> Candidates:
@@ -411,8 +440,19 @@ class SegmentGrid:
         res = _candidates(
             np.atleast_1d(np.asarray(x, dtype=np.float64)),
             np.atleast_1d(np.asarray(y, dtype=np.float64)),
-            float(radius), int(max_k), net.geom_x, net.geom_y, net.geom_cum, self.seg_edge,
-            self.x0, self.y0, self.cell, self.nx, self.ny, self.cell_first, self.cell_seg,
+            float(radius),
+            int(max_k),
+            net.geom_x,
+            net.geom_y,
+            net.geom_cum,
+            self.seg_edge,
+            self.x0,
+            self.y0,
+            self.cell,
+            self.nx,
+            self.ny,
+            self.cell_first,
+            self.cell_seg,
         )
         return Candidates(*res)
 
@@ -473,9 +513,11 @@ class MatchingComponent:
             from engine.isochrone.compute import TurnGraph
 
             g = self.graph
-            self._turns = TurnGraph(np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
-                                    np.ascontiguousarray(g.turn_to, dtype=np.int32),
-                                    np.ascontiguousarray(g.turn_cost_s, dtype=np.float64))
+            self._turns = TurnGraph(
+                np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
+                np.ascontiguousarray(g.turn_to, dtype=np.int32),
+                np.ascontiguousarray(g.turn_cost_s, dtype=np.float64),
+            )
         return self._turns
 
     @property

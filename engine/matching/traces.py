@@ -27,8 +27,9 @@ class Trace:
     timestamps: np.ndarray  # seconds, from the edge durations
 
 
-def true_route(net: RoadNetwork, rng: np.random.Generator, min_length: float = 1000.0,
-               tries: int = 50) -> np.ndarray | None:
+def true_route(
+    net: RoadNetwork, rng: np.random.Generator, min_length: float = 1000.0, tries: int = 50
+) -> np.ndarray | None:
     """Edges of a shortest-by-duration path between two random nodes, at least ``min_length``."""
     for _ in range(tries):
         a, b = rng.integers(0, net.node_count, 2)
@@ -38,8 +39,7 @@ def true_route(net: RoadNetwork, rng: np.random.Generator, min_length: float = 1
     return None
 
 
-def sample_trace(net: RoadNetwork, edges: np.ndarray, spacing: float, sigma: float,
-                 rng: np.random.Generator) -> Trace:
+def sample_trace(net: RoadNetwork, edges: np.ndarray, spacing: float, sigma: float, rng: np.random.Generator) -> Trace:
     lengths = net.length[edges]
     starts = np.concatenate([[0.0], np.cumsum(lengths)])
     total = starts[-1]
@@ -67,8 +67,7 @@ def same_road(net: RoadNetwork, a: int, b: int) -> bool:
     """Same edge, in either direction (the matched direction is not what 'right road' means)."""
     if a == b:
         return True
-    return bool(net.tail[a] == net.head[b] and net.head[a] == net.tail[b]
-                and abs(net.length[a] - net.length[b]) < 0.5)
+    return bool(net.tail[a] == net.head[b] and net.head[a] == net.tail[b] and abs(net.length[a] - net.length[b]) < 0.5)
 
 
 def distance_to_polyline(px: np.ndarray, py: np.ndarray, poly: np.ndarray) -> np.ndarray:

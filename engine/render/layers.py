@@ -35,8 +35,7 @@ class Features:
         return len(self.geom)
 
     def select(self, mask: np.ndarray) -> Features:
-        return Features(self.layer[mask], self.cls[mask], self.name[mask], self.flags[mask],
-                        self.geom[mask])
+        return Features(self.layer[mask], self.cls[mask], self.name[mask], self.flags[mask], self.geom[mask])
 
     @classmethod
     def empty(cls) -> Features:
@@ -55,14 +54,11 @@ class LayerStore:
         self._all_lock = threading.Lock()
         con = self._con()
         meta = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta")}
-        self.bbox: tuple[float, float, float, float] | None = (
-            tuple(meta["bbox"]) if meta.get("bbox") else None
-        )
+        self.bbox: tuple[float, float, float, float] | None = tuple(meta["bbox"]) if meta.get("bbox") else None
         self.has_sea: bool = bool(meta.get("has_sea"))
         self.counts: dict[str, int] = meta.get("counts", {})
         if self.bbox is not None:
-            (x0, x1), (y0, y1) = to_mercator([self.bbox[0], self.bbox[2]],
-                                             [self.bbox[1], self.bbox[3]])
+            (x0, x1), (y0, y1) = to_mercator([self.bbox[0], self.bbox[2]], [self.bbox[1], self.bbox[3]])
             self.coverage = (float(x0), float(y0), float(x1), float(y1))
         else:
             self.coverage = None
@@ -91,12 +87,16 @@ class LayerStore:
     def query(self, bounds: tuple[float, float, float, float], zoom: int) -> Features:
         """Features whose bbox meets the Mercator window and that are drawn at ``zoom``."""
         minx, miny, maxx, maxy = bounds
-        rows = self._con().execute(
-            "SELECT f.layer, f.class, f.name, f.flags, f.geom FROM features_rtree r "
-            "JOIN features f ON f.id = r.id "
-            "WHERE r.minx <= ? AND r.maxx >= ? AND r.miny <= ? AND r.maxy >= ? AND f.minzoom <= ?",
-            (maxx, minx, maxy, miny, zoom),
-        ).fetchall()
+        rows = (
+            self._con()
+            .execute(
+                "SELECT f.layer, f.class, f.name, f.flags, f.geom FROM features_rtree r "
+                "JOIN features f ON f.id = r.id "
+                "WHERE r.minx <= ? AND r.maxx >= ? AND r.miny <= ? AND r.maxy >= ? AND f.minzoom <= ?",
+                (maxx, minx, maxy, miny, zoom),
+            )
+            .fetchall()
+        )
         if not rows:
             return Features.empty()
         layer, cls, name, flags, geom = zip(*rows, strict=False)

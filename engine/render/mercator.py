@@ -48,8 +48,7 @@ def coords_to_mercator(coords: np.ndarray) -> np.ndarray:
     return np.column_stack([x, y])
 
 
-def fit_zoom(span_x: float, span_y: float, width_px: float, height_px: float,
-             max_zoom: int = 18) -> int:
+def fit_zoom(span_x: float, span_y: float, width_px: float, height_px: float, max_zoom: int = 18) -> int:
     """The largest integer zoom at which a Mercator extent fits in ``width_px`` x ``height_px``."""
     need = max(span_x / max(width_px, 1.0), span_y / max(height_px, 1.0))
     if need <= 0:
@@ -74,8 +73,7 @@ class Viewport:
     scale: int = 1
 
     @classmethod
-    def from_center(cls, lat: float, lng: float, zoom: int, width: int, height: int,
-                    scale: int = 1) -> Viewport:
+    def from_center(cls, lat: float, lng: float, zoom: int, width: int, height: int, scale: int = 1) -> Viewport:
         x, y = to_mercator(lng, lat)
         return cls(float(x), float(y), int(zoom), int(width), int(height), int(scale))
 

@@ -53,14 +53,12 @@ def parse_color(value: str, parameter: str = "color") -> tuple[float, float, flo
     m = _HEX.match(text)
     if not m:
         raise InvalidParameter(
-            f"unknown color {value!r}: use a name ({', '.join(sorted(NAMED_COLOURS))}) "
-            "or 0xRRGGBB[AA]",
+            f"unknown color {value!r}: use a name ({', '.join(sorted(NAMED_COLOURS))}) or 0xRRGGBB[AA]",
             parameter=parameter,
         )
     rgb = m.group(1)
     alpha = int(m.group(2), 16) / 255.0 if m.group(2) else 1.0
-    return (int(rgb[0:2], 16) / 255.0, int(rgb[2:4], 16) / 255.0, int(rgb[4:6], 16) / 255.0,
-            alpha)
+    return (int(rgb[0:2], 16) / 255.0, int(rgb[2:4], 16) / 255.0, int(rgb[4:6], 16) / 255.0, alpha)
 
 
 def parse_point(text: str, parameter: str) -> tuple[float, float]:
@@ -97,16 +95,14 @@ def parse_markers(value: str) -> tuple[Marker, ...]:
                 color = rest
             elif key == "label":
                 if len(rest) != 1 or not rest.isalnum() or not rest.isascii():
-                    raise InvalidParameter("a marker label is one letter or digit",
-                                           parameter="markers")
+                    raise InvalidParameter("a marker label is one letter or digit", parameter="markers")
                 label = rest.upper()
             elif key == "size":
                 continue  # accepted for compatibility, markers have one size
             else:
                 raise InvalidParameter(f"unknown marker style {key!r}", parameter="markers")
             if markers:
-                raise InvalidParameter("marker styles come before the points",
-                                       parameter="markers")
+                raise InvalidParameter("marker styles come before the points", parameter="markers")
         else:
             lat, lng = parse_point(item, "markers")
             markers.append(Marker(lat, lng, color, label))
@@ -125,7 +121,7 @@ def parse_path(value: str) -> Path:
         key_l = key.lower()
         if sep and key_l in ("enc", "polyline", "polyline6"):
             if n + 1 < len(items):  # '|' is a polyline character: the rest is all polyline
-                rest = value[value.index(item) + len(key) + 1:].strip()
+                rest = value[value.index(item) + len(key) + 1 :].strip()
             try:
                 decoded = polyline.decode(rest, 6 if key_l == "polyline6" else 5)
             except ValueError as exc:
@@ -147,8 +143,7 @@ def parse_path(value: str) -> Path:
                 except ValueError:
                     raise InvalidParameter("weight must be an integer", parameter="path") from None
                 if not 1 <= weight <= MAX_WEIGHT:
-                    raise InvalidParameter(f"weight must be between 1 and {MAX_WEIGHT}",
-                                           parameter="path")
+                    raise InvalidParameter(f"weight must be between 1 and {MAX_WEIGHT}", parameter="path")
             else:
                 raise InvalidParameter(f"unknown path style {key!r}", parameter="path")
         else:

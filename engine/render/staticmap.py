@@ -102,29 +102,44 @@ class _Canvas:
         self.z += 1
         return self.z
 
-    def fill(self, path: MplPath | None, colour, edge=None, edge_px: float = 0.0,
-             alpha: float = 1.0) -> None:
+    def fill(self, path: MplPath | None, colour, edge=None, edge_px: float = 0.0, alpha: float = 1.0) -> None:
         if path is None:
             return
         # add_artist, not add_patch: no data-limit update (it walks every vertex in Python)
-        self.ax.add_artist(PathPatch(
-            path, facecolor=colour, edgecolor=edge if edge else "none",
-            linewidth=edge_px if edge else 0.0, alpha=alpha, zorder=self._next(),
-            antialiased=True,
-        ))
+        self.ax.add_artist(
+            PathPatch(
+                path,
+                facecolor=colour,
+                edgecolor=edge if edge else "none",
+                linewidth=edge_px if edge else 0.0,
+                alpha=alpha,
+                zorder=self._next(),
+                antialiased=True,
+            )
+        )
 
-    def stroke(self, path: MplPath | None, colour, width_px: float, *, dash=None,
-               alpha: float = 1.0, cap: str = "round") -> None:
+    def stroke(
+        self, path: MplPath | None, colour, width_px: float, *, dash=None, alpha: float = 1.0, cap: str = "round"
+    ) -> None:
         if path is None or width_px <= 0:
             return
         kw = {}
         if dash is not None:
             kw["linestyle"] = (0, (dash[0] / width_px, dash[1] / width_px))
             cap = "butt"
-        self.ax.add_artist(PathPatch(
-            path, facecolor="none", edgecolor=colour, linewidth=width_px, alpha=alpha,
-            capstyle=cap, joinstyle="round", zorder=self._next(), **kw,
-        ))
+        self.ax.add_artist(
+            PathPatch(
+                path,
+                facecolor="none",
+                edgecolor=colour,
+                linewidth=width_px,
+                alpha=alpha,
+                capstyle=cap,
+                joinstyle="round",
+                zorder=self._next(),
+                **kw,
+            )
+        )
 
     def encode(self, fmt: str) -> bytes:
         self.canvas.draw()
@@ -135,8 +150,7 @@ class _Canvas:
         if fmt == "png":
             # 8-bit palette PNG ("png256" of tile servers): a map has few colours, so this is
             # visually the same, ~4x smaller and faster to compress than 24-bit
-            img = img.quantize(colors=256, method=Image.Quantize.FASTOCTREE,
-                               dither=Image.Dither.NONE)
+            img = img.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
             img.save(out, format="PNG", compress_level=6)
         else:
             img.save(out, format="JPEG", quality=88, optimize=False)
@@ -151,8 +165,7 @@ def _simplify(feats: Features, zoom: int, mpp: float) -> Features:
         return feats
     lines_or_polys = shapely.get_type_id(feats.geom) != 0
     geom = feats.geom.copy()
-    geom[lines_or_polys] = shapely.simplify(geom[lines_or_polys], 0.5 * mpp,
-                                            preserve_topology=False)
+    geom[lines_or_polys] = shapely.simplify(geom[lines_or_polys], 0.5 * mpp, preserve_topology=False)
     ok = ~shapely.is_empty(geom)
     return Features(feats.layer, feats.cls, feats.name, feats.flags, geom).select(ok)
 
@@ -163,12 +176,12 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
     z = c.vp.zoom
     if store.coverage is not None:
         x0, y0, x1, y1 = store.coverage
-        c.ax.add_artist(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none",
-                                  zorder=c._next()))
+        c.ax.add_artist(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none", zorder=c._next()))
     layer, cls = feats.layer, feats.cls
 
-    def sel(layer_name: str, class_name: str | None = None, flags_mask: int | None = None,
-            flags_none: int | None = None) -> np.ndarray:
+    def sel(
+        layer_name: str, class_name: str | None = None, flags_mask: int | None = None, flags_none: int | None = None
+    ) -> np.ndarray:
         m = layer == layer_name
         if class_name is not None:
             m &= cls == class_name
@@ -186,8 +199,7 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
         c.stroke(_line_path(sel("waterway", name)), S.WATER, S.interp(stops, z))
     if z >= 14:
         edge = S.BUILDING_EDGE if z >= 16 else None
-        c.fill(_polygon_path(sel("building")), S.BUILDING, edge=edge, edge_px=0.6,
-               alpha=1.0 if z >= 15 else 0.8)
+        c.fill(_polygon_path(sel("building")), S.BUILDING, edge=edge, edge_px=0.6, alpha=1.0 if z >= 15 else 0.8)
 
     # tunnels: faded, no casing; underground footpaths are left out (passages, metro corridors)
     if z >= 13:
@@ -218,8 +230,12 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
         for name, st in layers:  # casings first, minor to major
             if st.casing and z >= st.casing_from and paths[name] is not None:
                 w = S.interp(st.width, z)
-                c.stroke(paths[name], st.casing if not bridges else "#6e6e6e",
-                         w + 2 * S.interp(st.casing_px, z), cap="butt" if bridges else "round")
+                c.stroke(
+                    paths[name],
+                    st.casing if not bridges else "#6e6e6e",
+                    w + 2 * S.interp(st.casing_px, z),
+                    cap="butt" if bridges else "round",
+                )
         for name, st in layers:
             if paths[name] is not None:
                 c.stroke(paths[name], st.fill, S.interp(st.width, z), dash=st.dash)
@@ -233,8 +249,7 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
         w = S.interp(S.ADMIN_WIDTH[bucket], z)
         if bucket == 2 and z >= 10:
             c.stroke(_line_path(g), S.ADMIN_COLOUR, w * 3.5, alpha=0.15, cap="butt")
-        c.stroke(_line_path(g), S.ADMIN_COLOUR, w, dash=(6.0, 3.0) if bucket <= 4 else (4, 2.5),
-                 alpha=0.8)
+        c.stroke(_line_path(g), S.ADMIN_COLOUR, w, dash=(6.0, 3.0) if bucket <= 4 else (4, 2.5), alpha=0.8)
 
 
 # ---------------------------------------------------------------------------------- labels
@@ -287,9 +302,18 @@ class _Labels:
         w = sum(widths.get(ch) or _char_width(ch, weight) for ch in text) * unit
         return w, _REF_HEIGHT * unit
 
-    def add(self, x: float, y: float, text: str, size_px: float, angle: float = 0.0,
-            weight: str = "normal", colour: str = S.LABEL, pad: float = 3.0,
-            style: str = "normal") -> bool:
+    def add(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size_px: float,
+        angle: float = 0.0,
+        weight: str = "normal",
+        colour: str = S.LABEL,
+        pad: float = 3.0,
+        style: str = "normal",
+    ) -> bool:
         s = self.c.vp.scale
         w, h = self.measure(text, size_px, weight)
         a = math.radians(angle)
@@ -300,10 +324,20 @@ class _Labels:
             return False
         self.boxes.append(box)
         self.c.fig.text(
-            x, y, text, transform=_IDENT, fontsize=size_px, fontweight=weight, color=colour,
+            x,
+            y,
+            text,
+            transform=_IDENT,
+            fontsize=size_px,
+            fontweight=weight,
+            color=colour,
             fontstyle=style,
-            rotation=angle, rotation_mode="anchor", ha="center", va="center",
-            path_effects=[withStroke(linewidth=3.0, foreground=S.LABEL_HALO)], zorder=10_000,
+            rotation=angle,
+            rotation_mode="anchor",
+            ha="center",
+            va="center",
+            path_effects=[withStroke(linewidth=3.0, foreground=S.LABEL_HALO)],
+            zorder=10_000,
         )
         return True
 
@@ -341,8 +375,7 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         if not len(lines):
             continue
         # to device pixels (y up, as matplotlib's display coordinates)
-        px = shapely.transform(lines, lambda c: np.column_stack(
-            [(c[:, 0] - minx) * k, (c[:, 1] - miny) * k]))
+        px = shapely.transform(lines, lambda c: np.column_stack([(c[:, 0] - minx) * k, (c[:, 1] - miny) * k]))
         lengths = shapely.length(px)
         placed = 0
         for i in np.argsort(-lengths):
@@ -407,12 +440,13 @@ def _place_labels(labels: _Labels, feats: Features) -> None:
     if not m.any():
         return
     rank = list(S.PLACE_FONT)
-    items = sorted(zip(feats.cls[m], feats.name[m], feats.geom[m], strict=False),
-                   key=lambda t: rank.index(t[0]) if t[0] in rank else 99)
+    items = sorted(
+        zip(feats.cls[m], feats.name[m], feats.geom[m], strict=False),
+        key=lambda t: rank.index(t[0]) if t[0] in rank else 99,
+    )
     for cls, name, g in items:
         x, y = vp.merc_to_display(g.x, g.y)
-        labels.add(float(x), float(y), name, S.PLACE_FONT.get(cls, 10.0), weight="bold",
-                   colour="#555555")
+        labels.add(float(x), float(y), name, S.PLACE_FONT.get(cls, 10.0), weight="bold", colour="#555555")
 
 
 # -------------------------------------------------------------------------------- overlays
@@ -459,39 +493,71 @@ def _draw_markers(c: _Canvas, markers: Sequence[Marker]) -> None:
         dx, dy = c.vp.merc_to_display(x, y)
         verts = pin.vertices + np.array([float(dx), float(dy)])
         zo = c._next() + 20_000
-        c.fig.add_artist(PathPatch(
-            MplPath(verts, pin.codes), facecolor=rgba, edgecolor=_darker(rgba), linewidth=1.0,
-            transform=_IDENT, zorder=zo,
-        ))
+        c.fig.add_artist(
+            PathPatch(
+                MplPath(verts, pin.codes),
+                facecolor=rgba,
+                edgecolor=_darker(rgba),
+                linewidth=1.0,
+                transform=_IDENT,
+                zorder=zo,
+            )
+        )
         lum = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
         ink = "#000000" if lum > 0.6 else "#ffffff"
         cy = float(dy) + 23.0 * s
         if m.label:
-            c.fig.text(float(dx), cy, m.label, transform=_IDENT, fontsize=11, fontweight="bold",
-                       color=ink, ha="center", va="center_baseline", zorder=zo + 0.5)
+            c.fig.text(
+                float(dx),
+                cy,
+                m.label,
+                transform=_IDENT,
+                fontsize=11,
+                fontweight="bold",
+                color=ink,
+                ha="center",
+                va="center_baseline",
+                zorder=zo + 0.5,
+            )
         else:
-            c.fig.add_artist(PathPatch(
-                MplPath.circle((float(dx), cy), 3.2 * s), facecolor=_darker(rgba, 0.45),
-                edgecolor="none", transform=_IDENT, zorder=zo + 0.5,
-            ))
+            c.fig.add_artist(
+                PathPatch(
+                    MplPath.circle((float(dx), cy), 3.2 * s),
+                    facecolor=_darker(rgba, 0.45),
+                    edgecolor="none",
+                    transform=_IDENT,
+                    zorder=zo + 0.5,
+                )
+            )
 
 
 def _attribution(c: _Canvas) -> None:
     s = c.vp.scale
     W = c.vp.width * s
     c.fig.text(
-        W - 3 * s, 3 * s, S.ATTRIBUTION, transform=_IDENT, fontsize=9 if c.vp.width >= 200 else 7,
-        color="#333333", ha="right", va="bottom", zorder=30_000,
-        bbox={"boxstyle": "square,pad=0.25", "facecolor": "white", "edgecolor": "none",
-              "alpha": 0.75},
+        W - 3 * s,
+        3 * s,
+        S.ATTRIBUTION,
+        transform=_IDENT,
+        fontsize=9 if c.vp.width >= 200 else 7,
+        color="#333333",
+        ha="right",
+        va="bottom",
+        zorder=30_000,
+        bbox={"boxstyle": "square,pad=0.25", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
     )
 
 
 # ----------------------------------------------------------------------------------- public
 
 
-def render(stores: Iterable[LayerStore], vp: Viewport, markers: Sequence[Marker] = (),
-           paths: Sequence[Path] = (), fmt: str = "png") -> bytes:
+def render(
+    stores: Iterable[LayerStore],
+    vp: Viewport,
+    markers: Sequence[Marker] = (),
+    paths: Sequence[Path] = (),
+    fmt: str = "png",
+) -> bytes:
     """Draw the base map of every store meeting the viewport, then the overlays; image bytes.
 
     Outside every store's coverage the image is the neutral background (plus overlays and the
@@ -527,7 +593,6 @@ def _draw_markers_boxes(labels: _Labels, markers: Sequence[Marker]) -> None:
     for m in markers:
         x, y = to_mercator(m.lng, m.lat)
         dx, dy = vp.merc_to_display(x, y)
-        labels.boxes.append((float(dx) - 11 * s, float(dy), float(dx) + 11 * s,
-                             float(dy) + 34 * s))
+        labels.boxes.append((float(dx) - 11 * s, float(dy), float(dx) + 11 * s, float(dy) + 34 * s))
     W = vp.width * s
     labels.boxes.append((W - 180 * s, 0.0, W, 16 * s))

@@ -189,11 +189,35 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
                 dur_b = length / (prof.speed_bwd_kmh / 3.6)
             fwd = bwd = -1
             if prof.forward:
-                fwd = add_edge(tail, head, plat, plng, cum, length, dur_f, dur_f * prof.weight_factor,
-                               cls, prof.flags, w.id, name_id)
+                fwd = add_edge(
+                    tail,
+                    head,
+                    plat,
+                    plng,
+                    cum,
+                    length,
+                    dur_f,
+                    dur_f * prof.weight_factor,
+                    cls,
+                    prof.flags,
+                    w.id,
+                    name_id,
+                )
             if prof.backward:
-                bwd = add_edge(head, tail, plat[::-1].copy(), plng[::-1].copy(), length - cum[::-1],
-                               length, dur_b, dur_b * prof.weight_factor, cls, prof.flags, w.id, name_id)
+                bwd = add_edge(
+                    head,
+                    tail,
+                    plat[::-1].copy(),
+                    plng[::-1].copy(),
+                    length - cum[::-1],
+                    length,
+                    dur_b,
+                    dur_b * prof.weight_factor,
+                    cls,
+                    prof.flags,
+                    w.id,
+                    name_id,
+                )
             if fwd >= 0 and bwd >= 0:
                 e_twin[fwd], e_twin[bwd] = bwd, fwd
 
@@ -274,9 +298,7 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
     # strongly connected components of the turn graph: the real connectivity (one-ways, turn
     # restrictions, barriers); snapping prefers the big ones
     if m:
-        tmat = csr_matrix(
-            (np.ones(turn_to.shape[0]), turn_to, turn_first_out), shape=(m, m)
-        )
+        tmat = csr_matrix((np.ones(turn_to.shape[0]), turn_to, turn_first_out), shape=(m, m))
         _, elabels = connected_components(tmat, directed=True, connection="strong")
         arrays["edge_component"] = elabels.astype(np.int32)
         arrays["edge_component_size"] = np.bincount(elabels).astype(np.int32)
@@ -312,7 +334,9 @@ def build_graph(path: Path, *, with_ch: bool = True, log=None) -> tuple[RoadGrap
             setattr(graph, k, v)
         graph.has_ch = True
         meta["seconds"]["ch"] = round(time.perf_counter() - t2, 3)
-        meta["counts"]["ch_shortcuts"] = int(ch_arrays["ch_up_mid"].__ge__(0).sum() + ch_arrays["ch_dn_mid"].__ge__(0).sum())
+        meta["counts"]["ch_shortcuts"] = int(
+            ch_arrays["ch_up_mid"].__ge__(0).sum() + ch_arrays["ch_dn_mid"].__ge__(0).sum()
+        )
     counts = {
         "road_nodes": n,
         "road_edges": m,
@@ -396,8 +420,10 @@ def _build_turns(a: dict, node_pen: dict, node_osm: list[int], restrictions):
         if not cands:
             # dead end (or barrier): U-turn allowed, if no restriction forbids it
             for f in uturn_edges:
-                if any(frm == edge_way[e] and ((k == "no" and edge_way[f] == to) or (k == "only" and edge_way[f] != to))
-                       for k, frm, to in rules):
+                if any(
+                    frm == edge_way[e] and ((k == "no" and edge_way[f] == to) or (k == "only" and edge_way[f] != to))
+                    for k, frm, to in rules
+                ):
                     continue
                 t_to.append(f)
                 t_cost.append(P.turn_duration_s(180.0, n_roads=int(deg[v]), uturn=True, roundabout=False))

@@ -112,9 +112,15 @@ def turn_arcs(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first, to, w
 
 
-def build(graph, *, sim_limit: int = 30, settle_limit: int = 500, core_shortcuts: int = 4096,
-          front: float = 0.05, priority: tuple[float, float, float, float, float] = PRIORITY,
-          ) -> dict[str, np.ndarray]:
+def build(
+    graph,
+    *,
+    sim_limit: int = 30,
+    settle_limit: int = 500,
+    core_shortcuts: int = 4096,
+    front: float = 0.05,
+    priority: tuple[float, float, float, float, float] = PRIORITY,
+) -> dict[str, np.ndarray]:
     """Contract the turn graph (see the module docstring for the parameters' measured effect).
 
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
@@ -125,22 +131,59 @@ def build(graph, *, sim_limit: int = 30, settle_limit: int = 500, core_shortcuts
     n = graph.n_edges
     first, to, w = turn_arcs(graph)
     rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
-        n, first, to, w, sim_limit, settle_limit, core_shortcuts, np.asarray(priority, np.float64),
-        front, numba.get_num_threads())
+        n,
+        first,
+        to,
+        w,
+        sim_limit,
+        settle_limit,
+        core_shortcuts,
+        np.asarray(priority, np.float64),
+        front,
+        numba.get_num_threads(),
+    )
     uf, ut, uw, um = _csr(n, ua, ut, uw, um)
     df, dt, dw, dm = _csr(n, da, dt, dw, dm)
     return {
         "ch_rank": rank.astype(np.int32),
         "ch_core": np.asarray([n_core], dtype=np.int64),
-        "ch_up_first": uf, "ch_up_to": ut, "ch_up_w": uw, "ch_up_mid": um,
-        "ch_dn_first": df, "ch_dn_to": dt, "ch_dn_w": dw, "ch_dn_mid": dm,
+        "ch_up_first": uf,
+        "ch_up_to": ut,
+        "ch_up_w": uw,
+        "ch_up_mid": um,
+        "ch_dn_first": df,
+        "ch_dn_to": dt,
+        "ch_dn_w": dw,
+        "ch_dn_mid": dm,
     }
 
 
 # ----------------------------------------------------------------------------- query
 @njit(cache=True, _nrt=False)
-def _query(uf, ut, uw, df, dt, dw, srcs, sd, tgts, td, distf, distb, parf, parb,
-           touchedf, touchedb, hk1, hv1, hp1, hk2, hv2, hp2):
+def _query(
+    uf,
+    ut,
+    uw,
+    df,
+    dt,
+    dw,
+    srcs,
+    sd,
+    tgts,
+    td,
+    distf,
+    distb,
+    parf,
+    parb,
+    touchedf,
+    touchedb,
+    hk1,
+    hv1,
+    hp1,
+    hk2,
+    hv2,
+    hp2,
+):
     """Returns (best cost, meeting node, n touched fwd, n touched bwd). parf/parb hold the arc index
     used to reach a node (-1 at a start)."""
     ntf = 0
@@ -338,8 +381,26 @@ class CHQuery:
         self.heap_b = heap.new_heap(n)
 
     def _arrays(self):
-        return (self.uf, self.ut, self.uw, self.um, self.df, self.dt, self.dw, self.dm, self.up_from, self.dn_from,
-                self.distf, self.distb, self.parf, self.parb, self.tf, self.tb, *self.heap_f, *self.heap_b)
+        return (
+            self.uf,
+            self.ut,
+            self.uw,
+            self.um,
+            self.df,
+            self.dt,
+            self.dw,
+            self.dm,
+            self.up_from,
+            self.dn_from,
+            self.distf,
+            self.distb,
+            self.parf,
+            self.parb,
+            self.tf,
+            self.tb,
+            *self.heap_f,
+            *self.heap_b,
+        )
 
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
         """Best cost and the CH-node (= road edge) sequence from one of ``srcs`` to one of ``tgts``.
@@ -353,17 +414,45 @@ class CHQuery:
         """The best leg from a point on one of the ``starts`` edges (at ``start_fracs`` of them) to
         one on the ``ends`` edges: (cost, road edges from the start edge on, end fraction), or None.
         A leg within a single edge is the caller's case (a CH path has at least one turn)."""
-        cost, edges, end_frac = _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight,
-                                          *self._arrays())
+        cost, edges, end_frac = _edge_leg(
+            starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight, *self._arrays()
+        )
         return None if cost == INF else (cost, edges, end_frac)
 
 
 @njit(cache=True)
-def _route(srcs, sd, tgts, td, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from, distf, distb, parf, parb,
-           tf, tb, hk1, hv1, hp1, hk2, hv2, hp2):
+def _route(
+    srcs,
+    sd,
+    tgts,
+    td,
+    uf,
+    ut,
+    uw,
+    um,
+    df,
+    dt,
+    dw,
+    dm,
+    up_from,
+    dn_from,
+    distf,
+    distb,
+    parf,
+    parb,
+    tf,
+    tb,
+    hk1,
+    hv1,
+    hp1,
+    hk2,
+    hv2,
+    hp2,
+):
     """Query, path unpacking and workspace reset in one dispatch; an empty path when none."""
-    best, meet, ntf, ntb = _query(uf, ut, uw, df, dt, dw, srcs, sd, tgts, td, distf, distb, parf, parb, tf, tb,
-                                  hk1, hv1, hp1, hk2, hv2, hp2)
+    best, meet, ntf, ntb = _query(
+        uf, ut, uw, df, dt, dw, srcs, sd, tgts, td, distf, distb, parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2
+    )
     if meet >= 0:
         path = _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from)
     else:
@@ -405,8 +494,38 @@ def start_turns(starts, start_fracs, w, tfirst, tto, tweight):
 
 
 @njit(cache=True)
-def _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight, uf, ut, uw, um, df, dt, dw, dm,
-              up_from, dn_from, distf, distb, parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2):
+def _edge_leg(
+    starts,
+    start_fracs,
+    ends,
+    end_fracs,
+    w,
+    tfirst,
+    tto,
+    tweight,
+    uf,
+    ut,
+    uw,
+    um,
+    df,
+    dt,
+    dw,
+    dm,
+    up_from,
+    dn_from,
+    distf,
+    distb,
+    parf,
+    parb,
+    tf,
+    tb,
+    hk1,
+    hv1,
+    hp1,
+    hk2,
+    hv2,
+    hp2,
+):
     srcs, sd, origin = start_turns(starts, start_fracs, w, tfirst, tto, tweight)
     none = np.empty(0, np.int64)
     if srcs.shape[0] == 0:
@@ -415,8 +534,34 @@ def _edge_leg(starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight, uf,
     for i in range(ends.shape[0]):
         rem[i] = (1.0 - end_fracs[i]) * w[ends[i]]
     k_max = rem.max()
-    best, path = _route(srcs, sd, ends, k_max - rem, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from, distf, distb,
-                        parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2)
+    best, path = _route(
+        srcs,
+        sd,
+        ends,
+        k_max - rem,
+        uf,
+        ut,
+        uw,
+        um,
+        df,
+        dt,
+        dw,
+        dm,
+        up_from,
+        dn_from,
+        distf,
+        distb,
+        parf,
+        parb,
+        tf,
+        tb,
+        hk1,
+        hv1,
+        hp1,
+        hk2,
+        hv2,
+        hp2,
+    )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0
     j = 0

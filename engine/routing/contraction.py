@@ -60,8 +60,16 @@ def _new_pool(degree):
         pos += cap[u]
     size = 2 * pos + 16
     used = np.full(1, pos, np.int64)
-    return (start, np.zeros(n, np.int64), cap, np.empty(size, np.int32), np.empty(size, np.float64),
-            np.empty(size, np.int32), np.empty(size, np.int32), used)
+    return (
+        start,
+        np.zeros(n, np.int64),
+        cap,
+        np.empty(size, np.int32),
+        np.empty(size, np.float64),
+        np.empty(size, np.int32),
+        np.empty(size, np.int32),
+        used,
+    )
 
 
 @njit(cache=True)
@@ -72,8 +80,16 @@ def _pool_grown(pool, need):
         return pool
     size = max(2 * pto.shape[0], used[0] + need)
     u = used[0]
-    return (start, length, cap, resized(pto, size, u), resized(pw, size, u), resized(pmid, size, u),
-            resized(phop, size, u), used)
+    return (
+        start,
+        length,
+        cap,
+        resized(pto, size, u),
+        resized(pw, size, u),
+        resized(pmid, size, u),
+        resized(phop, size, u),
+        used,
+    )
 
 
 @njit(cache=True)
@@ -182,9 +198,15 @@ def _dynamic_graph(n, first, to, w):
 def _workspaces(t, n):
     """One search workspace per thread (row c of each array): dist, touched, heap (keys, nodes,
     slots), target marks and their stamp."""
-    return (np.full((t, n), INF), np.empty((t, n), np.int64), np.empty((t, n), np.float64),
-            np.empty((t, n), np.int64), np.full((t, n), -1, np.int64), np.full((t, n), -1, np.int64),
-            np.zeros((t, 1), np.int64))
+    return (
+        np.full((t, n), INF),
+        np.empty((t, n), np.int64),
+        np.empty((t, n), np.float64),
+        np.empty((t, n), np.int64),
+        np.full((t, n), -1, np.int64),
+        np.full((t, n), -1, np.int64),
+        np.zeros((t, 1), np.int64),
+    )
 
 
 @njit(cache=True)
@@ -328,8 +350,13 @@ def _priority(v, new, hops, out, inn, deleted, level, coef):
         removed_hops += ohop[k]
     for k in range(is_[v], is_[v] + il[v]):
         removed_hops += ihop[k]
-    return (coef[0] * (new - removed) + coef[1] * new / max(removed, 1)
-            + coef[2] * hops / max(removed_hops, 1) + coef[3] * deleted[v] + coef[4] * level[v])
+    return (
+        coef[0] * (new - removed)
+        + coef[1] * new / max(removed, 1)
+        + coef[2] * hops / max(removed_hops, 1)
+        + coef[3] * deleted[v]
+        + coef[4] * level[v]
+    )
 
 
 @njit(cache=True, inline="always")
@@ -358,8 +385,13 @@ def _local_minimum(v, out, inn, prio):
 # --- output: upward arcs (at, to, w, mid) and downward arcs stored at their lower end
 @njit(cache=True)
 def _new_output(cap):
-    return (np.empty(cap, np.int32), np.empty(cap, np.int32), np.empty(cap, np.float64), np.empty(cap, np.int32),
-            np.zeros(1, np.int64))
+    return (
+        np.empty(cap, np.int32),
+        np.empty(cap, np.int32),
+        np.empty(cap, np.float64),
+        np.empty(cap, np.int32),
+        np.zeros(1, np.int64),
+    )
 
 
 @njit(cache=True)
@@ -556,5 +588,15 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
             _emit(down, out[3][k], v, out[4][k], out[5][k])
     nu = up[4][0]
     nd = down[4][0]
-    return (rank, n_rem, up[0][:nu].copy(), up[1][:nu].copy(), up[2][:nu].copy(), up[3][:nu].copy(),
-            down[0][:nd].copy(), down[1][:nd].copy(), down[2][:nd].copy(), down[3][:nd].copy())
+    return (
+        rank,
+        n_rem,
+        up[0][:nu].copy(),
+        up[1][:nu].copy(),
+        up[2][:nu].copy(),
+        up[3][:nu].copy(),
+        down[0][:nd].copy(),
+        down[1][:nd].copy(),
+        down[2][:nd].copy(),
+        down[3][:nd].copy(),
+    )

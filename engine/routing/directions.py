@@ -125,8 +125,27 @@ def _bearing_int(b):
 
 
 @njit(cache=True)
-def _steps(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend, head, node_lat,
-           node_lng, origin, destination, b_after, b_before):
+def _steps(
+    edges,
+    code,
+    angle,
+    turn_s,
+    exits,
+    start,
+    end,
+    length,
+    duration,
+    name_ids,
+    bstart,
+    bend,
+    head,
+    node_lat,
+    node_lng,
+    origin,
+    destination,
+    b_after,
+    b_before,
+):
     """The finished step rows, depart to arrive: ints (kind, modifier, exit, name id, bearing before,
     bearing after) and floats (distance m and duration s to one decimal, lat/lng to seven).
 
@@ -210,30 +229,96 @@ def _bearing_along(gf, gcum, glat, glng, edge, frac):
 
 
 @njit(cache=True)
-def _leg_steps(edges, start, end, origin, destination, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min,
-               rb_flag, cls, minor_cls, length, duration, head, node_lat, node_lng, gf, gcum, glat, glng):
+def _leg_steps(
+    edges,
+    start,
+    end,
+    origin,
+    destination,
+    name_ids,
+    flags,
+    bstart,
+    bend,
+    tfirst,
+    tto,
+    tcost,
+    turn_min,
+    rb_flag,
+    cls,
+    minor_cls,
+    length,
+    duration,
+    head,
+    node_lat,
+    node_lng,
+    gf,
+    gcum,
+    glat,
+    glng,
+):
     """One call for the whole leg (each numba dispatch costs microseconds): ``_scan``, the bearings
     at the origin and the destination, then ``_steps``."""
-    code, angle, turn_s, exits = _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag,
-                                       cls, minor_cls)
+    code, angle, turn_s, exits = _scan(
+        edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb_flag, cls, minor_cls
+    )
     first, last = edges[0], edges[edges.shape[0] - 1]
     b_after = bstart[first] if start <= 0.0 else _bearing_along(gf, gcum, glat, glng, first, start)
     b_before = bend[last] if end >= 1.0 else _bearing_along(gf, gcum, glat, glng, last, end)
-    return _steps(edges, code, angle, turn_s, exits, start, end, length, duration, name_ids, bstart, bend, head,
-                  node_lat, node_lng, origin, destination, b_after, b_before)
+    return _steps(
+        edges,
+        code,
+        angle,
+        turn_s,
+        exits,
+        start,
+        end,
+        length,
+        duration,
+        name_ids,
+        bstart,
+        bend,
+        head,
+        node_lat,
+        node_lng,
+        origin,
+        destination,
+        b_after,
+        b_before,
+    )
 
 
 def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
     o, d = leg.origin, leg.destination
     ints, flts = _leg_steps(
-        leg.edges, float(leg.start), float(leg.end), (float(o.lat), float(o.lng)), (float(d.lat), float(d.lng)),
-        router.name_ids, router.flags, router.bstart, router.bend, router.tfirst, router.tto, router.tcost,
-        TURN_MIN_DEG, P.FLAG_ROUNDABOUT, router.cls, P.CLASS_CODE["service"], router.length, router.duration,
-        router.edge_head, router.node_lat, router.node_lng, router.gf, router.gcum, router.glat, router.glng)
+        leg.edges,
+        float(leg.start),
+        float(leg.end),
+        (float(o.lat), float(o.lng)),
+        (float(d.lat), float(d.lng)),
+        router.name_ids,
+        router.flags,
+        router.bstart,
+        router.bend,
+        router.tfirst,
+        router.tto,
+        router.tcost,
+        TURN_MIN_DEG,
+        P.FLAG_ROUNDABOUT,
+        router.cls,
+        P.CLASS_CODE["service"],
+        router.length,
+        router.duration,
+        router.edge_head,
+        router.node_lat,
+        router.node_lng,
+        router.gf,
+        router.gcum,
+        router.glat,
+        router.glng,
+    )
     names = router.g.names
     out = []
-    for (kind, mod_i, exit_n, name_id, bb, ba), (dist, dur, lat, lng) in zip(ints.tolist(), flts.tolist(),
-                                                                             strict=True):
+    for (kind, mod_i, exit_n, name_id, bb, ba), (dist, dur, lat, lng) in zip(ints.tolist(), flts.tolist(), strict=True):
         mtype, mod, name = _KINDS[kind], _MODIFIERS[mod_i], names[name_id]
         maneuver = {"type": mtype, "bearing_before": bb, "bearing_after": ba}
         if mod:
@@ -242,12 +327,14 @@ def build_steps(router, leg, *, last_leg: bool = True) -> list[dict]:
             exit_n = maneuver["exit"] = max(1, exit_n)
         # the nearest of the 8 compass points: (ba + 22.5) // 45 for a whole-degree bearing
         heading = ((ba + 22) // 45) % 8 if kind == _DEPART else 0
-        out.append({
-            "instruction": _instruction(mtype, mod, name, heading, exit_n, last_leg),
-            "maneuver": maneuver,
-            "name": name,
-            "distance": dist,
-            "duration": dur,
-            "location": {"lat": lat, "lng": lng},
-        })
+        out.append(
+            {
+                "instruction": _instruction(mtype, mod, name, heading, exit_n, last_leg),
+                "maneuver": maneuver,
+                "name": name,
+                "distance": dist,
+                "duration": dur,
+                "location": {"lat": lat, "lng": lng},
+            }
+        )
     return out

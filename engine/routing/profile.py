@@ -114,30 +114,68 @@ URBAN_FACTOR = 0.8  # driven speed / posted maxspeed
 # generic zone rows, then per-country exceptions (km/h)
 ZONE_DEFAULTS = {"urban": 50, "rural": 90, "trunk": 110, "motorway": 130, "living_street": 10}
 ZONE_SPEEDS = {
-    "at:rural": 100, "at:trunk": 100, "be:motorway": 120, "ch:rural": 80, "ch:trunk": 100,
-    "ch:motorway": 120, "de:living_street": 7, "de:rural": 100, "de:motorway": 130,
-    "dk:rural": 80, "fi:rural": 80, "fi:motorway": 120, "fi:living_street": 20, "fr:rural": 80,
-    "fr:zone30": 30, "it:rural": 90, "nl:rural": 80, "no:rural": 80, "no:motorway": 110,
-    "pl:rural": 100, "ru:urban": 60, "ru:living_street": 20, "ru:motorway": 110,
-    "se:rural": 70, "gb:nsl_single": 96.5, "gb:nsl_dual": 112.6, "gb:motorway": 112.6,
-    "uk:nsl_single": 96.5, "uk:nsl_dual": 112.6, "uk:motorway": 112.6,
+    "at:rural": 100,
+    "at:trunk": 100,
+    "be:motorway": 120,
+    "ch:rural": 80,
+    "ch:trunk": 100,
+    "ch:motorway": 120,
+    "de:living_street": 7,
+    "de:rural": 100,
+    "de:motorway": 130,
+    "dk:rural": 80,
+    "fi:rural": 80,
+    "fi:motorway": 120,
+    "fi:living_street": 20,
+    "fr:rural": 80,
+    "fr:zone30": 30,
+    "it:rural": 90,
+    "nl:rural": 80,
+    "no:rural": 80,
+    "no:motorway": 110,
+    "pl:rural": 100,
+    "ru:urban": 60,
+    "ru:living_street": 20,
+    "ru:motorway": 110,
+    "se:rural": 70,
+    "gb:nsl_single": 96.5,
+    "gb:nsl_dual": 112.6,
+    "gb:motorway": 112.6,
+    "uk:nsl_single": 96.5,
+    "uk:nsl_dual": 112.6,
+    "uk:motorway": 112.6,
 }
 
 ACCESS_HIERARCHY = ("motorcar", "motor_vehicle", "vehicle", "access")
 ACCESS_DENIED = frozenset(
     {
-        "no", "private", "agricultural", "forestry", "emergency", "psv", "taxi", "bus",
-        "minibus", "share_taxi", "foot", "emergency_vehicle", "restricted", "military",
-        "official", "permit", "residents", "hgv", "bicycle", "disabled",
+        "no",
+        "private",
+        "agricultural",
+        "forestry",
+        "emergency",
+        "psv",
+        "taxi",
+        "bus",
+        "minibus",
+        "share_taxi",
+        "foot",
+        "emergency_vehicle",
+        "restricted",
+        "military",
+        "official",
+        "permit",
+        "residents",
+        "hgv",
+        "bicycle",
+        "disabled",
     }
 )
 # local access only: drivable, but a route may not pass *into* such a road from an ordinary one
 # except to start or end there (OSRM's "restricted" class): entering costs RESTRICTED_ENTRY_S
 ACCESS_RESTRICTED = frozenset({"destination", "delivery", "customers"})
 RESTRICTED_ENTRY_S = 3600.0
-SERVICE_PENALISED = frozenset(
-    {"parking_aisle", "driveway", "alley", "parking", "drive-through", "drive-thru"}
-)
+SERVICE_PENALISED = frozenset({"parking_aisle", "driveway", "alley", "parking", "drive-through", "drive-thru"})
 SERVICE_FORBIDDEN = frozenset({"emergency_access"})
 
 # edge_flags bits
@@ -159,8 +197,7 @@ TURN_PENALTY_S = 7.5
 TURN_BIAS = 1.075
 ONCOMING_S = 2.0
 BARRIER_PASSABLE = frozenset(
-    {"cattle_grid", "border_control", "toll_booth", "sally_port", "no", "entrance",
-     "height_restrictor", "arch", "kerb"}
+    {"cattle_grid", "border_control", "toll_booth", "sally_port", "no", "entrance", "height_restrictor", "arch", "kerb"}
 )
 BARRIER_PENALTY = {"gate": GATE_S, "lift_gate": GATE_S}
 
@@ -240,10 +277,29 @@ def parse_duration_s(value: str | None) -> float | None:
 
 
 SURFACE_MAX_KMH = {
-    "cement": 80, "compacted": 80, "fine_gravel": 80, "paving_stones": 60, "metal": 60, "bricks": 60,
-    "grass": 40, "wood": 40, "sett": 40, "grass_paver": 40, "gravel": 40, "unpaved": 40,
-    "ground": 40, "dirt": 40, "pebblestone": 40, "tartan": 40, "cobblestone": 30, "clay": 30,
-    "earth": 20, "stone": 20, "rocky": 20, "sand": 20, "mud": 10,
+    "cement": 80,
+    "compacted": 80,
+    "fine_gravel": 80,
+    "paving_stones": 60,
+    "metal": 60,
+    "bricks": 60,
+    "grass": 40,
+    "wood": 40,
+    "sett": 40,
+    "grass_paver": 40,
+    "gravel": 40,
+    "unpaved": 40,
+    "ground": 40,
+    "dirt": 40,
+    "pebblestone": 40,
+    "tartan": 40,
+    "cobblestone": 30,
+    "clay": 30,
+    "earth": 20,
+    "stone": 20,
+    "rocky": 20,
+    "sand": 20,
+    "mud": 10,
 }
 
 

@@ -199,7 +199,7 @@ class Router:
         node = self._node_at(s)
         if node >= 0:
             first, into = self.g.node_first_in, self.g.in_edges
-            out += [(int(e), 1.0) for e in into[int(first[node]):int(first[node + 1])] if (int(e), 1.0) not in out]
+            out += [(int(e), 1.0) for e in into[int(first[node]) : int(first[node + 1])] if (int(e), 1.0) not in out]
         return out
 
     # -- legs
@@ -278,8 +278,9 @@ class Router:
         return found
 
     def _weight_of(self, leg: Leg) -> float:
-        return float(_summary(leg.edges, leg.start, leg.end, self.weight, self.weight,
-                              self.tfirst, self.tto, self.tweight)[1])
+        return float(
+            _summary(leg.edges, leg.start, leg.end, self.weight, self.weight, self.tfirst, self.tto, self.tweight)[1]
+        )
 
     def _shared(self, a: Leg, b: Leg) -> float:
         sb = set(b.edges.tolist()) | set(int(x) for x in self.twin[b.edges] if x >= 0)
@@ -289,8 +290,7 @@ class Router:
 
     def leg_summary(self, leg: Leg) -> tuple[float, float]:
         """(distance m, duration s) of a leg."""
-        return _summary(leg.edges, leg.start, leg.end, self.length, self.duration,
-                        self.tfirst, self.tto, self.tcost)
+        return _summary(leg.edges, leg.start, leg.end, self.length, self.duration, self.tfirst, self.tto, self.tcost)
 
     def leg_geometry(self, leg: Leg) -> tuple[np.ndarray, np.ndarray]:
         return _geometry(leg.edges, leg.start, leg.end, self.gf, self.glat, self.glng, self.gcum)

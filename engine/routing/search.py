@@ -74,8 +74,14 @@ def route_p2p(graph, srcs, sd, tgts, tfrac_cost, edge_cost=None, turn_cost=None)
     ec = np.asarray(graph.edge_weight if edge_cost is None else edge_cost, dtype=np.float64)
     tc = np.asarray(graph.turn_weight if turn_cost is None else turn_cost, dtype=np.float64)
     dist, par = dijkstra(
-        np.asarray(graph.turn_first_out), np.asarray(graph.turn_to), tc, ec,
-        np.asarray(srcs, dtype=np.int64), np.asarray(sd, dtype=np.float64), INF, -1,
+        np.asarray(graph.turn_first_out),
+        np.asarray(graph.turn_to),
+        tc,
+        ec,
+        np.asarray(srcs, dtype=np.int64),
+        np.asarray(sd, dtype=np.float64),
+        INF,
+        -1,
     )
     best, best_t = INF, -1
     for t, c in zip(tgts, tfrac_cost, strict=True):

@@ -209,8 +209,9 @@ class EdgeSnapper:
             self.minx = self.miny = maxx = maxy = 0.0
         self.nx = int((maxx - self.minx) / CELL_M) + 1
         self.ny = int((maxy - self.miny) / CELL_M) + 1
-        self.first, self.items = _grid_fill(self.x0, self.y0, self.x1, self.y1, self.minx, self.miny,
-                                            CELL_M, self.nx, self.ny)
+        self.first, self.items = _grid_fill(
+            self.x0, self.y0, self.x1, self.y1, self.minx, self.miny, CELL_M, self.nx, self.ny
+        )
         # big components of the turn graph (in edges); a road piece counts when either of its
         # directions is in one
         comp = np.asarray(graph.edge_component)
@@ -227,8 +228,9 @@ class EdgeSnapper:
         self.seg_all = np.ones(n, dtype=np.bool_)
 
     def _make(self, seg: int, t: float, d: float) -> Snap:
-        e, frac, px, py = _point_on(seg, t, self.seg_edge, self.c0, self.c1, self.edge_len, self.x0, self.y0, self.x1,
-                                    self.y1)
+        e, frac, px, py = _point_on(
+            seg, t, self.seg_edge, self.c0, self.c1, self.edge_len, self.x0, self.y0, self.x1, self.y1
+        )
         lat, lng = self.proj.point_latlng(px, py)
         return Snap(int(e), float(frac), lat, lng, float(d))
 
@@ -238,8 +240,23 @@ class EdgeSnapper:
             return None
         x, y = self.proj.point_xy(lat, lng)
         for allowed in (self.seg_big, self.seg_all):
-            i, t, d = _nearest(self.x0, self.y0, self.x1, self.y1, allowed, self.first, self.items,
-                               self.minx, self.miny, CELL_M, self.nx, self.ny, x, y, float(max_distance_m))
+            i, t, d = _nearest(
+                self.x0,
+                self.y0,
+                self.x1,
+                self.y1,
+                allowed,
+                self.first,
+                self.items,
+                self.minx,
+                self.miny,
+                CELL_M,
+                self.nx,
+                self.ny,
+                x,
+                y,
+                float(max_distance_m),
+            )
             if i >= 0:
                 return self._make(int(i), float(t), float(d))
         return None
@@ -249,8 +266,22 @@ class EdgeSnapper:
         if not len(self.seg_edge):
             return []
         x, y = self.proj.point_xy(lat, lng)
-        ii, tt, dd = _within(self.x0, self.y0, self.x1, self.y1, self.first, self.items, self.minx,
-                             self.miny, CELL_M, self.nx, self.ny, x, y, float(radius_m))
+        ii, tt, dd = _within(
+            self.x0,
+            self.y0,
+            self.x1,
+            self.y1,
+            self.first,
+            self.items,
+            self.minx,
+            self.miny,
+            CELL_M,
+            self.nx,
+            self.ny,
+            x,
+            y,
+            float(radius_m),
+        )
         order = np.argsort(dd, kind="stable")
         out: list[Snap] = []
         seen: set[int] = set()

@@ -35,20 +35,55 @@ from engine.search.normalize import (
     tokens,
 )
 
-GENERIC = frozenset([  # street-type words: they count half in a name
-    "rue", "avenue", "boulevard", "quai", "place", "chemin", "route", "impasse", "allee", "square",
-    "esplanade", "promenade", "passage", "montee", "descente", "escaliers", "escalier", "traverse",
-    "cours", "voie", "sentier", "rond", "point",
-    "katu", "tie", "kuja", "polku", "tori", "puistikko", "ranta", "silta", "aukio", "kaari",
-    "gatan", "vagen", "street", "road", "lane", "way",
-])
+GENERIC = frozenset(
+    [  # street-type words: they count half in a name
+        "rue",
+        "avenue",
+        "boulevard",
+        "quai",
+        "place",
+        "chemin",
+        "route",
+        "impasse",
+        "allee",
+        "square",
+        "esplanade",
+        "promenade",
+        "passage",
+        "montee",
+        "descente",
+        "escaliers",
+        "escalier",
+        "traverse",
+        "cours",
+        "voie",
+        "sentier",
+        "rond",
+        "point",
+        "katu",
+        "tie",
+        "kuja",
+        "polku",
+        "tori",
+        "puistikko",
+        "ranta",
+        "silta",
+        "aukio",
+        "kaari",
+        "gatan",
+        "vagen",
+        "street",
+        "road",
+        "lane",
+        "way",
+    ]
+)
 COUNTRY_WORDS = {
     "MCO": {"monaco", "monako", "mc", "mco"},
     "FRA": {"france", "frankreich", "ranska", "fr", "fra"},
     "FIN": {"finland", "suomi", "finlande", "finnland", "fi", "fin"},
 }
-TYPE_BASE_WITH_NUMBER = {"address": 1.0, "interpolated": 0.9, "street": 0.75, "place": 0.68,
-                         "poi": 0.7}
+TYPE_BASE_WITH_NUMBER = {"address": 1.0, "interpolated": 0.9, "street": 0.75, "place": 0.68, "poi": 0.7}
 TYPE_BASE = {"street": 0.96, "place": 0.97, "poi": 0.95, "address": 0.96}
 UNEXPLAINED = 0.6  # factor per query word nothing explains
 COMMON_WORD = 40  # names holding a word this often: left out of the FTS query when possible
@@ -85,8 +120,15 @@ def parses(text: str | None, **kw) -> list[Query]:
     return out
 
 
-def parse(text: str | None, *, street: str | None = None, number: str | None = None,
-          city: str | None = None, postcode: str | None = None, prefix: bool = False) -> Query:
+def parse(
+    text: str | None,
+    *,
+    street: str | None = None,
+    number: str | None = None,
+    city: str | None = None,
+    postcode: str | None = None,
+    prefix: bool = False,
+) -> Query:
     toks = list(tokens(text or "")) + list(tokens(street or ""))
     if prefix and toks and text and not text[-1:].isspace():
         # the word being typed is a prefix, not an abbreviation ('Parking Pl' -> 'pl...')
@@ -235,23 +277,29 @@ class Matcher:
                     qmatched += wt * max(
                         [exps[i].get(n, 0.0) for n in name_toks]
                         + [(joined or {}).get(i, {}).get(n, 0.0) for n in name_toks]
-                        + [0.75 + 0.2 * len(w) / len(n) for n in name_toks
-                           if i == last_prefix and n.startswith(w)]
+                        + [0.75 + 0.2 * len(w) / len(n) for n in name_toks if i == last_prefix and n.startswith(w)]
                     )
             if qtotal:
                 cov = (qmatched / qtotal) * (0.85 + 0.15 * cov)
                 if norm.startswith(" ".join(q.words)):
                     cov *= 1.08  # the name begins with what is typed
             return cov, used
-        if not strong and any(_weight(n) >= 1.0 for n in name_toks) and any(
-            _weight(w) >= 1.0 for w in q.words
-        ):
+        if not strong and any(_weight(n) >= 1.0 for n in name_toks) and any(_weight(w) >= 1.0 for w in q.words):
             cov *= 0.5
         return cov, used
 
-    def match(self, q: Query, *, country: str | None = None, bbox=None, near=None,
-              limit: int = 5, types: set[str] | None = None, lang: str | None = None,
-              near_weight: float = 0.08) -> list[dict]:
+    def match(
+        self,
+        q: Query,
+        *,
+        country: str | None = None,
+        bbox=None,
+        near=None,
+        limit: int = 5,
+        types: set[str] | None = None,
+        lang: str | None = None,
+        near_weight: float = 0.08,
+    ) -> list[dict]:
         """Candidates, best first. ``near`` (lat, lng) lowers a score by up to ``near_weight``
         (relative) with the distance, saturating at 20 km."""
         if q.empty:
@@ -278,8 +326,9 @@ class Matcher:
                 rows = self.index.search_entries(and_query, limit=250)
         if len(rows) < 10 and match:
             seen = {r[0] for r in rows}
-            rows += [r for r in self.index.search_entries(match, limit=150 if len(alts) > 3 else 100)
-                     if r[0] not in seen]
+            rows += [
+                r for r in self.index.search_entries(match, limit=150 if len(alts) > 3 else 100) if r[0] not in seen
+            ]
         if not rows:
             return []
         best_entry: dict[int, tuple[float, set[int], str]] = {}
@@ -352,9 +401,15 @@ class Matcher:
                 r["score"] *= 1.0 - near_weight * min(1.0, d / 20_000.0)
                 r["_near_d"] = d
             out.append(r)
-        out.sort(key=lambda r: (-round(r["score"], 3), r.get("_near_d", 0.0),
-                                -(r["feature"].get("importance") or 0.0),
-                                len(r["feature"].get("name") or ""), r["feature"]["id"]))
+        out.sort(
+            key=lambda r: (
+                -round(r["score"], 3),
+                r.get("_near_d", 0.0),
+                -(r["feature"].get("importance") or 0.0),
+                len(r["feature"].get("name") or ""),
+                r["feature"]["id"],
+            )
+        )
         return self._dedupe(out, limit, lang)
 
     # -- house numbers -------------------------------------------------------------------------
@@ -374,23 +429,35 @@ class Matcher:
         point = interpolate(self.index, f, addrs, q.number)
         if point is not None:
             lat, lng = point
-            cand = self._cand(f, "address", (TYPE_BASE_WITH_NUMBER["interpolated"] + imp) * text_score,
-                              street=f)
+            cand = self._cand(f, "address", (TYPE_BASE_WITH_NUMBER["interpolated"] + imp) * text_score, street=f)
             cand.update(lat=lat, lng=lng, interpolated=True, number=q.number)
             return [cand]
         return [self._cand(f, "street", (TYPE_BASE_WITH_NUMBER["street"] + imp) * text_score)]
 
     def _cand(self, f: dict, t: str, score: float, street: dict | None = None) -> dict:
-        return {"feature": f, "type": t, "score": score, "lat": f["lat"], "lng": f["lng"],
-                "interpolated": False, "number": f.get("housenumber"), "street": street}
+        return {
+            "feature": f,
+            "type": t,
+            "score": score,
+            "lat": f["lat"],
+            "lng": f["lng"],
+            "interpolated": False,
+            "number": f.get("housenumber"),
+            "street": street,
+        }
 
     def _dedupe(self, cands: list[dict], limit: int, lang: str | None) -> list[dict]:
         out: list[dict] = []
         seen: set = set()
         for c in cands:
             f = c["feature"]
-            key = (c["type"], f.get("street_key") or f.get("name"), c["number"] if c["type"] == "address" else None,
-                   round(c["lat"], 3), round(c["lng"], 3))
+            key = (
+                c["type"],
+                f.get("street_key") or f.get("name"),
+                c["number"] if c["type"] == "address" else None,
+                round(c["lat"], 3),
+                round(c["lng"], 3),
+            )
             ident = (f["osm_type"], f["osm_id"], c["type"], c["number"])
             if key in seen or (f["osm_id"] and ident in seen):
                 continue

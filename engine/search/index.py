@@ -30,7 +30,7 @@ _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
 
 
 def _deletes(word: str) -> set[str]:
-    return {word[:i] + word[i + 1:] for i in range(len(word))}
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
 class SearchIndex:
@@ -153,8 +153,7 @@ class SearchIndex:
                 for n in range(len(tok) - 2, len(tok) + 3):
                     pool = self._by_len.get(n)
                     if pool:
-                        for w, d, _ in process.extract(tok, pool, scorer=OSA.distance,
-                                                       score_cutoff=2, limit=4):
+                        for w, d, _ in process.extract(tok, pool, scorer=OSA.distance, score_cutoff=2, limit=4):
                             out.setdefault(w, 0.85 if d == 1 else 0.7)
         return out
 
@@ -235,8 +234,7 @@ class SearchIndex:
 
     def category_counts(self) -> dict[str, int]:
         rows = self.execute(
-            "SELECT category, COUNT(*) FROM features WHERE type = 'poi' AND category IS NOT NULL "
-            "GROUP BY category"
+            "SELECT category, COUNT(*) FROM features WHERE type = 'poi' AND category IS NOT NULL GROUP BY category"
         )
         return dict(rows)
 
@@ -258,11 +256,13 @@ class PoiArrays:
         self._tags = [r[4] or "" for r in rows]
         self._masks: dict[str, object] = {}
         self.arrays = {
-            cat: (np.array([r[0] for r in items], dtype=np.int64),
-                  np.array([r[1] for r in items]), np.array([r[2] for r in items]))
+            cat: (
+                np.array([r[0] for r in items], dtype=np.int64),
+                np.array([r[1] for r in items]),
+                np.array([r[2] for r in items]),
+            )
             for cat, items in by_cat.items()
         }
-
 
     def for_tag(self, needle: str):
         """(ids, lats, lngs) of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
@@ -321,9 +321,7 @@ class SpatialCache:
         self.part_tree = shapely.STRtree(lines) if lines else None
         self.footprints = {
             fid: shapely.from_wkb(g)
-            for fid, g in index.execute(
-                "SELECT id, geom FROM features WHERE type = 'address' AND geom IS NOT NULL"
-            )
+            for fid, g in index.execute("SELECT id, geom FROM features WHERE type = 'address' AND geom IS NOT NULL")
         }
 
 

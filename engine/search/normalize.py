@@ -16,18 +16,45 @@ from unidecode import unidecode
 # whole-token abbreviations (after lowercasing and unidecode, dots removed)
 ABBREVIATIONS: dict[str, str] = {
     # French
-    "bd": "boulevard", "bld": "boulevard", "blvd": "boulevard", "boul": "boulevard",
-    "av": "avenue", "ave": "avenue", "avn": "avenue",
-    "st": "saint", "ste": "sainte", "sts": "saints",
-    "pl": "place", "pce": "place", "r": "rue", "ch": "chemin", "che": "chemin", "rte": "route",
-    "imp": "impasse", "esp": "esplanade", "sq": "square", "fg": "faubourg",
-    "pte": "porte", "qu": "quai", "crs": "cours", "mte": "montee",
-    "dr": "docteur", "gal": "general", "gen": "general", "mal": "marechal", "pdt": "president",
+    "bd": "boulevard",
+    "bld": "boulevard",
+    "blvd": "boulevard",
+    "boul": "boulevard",
+    "av": "avenue",
+    "ave": "avenue",
+    "avn": "avenue",
+    "st": "saint",
+    "ste": "sainte",
+    "sts": "saints",
+    "pl": "place",
+    "pce": "place",
+    "r": "rue",
+    "ch": "chemin",
+    "che": "chemin",
+    "rte": "route",
+    "imp": "impasse",
+    "esp": "esplanade",
+    "sq": "square",
+    "fg": "faubourg",
+    "pte": "porte",
+    "qu": "quai",
+    "crs": "cours",
+    "mte": "montee",
+    "dr": "docteur",
+    "gal": "general",
+    "gen": "general",
+    "mal": "marechal",
+    "pdt": "president",
     "prom": "promenade",
     # English
-    "rd": "road", "ln": "lane",
+    "rd": "road",
+    "ln": "lane",
     # Finnish / Swedish (whole tokens)
-    "k": "katu", "t": "tie", "kj": "kuja", "g": "gatan", "v": "vagen",
+    "k": "katu",
+    "t": "tie",
+    "kj": "kuja",
+    "g": "gatan",
+    "v": "vagen",
 }
 
 # suffix abbreviations glued to a word, before the dot disappears: 'mannerheimint.' -> '...tie'
@@ -40,7 +67,28 @@ _SUFFIXES = (
 )
 
 STOPWORDS = frozenset(
-    ["de", "la", "le", "les", "du", "des", "d", "l", "et", "a", "au", "aux", "en", "sur", "the", "of", "and", "von", "der", "den"]
+    [
+        "de",
+        "la",
+        "le",
+        "les",
+        "du",
+        "des",
+        "d",
+        "l",
+        "et",
+        "a",
+        "au",
+        "aux",
+        "en",
+        "sur",
+        "the",
+        "of",
+        "and",
+        "von",
+        "der",
+        "den",
+    ]
 )
 
 _NON_WORD = re.compile(r"[^a-z0-9_]+")

@@ -41,8 +41,7 @@ def matcher_for(dataset) -> Matcher:
 
 def _overlaps(ds_bbox, bbox) -> bool:
     return not (
-        bbox[2] < ds_bbox.min_lng or bbox[0] > ds_bbox.max_lng
-        or bbox[3] < ds_bbox.min_lat or bbox[1] > ds_bbox.max_lat
+        bbox[2] < ds_bbox.min_lng or bbox[0] > ds_bbox.max_lng or bbox[3] < ds_bbox.min_lat or bbox[1] > ds_bbox.max_lat
     )
 
 
@@ -57,21 +56,28 @@ def _postcode_area(ds, postcode: str, country: str | None, bbox) -> list[dict]:
     lat, lng, _n, city, cc, raw = row
     if (country and cc != country) or (bbox and not (bbox[0] <= lng <= bbox[2] and bbox[1] <= lat <= bbox[3])):
         return []
-    return [{
-        "id": f"{ds.region}:postcode:{postcode}", "type": "place", "score": 0.9, "interpolated": False,
-        "name": raw, "address": {"country": cc, "city": city, "district": None, "street": None,
-                                 "number": None, "postcode": raw},
-        "coord": {"lat": round_coord(lat), "lng": round_coord(lng)}, "osm": None, "region": ds.region,
-    }]
+    return [
+        {
+            "id": f"{ds.region}:postcode:{postcode}",
+            "type": "place",
+            "score": 0.9,
+            "interpolated": False,
+            "name": raw,
+            "address": {"country": cc, "city": city, "district": None, "street": None, "number": None, "postcode": raw},
+            "coord": {"lat": round_coord(lat), "lng": round_coord(lng)},
+            "osm": None,
+            "region": ds.region,
+        }
+    ]
 
 
 def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
     if not (params.query and params.query.strip()) and not (params.street or params.city or params.postcode):
-        raise InvalidParameter("give a query or a structured address (street, city, postcode)",
-                               parameter="query")
+        raise InvalidParameter("give a query or a structured address (street, city, postcode)", parameter="query")
     country = normalize_country(params.country)
-    queries = parses(params.query, street=params.street, number=params.number, city=params.city,
-                     postcode=params.postcode)
+    queries = parses(
+        params.query, street=params.street, number=params.number, city=params.city, postcode=params.postcode
+    )
     for q in queries:
         if q.empty and q.city_words:
             q.words, q.city_words = q.city_words, []  # only a city: search it as a place
@@ -84,8 +90,9 @@ def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
             if q.empty and q.postcode:  # only a postcode: the middle of its addresses
                 merged.extend(_postcode_area(ds, q.postcode, country, params.bbox))
                 continue
-            merged.extend(m.match(q, country=country, bbox=params.bbox, near=params.near,
-                                  limit=params.limit, lang=params.lang))
+            merged.extend(
+                m.match(q, country=country, bbox=params.bbox, near=params.near, limit=params.limit, lang=params.lang)
+            )
     if len(queries) > 1:  # the same candidate from two parses: keep the best
         best: dict[str, dict] = {}
         for c in merged:

@@ -112,7 +112,5 @@ def run(datasets: DatasetRegistry, params: GeometryParams) -> dict:
         return {"wkt": [{**props, "wkt": shapely.to_wkt(g, rounding_precision=7)} for g, props in features]}
     return {
         "type": "FeatureCollection",
-        "features": [
-            {"type": "Feature", "geometry": mapping(g), "properties": props} for g, props in features
-        ],
+        "features": [{"type": "Feature", "geometry": mapping(g), "properties": props} for g, props in features],
     }

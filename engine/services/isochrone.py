@@ -54,9 +54,7 @@ def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...
     else:
         metric, values, name, top = "distance", p.distances, "distance", limits.isochrone_max_distance_m
     if len(values) > limits.isochrone_contours:
-        raise InvalidParameter(
-            f"{name}: at most {limits.isochrone_contours} contours", parameter=name
-        )
+        raise InvalidParameter(f"{name}: at most {limits.isochrone_contours} contours", parameter=name)
     for v in values:
         if not (math.isfinite(v) and 0 < v <= top):
             raise InvalidParameter(f"{name}: each value must be in (0, {top:g}]", parameter=name)
@@ -97,8 +95,9 @@ def _geojson(geom: shapely.Geometry, net) -> dict:
     return {"type": "MultiPolygon", "coordinates": nested}
 
 
-def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None,
-        options: IsoOptions | None = None) -> dict:
+def run(
+    datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None, options: IsoOptions | None = None
+) -> dict:
     limits = limits or DEFAULT_LIMITS
     options = options or IsoOptions()
     metric, values, name = _validate(params, limits)
@@ -121,11 +120,13 @@ def run(datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | Non
     polys = contours(net, entry, cost, budgets, options)
     features = []
     for value, poly in zip(values, polys, strict=False):
-        features.append({
-            "type": "Feature",
-            "properties": {"contour": value, "metric": metric, "area_m2": round(float(poly.area), 1)},
-            "geometry": _geojson(poly, net),
-        })
+        features.append(
+            {
+                "type": "Feature",
+                "properties": {"contour": value, "metric": metric, "area_m2": round(float(poly.area), 1)},
+                "geometry": _geojson(poly, net),
+            }
+        )
     return {
         "type": "FeatureCollection",
         "features": features,

@@ -32,8 +32,12 @@ def poi_result(f: dict, region: str, distance: float | None) -> dict:
         "category": f["category"],
         "coord": {"lat": round_coord(f["lat"]), "lng": round_coord(f["lng"])},
         "address": {
-            "country": f["country"], "city": f["city"], "district": f["district"],
-            "street": f["street"], "number": f["housenumber"], "postcode": f["postcode"],
+            "country": f["country"],
+            "city": f["city"],
+            "district": f["district"],
+            "street": f["street"],
+            "number": f["housenumber"],
+            "postcode": f["postcode"],
         },
         "distance": None if distance is None else round(distance, 1),
         "osm": {"type": f["osm_type"], "id": f["osm_id"]},
@@ -92,7 +96,7 @@ def run(datasets: DatasetRegistry, params: PoiParams) -> dict:
             key = rank if params.q else (d if d is not None else 0.0)
             hits.append((key, d or 0.0, ds.region, f))
     hits.sort(key=lambda h: (round(h[0], 6), h[1], h[2], h[3]["id"]))
-    page = hits[params.offset: params.offset + params.limit]
+    page = hits[params.offset : params.offset + params.limit]
     return {
         "pois": [poi_result(f, region, d if params.near else None) for _k, d, region, f in page],
         "total": len(hits),
@@ -124,9 +128,10 @@ def _spatial(index, params: PoiParams, ids: set[str], raw: set[str]) -> list[dic
 
     cols = ", ".join("f." + c.strip() for c in FEATURE_COLUMNS.split(","))
     if box:
-        sql = (f"SELECT {cols} FROM points_rtree r JOIN features f ON f.id = r.id "
-               "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ? AND "
-               + where)
+        sql = (
+            f"SELECT {cols} FROM points_rtree r JOIN features f ON f.id = r.id "
+            "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ? AND " + where
+        )
         args = [box[2], box[0], box[3], box[1], *args]
     else:
         sql = f"SELECT {cols} FROM features f WHERE {where}"
@@ -140,8 +145,12 @@ def categories(datasets: DatasetRegistry) -> dict:
     counts = {ds.region: ds.search.category_counts() for ds in datasets.all()}
     return {
         "categories": [
-            {"id": c.id, "label": c.label, "tags": list(c.tags),
-             "counts": {region: counts[region].get(c.id, 0) for region in counts}}
+            {
+                "id": c.id,
+                "label": c.label,
+                "tags": list(c.tags),
+                "counts": {region: counts[region].get(c.id, 0) for region in counts},
+            }
             for c in CATEGORIES
         ]
     }

@@ -30,19 +30,28 @@ def _box(lat, lng, radius):
 
 
 def _address(f: dict) -> dict:
-    return {"country": f["country"], "city": f["city"], "district": f["district"],
-            "street": f["street"], "number": f["housenumber"] if f["type"] in ("address", "poi") else None,
-            "postcode": f["postcode"]}
+    return {
+        "country": f["country"],
+        "city": f["city"],
+        "district": f["district"],
+        "street": f["street"],
+        "number": f["housenumber"] if f["type"] in ("address", "poi") else None,
+        "postcode": f["postcode"],
+    }
 
 
 def _cand(f: dict, region: str, t: str, lat: float, lng: float, distance: float) -> dict:
     return {
-        "id": f"{region}:{f['id']}", "type": t, "score": round(max(0.0, 1.0 - distance / 1000.0), 4),
-        "interpolated": False, "name": f["name"] if t != "address" else f["name"],
+        "id": f"{region}:{f['id']}",
+        "type": t,
+        "score": round(max(0.0, 1.0 - distance / 1000.0), 4),
+        "interpolated": False,
+        "name": f["name"] if t != "address" else f["name"],
         "address": _address(f) if t != "street" else {**_address(f), "street": f["name"], "number": None},
         "coord": {"lat": round_coord(lat), "lng": round_coord(lng)},
         "osm": {"type": f["osm_type"], "id": f["osm_id"]} if f["osm_id"] else None,
-        "region": region, "distance": round(distance, 1),
+        "region": region,
+        "distance": round(distance, 1),
     }
 
 
@@ -134,8 +143,10 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
             else:
                 cands.append(_cand(f, ds.region, "street", point[0], point[1], dist))
         if not admin:
-            admin = [{"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
-                     for a in ds.admin.containing(params.lat, params.lng)]
+            admin = [
+                {"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
+                for a in ds.admin.containing(params.lat, params.lng)
+            ]
     if not cands:
         return {"candidates": [], "admin": []}
     seen, out = set(), []

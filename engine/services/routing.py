@@ -45,9 +45,7 @@ class RoutingParams:
 
 def _check(params: RoutingParams, limits: Limits) -> None:
     if len(params.waypoints) > limits.routing_waypoints:
-        raise InvalidParameter(
-            f"at most {limits.routing_waypoints} waypoints are allowed", parameter="waypoints"
-        )
+        raise InvalidParameter(f"at most {limits.routing_waypoints} waypoints are allowed", parameter="waypoints")
     if not 0 <= params.alternatives <= limits.routing_alternatives:
         raise InvalidParameter(
             f"alternatives must be between 0 and {limits.routing_alternatives}",
@@ -55,9 +53,7 @@ def _check(params: RoutingParams, limits: Limits) -> None:
         )
     bad = set(params.avoid) - set(AVOIDABLE)
     if bad:
-        raise InvalidParameter(
-            f"avoid accepts {', '.join(AVOIDABLE)}; got {', '.join(sorted(bad))}", parameter="avoid"
-        )
+        raise InvalidParameter(f"avoid accepts {', '.join(AVOIDABLE)}; got {', '.join(sorted(bad))}", parameter="avoid")
     if params.geometry not in GEOMETRIES:
         raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
 

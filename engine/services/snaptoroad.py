@@ -56,13 +56,9 @@ def _validate(params: SnapParams, limits: Limits) -> np.ndarray:
     if params.timestamps is not None:
         ts = np.asarray(params.timestamps, dtype=np.float64)
         if ts.size != n:
-            raise InvalidParameter(
-                f"timestamps: {ts.size} timestamps for {n} points", parameter="timestamps"
-            )
+            raise InvalidParameter(f"timestamps: {ts.size} timestamps for {n} points", parameter="timestamps")
         if not np.isfinite(ts).all() or (np.diff(ts) < 0).any():
-            raise InvalidParameter(
-                "timestamps must be finite and non-decreasing", parameter="timestamps"
-            )
+            raise InvalidParameter("timestamps must be finite and non-decreasing", parameter="timestamps")
     if params.radius is not None and not (0 < params.radius <= limits.snaptoroad_max_radius_m):
         raise InvalidParameter(
             f"radius must be in (0, {limits.snaptoroad_max_radius_m:g}] metres",
@@ -101,9 +97,7 @@ def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = N
     options = MatchOptions(sigma=sigma)
     segments = match(net, x, y, ts, options)
     if not segments:
-        raise InvalidParameter(
-            f"points: no road within {options.radius:.0f} m of any point", parameter="points"
-        )
+        raise InvalidParameter(f"points: no road within {options.radius:.0f} m of any point", parameter="points")
     snapped: list[dict] = []
     lines: list[list[list[float]]] = []
     for seg in segments:
@@ -128,9 +122,13 @@ def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -
     edges = seg.edge.tolist()
     dist = np.round(seg.distance, 1).tolist()
     entries = [
-        {"original_index": index[i], "coord": {"lat": lat[i], "lng": lng[i]},
-         "name": names[net.name_id[edges[i]]] if net.name_id[edges[i]] >= 0 else "",
-         "way_id": int(way_id[edges[i]]), "distance": dist[i]}
+        {
+            "original_index": index[i],
+            "coord": {"lat": lat[i], "lng": lng[i]},
+            "name": names[net.name_id[edges[i]]] if net.name_id[edges[i]] >= 0 else "",
+            "way_id": int(way_id[edges[i]]),
+            "distance": dist[i],
+        }
         for i in range(len(index))
     ]
     if not interpolate:
@@ -144,9 +142,13 @@ def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -
         if i + 1 < len(entries):
             for v in range(at[i] + 1, at[i + 1]):
                 e = vedge[v]
-                out.append({"coord": {"lat": vlat[v], "lng": vlng[v]},
-                            "name": names[net.name_id[e]] if net.name_id[e] >= 0 else "",
-                            "way_id": int(way_id[e])})
+                out.append(
+                    {
+                        "coord": {"lat": vlat[v], "lng": vlng[v]},
+                        "name": names[net.name_id[e]] if net.name_id[e] >= 0 else "",
+                        "way_id": int(way_id[e]),
+                    }
+                )
     return out
 
 
@@ -158,14 +160,17 @@ def _nearest(net: RoadNetwork, x: float, y: float, limits: Limits) -> dict:
             break
         radius = min(radius * 4, limits.snap_max_distance_m)
     if not cands.edge.size:
-        raise InvalidParameter(
-            f"points: no road within {limits.snap_max_distance_m:.0f} m", parameter="points"
-        )
+        raise InvalidParameter(f"points: no road within {limits.snap_max_distance_m:.0f} m", parameter="points")
     edge = int(cands.edge[0])
     px, py = float(cands.x[0]), float(cands.y[0])
     lat, lng = _lnglat(net, np.array([px]), np.array([py]))
-    entry = {"original_index": 0, "coord": {"lat": lat[0], "lng": lng[0]}, "name": net.name(edge),
-             "way_id": int(net.way_id[edge]), "distance": round(float(cands.distance[0]), 1)}
+    entry = {
+        "original_index": 0,
+        "coord": {"lat": lat[0], "lng": lng[0]},
+        "name": net.name(edge),
+        "way_id": int(net.way_id[edge]),
+        "distance": round(float(cands.distance[0]), 1),
+    }
     return {
         "snapped": [entry],
         "geometry": {"type": "Point", "coordinates": [entry["coord"]["lng"], entry["coord"]["lat"]]},

@@ -66,19 +66,18 @@ def validate(params: StaticMapParams, limits: Limits | None = None) -> None:
     if params.format.lower() not in FORMATS:
         raise InvalidParameter("format must be png or jpg", parameter="format")
     if params.zoom is not None and not (MIN_ZOOM <= params.zoom <= MAX_ZOOM):
-        raise InvalidParameter(f"zoom must be between {MIN_ZOOM} and {MAX_ZOOM}",
-                               parameter="zoom")
+        raise InvalidParameter(f"zoom must be between {MIN_ZOOM} and {MAX_ZOOM}", parameter="zoom")
     if params.center is not None:
         _check_point(params.center[0], params.center[1], "center")
     if params.bbox is not None:
         w, s, e, n = params.bbox
         if not (-180 <= w < e <= 180 and -MAX_LAT <= s < n <= MAX_LAT):
             raise InvalidParameter(
-                "bbox must be min_lng,min_lat,max_lng,max_lat with min < max, within the Web "
-                "Mercator range", parameter="bbox")
+                "bbox must be min_lng,min_lat,max_lng,max_lat with min < max, within the Web Mercator range",
+                parameter="bbox",
+            )
     if len(params.markers) > limits.staticmap_markers:
-        raise InvalidParameter(f"at most {limits.staticmap_markers} markers",
-                               parameter="markers")
+        raise InvalidParameter(f"at most {limits.staticmap_markers} markers", parameter="markers")
     for m in params.markers:
         _check_point(m.lat, m.lng, "markers")
         parse_color(m.color, "markers")
@@ -86,8 +85,7 @@ def validate(params: StaticMapParams, limits: Limits | None = None) -> None:
             raise InvalidParameter("a marker label is one letter or digit", parameter="markers")
     total = sum(len(p.points) for p in params.paths)
     if total > limits.staticmap_path_points:
-        raise InvalidParameter(f"at most {limits.staticmap_path_points} path points in all",
-                               parameter="path")
+        raise InvalidParameter(f"at most {limits.staticmap_path_points} path points in all", parameter="path")
     for p in params.paths:
         if len(p.points) < 2:
             raise InvalidParameter("a path needs at least 2 points", parameter="path")
@@ -106,17 +104,14 @@ def viewport_for(params: StaticMapParams) -> Viewport:
     if params.bbox is not None:
         min_lng, min_lat, max_lng, max_lat = params.bbox
         (x0, x1), (y0, y1) = to_mercator([min_lng, max_lng], [min_lat, max_lat])
-        zoom = params.zoom if params.zoom is not None else fit_zoom(
-            x1 - x0, y1 - y0, w, h, max_zoom=BBOX_MAX_ZOOM)
+        zoom = params.zoom if params.zoom is not None else fit_zoom(x1 - x0, y1 - y0, w, h, max_zoom=BBOX_MAX_ZOOM)
         return Viewport((x0 + x1) / 2, (y0 + y1) / 2, zoom, w, h, scale)
     lats = [m.lat for m in params.markers] + [pt[0] for p in params.paths for pt in p.points]
     lngs = [m.lng for m in params.markers] + [pt[1] for p in params.paths for pt in p.points]
     if not lats:
         if params.center is not None:
-            raise InvalidParameter("zoom is required with center (or give markers or a path)",
-                                   parameter="zoom")
-        raise InvalidParameter("give center and zoom, a bbox, or markers or a path to fit",
-                               parameter="center")
+            raise InvalidParameter("zoom is required with center (or give markers or a path)", parameter="zoom")
+        raise InvalidParameter("give center and zoom, a bbox, or markers or a path to fit", parameter="center")
     x, y = to_mercator(np.array(lngs), np.array(lats))
     pin = PIN_HEIGHT_PX if params.markers else 0
     pad = 16

@@ -49,8 +49,9 @@ def run(datasets: DatasetRegistry, params: SuggestParams) -> dict:
     merged = []
     for ds in datasets.all():
         # while typing, what is near matters more than for a full address
-        merged.extend(matcher_for(ds).match(q, country=country, near=params.near,
-                                            limit=params.limit * 3, near_weight=0.3))
+        merged.extend(
+            matcher_for(ds).match(q, country=country, near=params.near, limit=params.limit * 3, near_weight=0.3)
+        )
     merged.sort(key=lambda c: -c["score"])
     floor = 0.3 * merged[0]["score"] if merged else 0.0  # far weaker matches are noise
     out, seen = [], set()
@@ -61,8 +62,16 @@ def run(datasets: DatasetRegistry, params: SuggestParams) -> dict:
         if text_ in seen:
             continue
         seen.add(text_)
-        out.append({"text": text_, "type": c["type"], "coord": c["coord"], "address": c["address"],
-                    "score": c["score"], "region": c["region"]})
+        out.append(
+            {
+                "text": text_,
+                "type": c["type"],
+                "coord": c["coord"],
+                "address": c["address"],
+                "score": c["score"],
+                "region": c["region"],
+            }
+        )
         if len(out) >= params.limit:
             break
     return {"suggestions": out}

@@ -35,10 +35,12 @@ MIN_SIMILARITY = 0.97
 CASES: dict[str, StaticMapParams] = {
     "monaco-z15": StaticMapParams(center=(43.7384, 7.4246), zoom=15, width=400, height=300),
     "monaco-z17-markers": StaticMapParams(
-        center=(43.7395, 7.4272), zoom=17, width=400, height=300,
+        center=(43.7395, 7.4272),
+        zoom=17,
+        width=400,
+        height=300,
         markers=(Marker(43.7397, 7.4263, "red", "A"), Marker(43.7389, 7.4287, "blue", "1")),
-        paths=(MapPath(((43.7404, 7.4250), (43.7397, 7.4263), (43.7389, 7.4287)), "0x00a000",
-                       4),),
+        paths=(MapPath(((43.7404, 7.4250), (43.7397, 7.4263), (43.7389, 7.4287)), "0x00a000", 4),),
     ),
     "helsinki-z16": StaticMapParams(center=(60.1699, 24.9440), zoom=16, width=400, height=300),
     "outside": StaticMapParams(center=(10.0, 10.0), zoom=12, width=200, height=150),

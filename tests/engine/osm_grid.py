@@ -91,7 +91,9 @@ class OsmGrid:
     def restriction(self, kind: str, *, from_way: int, via: str, to_way: int, **tags: str) -> int:
         return self.relation(
             [("w", from_way, "from"), ("n", via, "via"), ("w", to_way, "to")],
-            type="restriction", restriction=kind, **tags,
+            type="restriction",
+            restriction=kind,
+            **tags,
         )
 
     # -- geometry helpers
@@ -107,8 +109,7 @@ class OsmGrid:
 
     def offset(self, name: str, north_m: float = 0.0, east_m: float = 0.0) -> tuple[float, float]:
         lat, lng = self.nodes[name]
-        return (lat + north_m / EARTH_M_PER_DEG,
-                lng + east_m / (EARTH_M_PER_DEG * math.cos(math.radians(lat))))
+        return (lat + north_m / EARTH_M_PER_DEG, lng + east_m / (EARTH_M_PER_DEG * math.cos(math.radians(lat))))
 
     # -- output
     def write(self, path: Path) -> Path:
@@ -129,8 +130,7 @@ class OsmGrid:
                 if name not in used:
                     continue
                 lat, lng = self.nodes[name]
-                writer.add_node(mutable.Node(id=nid, location=(lng, lat), tags=self.node_tags.get(name, {}),
-                                             version=1))
+                writer.add_node(mutable.Node(id=nid, location=(lng, lat), tags=self.node_tags.get(name, {}), version=1))
             for wid, names, tags in self.ways:
                 writer.add_way(mutable.Way(id=wid, nodes=[self.ids[n] for n in names], tags=tags, version=1))
             for rid, members, tags in self.relations:

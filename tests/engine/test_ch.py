@@ -12,8 +12,15 @@ from engine.routing.router import Router
 from tests.engine.osm_grid import OsmGrid
 
 CLASSES = ["primary", "secondary", "tertiary", "residential", "residential", "service", "motorway"]
-RESTRICTIONS = ["no_left_turn", "no_right_turn", "no_straight_on", "no_u_turn", "only_straight_on",
-                "only_left_turn", "only_right_turn"]
+RESTRICTIONS = [
+    "no_left_turn",
+    "no_right_turn",
+    "no_straight_on",
+    "no_u_turn",
+    "only_straight_on",
+    "only_left_turn",
+    "only_right_turn",
+]
 
 
 def random_network(seed: int, n: int = 12) -> OsmGrid:
@@ -85,7 +92,7 @@ def check_router(router: Router, rng, pairs: int, bbox) -> tuple[int, int]:
         # the CH path is a real path of the turn graph with that weight
         assert router._weight_of(fast) == pytest.approx(fast.weight, rel=1e-9, abs=1e-6)
         for e, f in zip(fast.edges[:-1], fast.edges[1:], strict=True):
-            assert f in router.tto[router.tfirst[e]:router.tfirst[e + 1]]
+            assert f in router.tto[router.tfirst[e] : router.tfirst[e + 1]]
     return found, compared
 
 
@@ -98,8 +105,9 @@ def test_ch_equals_dijkstra_on_random_networks(tmp_path, seed):
     router = Router(graph)
     lat = np.asarray(graph.node_lat)
     lng = np.asarray(graph.node_lng)
-    found, compared = check_router(router, np.random.default_rng(seed), 150,
-                                   (lat.min(), lng.min(), lat.max(), lng.max()))
+    found, compared = check_router(
+        router, np.random.default_rng(seed), 150, (lat.min(), lng.min(), lat.max(), lng.max())
+    )
     assert found > 0.5 * compared
 
 
@@ -131,11 +139,18 @@ def test_ch_query_pure_turn_graph():
     q = ch.CHQuery(G)
     zero = np.zeros(n)
     for s in rng.integers(0, n, 40):
-        dist, _ = dijkstra(first, dst.astype(np.int64), np.asarray(G.turn_cost_s, np.float64), zero,
-                           np.array([s], np.int64), np.array([0.0]), np.inf, -1)
+        dist, _ = dijkstra(
+            first,
+            dst.astype(np.int64),
+            np.asarray(G.turn_cost_s, np.float64),
+            zero,
+            np.array([s], np.int64),
+            np.array([0.0]),
+            np.inf,
+            -1,
+        )
         for t in rng.integers(0, n, 20):
-            cost, path = q.route(np.array([s], np.int64), np.array([0.0]), np.array([t], np.int64),
-                                 np.array([0.0]))
+            cost, path = q.route(np.array([s], np.int64), np.array([0.0]), np.array([t], np.int64), np.array([0.0]))
             if dist[t] == np.inf:
                 assert path is None or cost == np.inf
             else:

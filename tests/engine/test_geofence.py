@@ -47,8 +47,11 @@ def ring(g, letters: str):
 
 
 def polygon_body(*rings, name=None, **extra):
-    return {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": list(rings)},
-            "properties": {"name": name, **extra}}
+    return {
+        "type": "Feature",
+        "geometry": {"type": "Polygon", "coordinates": list(rings)},
+        "properties": {"name": name, **extra},
+    }
 
 
 # A square of 90 m x 70 m with a 50 m x 30 m hole; lowercase letters are test points.
@@ -77,11 +80,11 @@ def yard():
 @pytest.mark.parametrize(
     "letter, inside, distance",
     [
-        ("a", True, 10.0),   # one cell from the outer edges, ~14 m from the hole corner
+        ("a", True, 10.0),  # one cell from the outer edges, ~14 m from the hole corner
         ("h", False, 10.0),  # in the hole, one cell below its top edge
-        ("e", True, 0.0),    # exactly on the bottom edge: boundary counts as inside
-        ("A", True, 0.0),    # a vertex
-        ("E", True, 0.0),    # a vertex of the hole
+        ("e", True, 0.0),  # exactly on the bottom edge: boundary counts as inside
+        ("A", True, 0.0),  # a vertex
+        ("E", True, 0.0),  # a vertex of the hole
         ("p", False, 30.0),  # three cells east of B
     ],
 )
@@ -113,11 +116,14 @@ A . B . . . E . F
 . a . . x . . b .
 D . C . . . H . G
 """,
-        60.1700, 24.9400,
+        60.1700,
+        24.9400,
     )
-    body = {"type": "Feature", "properties": {"name": "Two"},
-            "geometry": {"type": "MultiPolygon",
-                         "coordinates": [[ring(g, "ABCD")], [ring(g, "EFGH")]]}}
+    body = {
+        "type": "Feature",
+        "properties": {"name": "Two"},
+        "geometry": {"type": "MultiPolygon", "coordinates": [[ring(g, "ABCD")], [ring(g, "EFGH")]]},
+    }
     index = FenceIndex([parse_fence(body, fence_id="two")])
     for letter, inside, dist in (("a", True, 10.0), ("b", True, 10.0), ("x", False, 20.0)):
         (s,) = index.check(*g[letter])
@@ -129,8 +135,9 @@ D . C . . . H . G
 
 def test_circle_at_helsinki_has_radius_in_metres():
     lat0, lng0 = 60.1699, 24.9384
-    index = FenceIndex([parse_fence(
-        {"type": "circle", "center": {"lat": lat0, "lng": lng0}, "radius": 100}, fence_id="c")])
+    index = FenceIndex(
+        [parse_fence({"type": "circle", "center": {"lat": lat0, "lng": lng0}, "radius": 100}, fence_id="c")]
+    )
     for az in range(0, 360, 30):
         for dist, inside in ((99.0, True), (101.0, False), (99.9, True), (100.1, False)):
             lng, lat, _ = GEOD.fwd(lng0, lat0, az, dist)
@@ -163,8 +170,9 @@ def _random_fences(rng, n, bbox):
         cx, cy = rng.uniform(min_lng, max_lng), rng.uniform(min_lat, max_lat)
         if i % 3 == 0:
             r = float(rng.uniform(5, 300))
-            fences.append(parse_fence({"type": "circle", "center": {"lat": cy, "lng": cx}, "radius": r},
-                                      fence_id=f"f{i}"))
+            fences.append(
+                parse_fence({"type": "circle", "center": {"lat": cy, "lng": cx}, "radius": r}, fence_id=f"f{i}")
+            )
             raw.append(("circle", (cy, cx, r)))
         else:
             k = int(rng.integers(4, 20))
@@ -173,8 +181,13 @@ def _random_fences(rng, n, bbox):
             pts = np.c_[cx + rad * np.cos(ang) * 1.5, cy + rad * np.sin(ang)].tolist()
             rings = [pts + [pts[0]]]
             if i % 3 == 2:  # a small hole around the centre
-                h = [[cx - 0.0001, cy - 0.0001], [cx + 0.0001, cy - 0.0001], [cx + 0.0001, cy + 0.0001],
-                     [cx - 0.0001, cy + 0.0001], [cx - 0.0001, cy - 0.0001]]
+                h = [
+                    [cx - 0.0001, cy - 0.0001],
+                    [cx + 0.0001, cy - 0.0001],
+                    [cx + 0.0001, cy + 0.0001],
+                    [cx - 0.0001, cy + 0.0001],
+                    [cx - 0.0001, cy - 0.0001],
+                ]
                 rings.append(h)
             fences.append(parse_fence(polygon_body(*rings), fence_id=f"f{i}"))
             raw.append(("polygon", shapely.Polygon(rings[0], rings[1:])))
@@ -204,7 +217,9 @@ def _brute_distance(kind, g, lat, lng, dense=None):
     return float(GEOD.inv(np.full(len(coords), lng), np.full(len(coords), lat), coords[:, 0], coords[:, 1])[2].min())
 
 
-@pytest.mark.parametrize("bbox", [(7.40, 43.72, 7.44, 43.75), (24.93, 60.16, 24.96, 60.18), (18.9, 69.63, 18.99, 69.67)])
+@pytest.mark.parametrize(
+    "bbox", [(7.40, 43.72, 7.44, 43.75), (24.93, 60.16, 24.96, 60.18), (18.9, 69.63, 18.99, 69.67)]
+)
 def test_index_matches_brute_force(bbox):
     rng = np.random.default_rng(8)
     fences, raw = _random_fences(rng, 120, bbox)
@@ -276,14 +291,20 @@ def _poly(coords):
     [
         (_poly([SQUARE[:-1]]), "geometry", "not closed"),
         (_poly([[[7.42, 43.73], [7.43, 43.73], [7.42, 43.73]]]), "geometry", "at least 4"),
-        (_poly([[[7.42, 43.73], [7.43, 43.74], [7.43, 43.73], [7.42, 43.74], [7.42, 43.73]]]),
-         "geometry", "self-intersecting"),
+        (
+            _poly([[[7.42, 43.73], [7.43, 43.74], [7.43, 43.73], [7.42, 43.74], [7.42, 43.73]]]),
+            "geometry",
+            "self-intersecting",
+        ),
         (_poly([[[7.42, 43.73], [190.0, 43.73], [7.43, 43.74], [7.42, 43.73]]]), "geometry", "longitude"),
         (_poly([[[7.42, 43.73], [7.43, 95.0], [7.43, 43.74], [7.42, 43.73]]]), "geometry", "latitude"),
         (_poly([SQUARE, [[7.0, 43.0], [7.01, 43.0], [7.01, 43.01], [7.0, 43.0]]]), "geometry", "hole"),
         (_poly([[[7.42, 43.73], ["x", 43.7], [7.43, 43.74], [7.42, 43.73]]]), "geometry", "numbers"),
-        ({"type": "Feature", "geometry": {"type": "Point", "coordinates": [7.4, 43.7]}}, "geometry",
-         "Polygon or MultiPolygon"),
+        (
+            {"type": "Feature", "geometry": {"type": "Point", "coordinates": [7.4, 43.7]}},
+            "geometry",
+            "Polygon or MultiPolygon",
+        ),
         ({"type": "circle", "center": {"lat": 43.7, "lng": 7.4}, "radius": 0}, "radius", "> 0"),
         ({"type": "circle", "center": {"lat": 43.7, "lng": 7.4}, "radius": -5}, "radius", "> 0"),
         ({"type": "circle", "center": {"lat": 43.7, "lng": 7.4}, "radius": 100_001}, "radius", "maximum"),
@@ -294,8 +315,11 @@ def _poly(coords):
         ({"type": "admin", "osm_id": "x"}, "osm_id", "integer"),
         ({"type": "circle", "center": {"lat": 1, "lng": 1}, "radius": 5, "name": 7}, "name", "string"),
         ({"type": "circle", "center": {"lat": 1, "lng": 1}, "radius": 5, "metadata": [1]}, "metadata", "object"),
-        ({"type": "circle", "center": {"lat": 1, "lng": 1}, "radius": 5, "metadata": {"a": "x" * 5000}},
-         "metadata", "bytes"),
+        (
+            {"type": "circle", "center": {"lat": 1, "lng": 1}, "radius": 5, "metadata": {"a": "x" * 5000}},
+            "metadata",
+            "bytes",
+        ),
     ],
 )
 def test_validation_names_reason_and_parameter(body, parameter, words):
@@ -316,12 +340,21 @@ def test_too_many_vertices():
 
 
 def test_round_trip_and_admin_reference():
-    body = {"type": "circle", "center": {"lat": 60.17, "lng": 24.94}, "radius": 250.5, "name": "Kauppatori",
-            "metadata": {"zone": 3}}
+    body = {
+        "type": "circle",
+        "center": {"lat": 60.17, "lng": 24.94},
+        "radius": 250.5,
+        "name": "Kauppatori",
+        "metadata": {"zone": 3},
+    }
     f = parse_fence(body, fence_id="k")
     again = parse_fence(f.to_body(), fence_id="k")
-    assert (again.center, again.radius, again.name, dict(again.metadata)) == ((60.17, 24.94), 250.5, "Kauppatori",
-                                                                              {"zone": 3})
+    assert (again.center, again.radius, again.name, dict(again.metadata)) == (
+        (60.17, 24.94),
+        250.5,
+        "Kauppatori",
+        {"zone": 3},
+    )
     assert f.to_feature()["geometry"] == {"type": "Point", "coordinates": [24.94, 60.17]}
 
     square = shapely.Polygon(SQUARE)
@@ -346,8 +379,17 @@ def test_round_trip_and_admin_reference():
 def test_service_result_shape_and_errors(yard):
     g, index = yard
     out = run(index, GeofenceCheckParams(lat=g["a"][0], lng=g["a"][1]))
-    assert out == {"fences": [{"id": "yard", "name": "Yard", "inside": True,
-                               "distance": pytest.approx(10.0, abs=0.05), "transition": None}]}
+    assert out == {
+        "fences": [
+            {
+                "id": "yard",
+                "name": "Yard",
+                "inside": True,
+                "distance": pytest.approx(10.0, abs=0.05),
+                "transition": None,
+            }
+        ]
+    }
     with pytest.raises(InvalidParameter) as err:
         run(index, GeofenceCheckParams(lat=43.7, lng=7.4, fence_ids=("other-account-fence",)))
     assert err.value.parameter == "fences"
@@ -370,8 +412,10 @@ def test_large_fence_distance_and_mixed_subset():
     big = {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [outline + [outline[0]]]}}
     small = polygon_body([[24.95, 60.17], [24.96, 60.17], [24.96, 60.175], [24.95, 60.17]])
     index = FenceIndex([parse_fence(big, fence_id="big"), parse_fence(small, fence_id="small")])
-    raw = {"big": ("polygon", shapely.Polygon(outline)),
-           "small": ("polygon", shapely.Polygon([[24.95, 60.17], [24.96, 60.17], [24.96, 60.175]]))}
+    raw = {
+        "big": ("polygon", shapely.Polygon(outline)),
+        "small": ("polygon", shapely.Polygon([[24.95, 60.17], [24.96, 60.17], [24.96, 60.175]])),
+    }
     rng = np.random.default_rng(5)
     for lat, lng in zip(rng.uniform(60.15, 60.19, 8), rng.uniform(24.90, 24.98, 8), strict=True):
         for s in index.check(lat, lng, ["small", "big"]):
@@ -381,8 +425,9 @@ def test_large_fence_distance_and_mixed_subset():
 
 
 def test_circle_across_the_antimeridian():
-    index = FenceIndex([parse_fence({"type": "circle", "center": {"lat": 0.0, "lng": 179.9995}, "radius": 500},
-                                    fence_id="dateline")])
+    index = FenceIndex(
+        [parse_fence({"type": "circle", "center": {"lat": 0.0, "lng": 179.9995}, "radius": 500}, fence_id="dateline")]
+    )
     lng, lat, _ = GEOD.fwd(179.9995, 0.0, 90, 300)  # 300 m east: across the line, lng < -179.99
     assert lng < -179.99
     assert index.containing(lat, lng) == ["dateline"]

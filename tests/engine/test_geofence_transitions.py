@@ -45,8 +45,7 @@ def client():
 
 
 def circle(fid, lat, lng, r, name=None):
-    return parse_fence({"type": "circle", "center": {"lat": lat, "lng": lng}, "radius": r, "name": name},
-                       fence_id=fid)
+    return parse_fence({"type": "circle", "center": {"lat": lat, "lng": lng}, "radius": r, "name": name}, fence_id=fid)
 
 
 # Two overlapping 100 m circles on a west-east line in Helsinki: A centred at x=0, B at x=150 m.

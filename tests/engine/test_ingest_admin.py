@@ -22,7 +22,7 @@ def _clipped_ways(ring, bbox_poly, n_ways=4):
     step = max(2, len(coords) // n_ways)
     ways = []
     for i in range(0, len(coords), step):
-        way = coords[i: i + step + 1]
+        way = coords[i : i + step + 1]
         if i + step >= len(coords):
             way = coords[i:] + [coords[0]]
         pieces, cur = [], []

@@ -41,8 +41,16 @@ def test_search_matches_node_dijkstra(city_net):
     for u in rng.integers(0, net.node_count, 5):
         limit = 400.0
         out = np.arange(net.first_out[u], net.first_out[u + 1])
-        entry = _search(turns.turn_first_out, turns.turn_to, turns.turn_cost, False, net.duration,
-                        out.astype(np.int64), np.zeros(out.size), limit)
+        entry = _search(
+            turns.turn_first_out,
+            turns.turn_to,
+            turns.turn_cost,
+            False,
+            net.duration,
+            out.astype(np.int64),
+            np.zeros(out.size),
+            limit,
+        )
         ref = _node_dist(net, int(u), net.duration)[net.tail]
         expect = np.where(ref < limit, ref, np.inf)
         assert np.allclose(entry, expect), u
@@ -51,8 +59,11 @@ def test_search_matches_node_dijkstra(city_net):
 def _origin(net, x, y):
     c = net.grid.candidates(x, y, 300.0, 1)
     e = int(c.edge[0])
-    twins = [f for f in range(net.first_out[net.head[e]], net.first_out[net.head[e] + 1])
-             if f != e and net.head[f] == net.tail[e]]
+    twins = [
+        f
+        for f in range(net.first_out[net.head[e]], net.first_out[net.head[e] + 1])
+        if f != e and net.head[f] == net.tail[e]
+    ]
     return e, float(c.offset[0]), (twins[0] if twins else -1)
 
 
@@ -69,7 +80,8 @@ def test_contours_follow_the_roads(city_net):
     dist = np.minimum(
         _node_dist(net, int(net.head[e]), net.duration) + (1 - off / net.length[e]) * net.duration[e],
         _node_dist(net, int(net.tail[e]), net.duration) + off / net.length[e] * net.duration[e]
-        if twin >= 0 else np.inf,
+        if twin >= 0
+        else np.inf,
     )
     pts = shapely.points(net.node_x, net.node_y)
     for budget, poly in zip(budgets, (small, large), strict=False):
@@ -185,8 +197,7 @@ def test_service_one_way_street(tmp_path, oneway):
     tags = {"oneway": "yes"} if oneway else {}
     g.way("ABC", highway="residential", name="Main Street", **tags)
     pbf = g.write(tmp_path / "grid.osm.pbf")
-    import_pbf(pbf, tmp_path / "data", "grid",
-               stages=(Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),))
+    import_pbf(pbf, tmp_path / "data", "grid", stages=(Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),))
     ds = DatasetRegistry(tmp_path / "data")
     res = run(ds, IsochroneParams(*g.coord("B"), distances=(250.0,)))
     poly = shapely.geometry.shape(res["features"][0]["geometry"])

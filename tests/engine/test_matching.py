@@ -89,8 +89,7 @@ def test_bounded_dijkstra_oracle():
         if a != b:
             best[(a, b)] = min(best.get((a, b), np.inf), c)
     keys = list(best)
-    mat = csr_matrix(([best[k] for k in keys], ([k[0] for k in keys], [k[1] for k in keys])),
-                     shape=(n, n))
+    mat = csr_matrix(([best[k] for k in keys], ([k[0] for k in keys], [k[1] for k in keys])), shape=(n, n))
     dist = np.full(n, np.inf)
     tmark = np.zeros(n, np.int8)
     touched = List([np.int64(0)])
@@ -98,8 +97,7 @@ def test_bounded_dijkstra_oracle():
     for src in rng.integers(0, n, 20):
         ref = dijkstra(mat, indices=int(src))
         bound = float(np.nanpercentile(ref[np.isfinite(ref)], 60))
-        got = _bounded_dijkstra(first_out, head.astype(np.int32), w, int(src), bound, targets,
-                                dist, tmark, touched)
+        got = _bounded_dijkstra(first_out, head.astype(np.int32), w, int(src), bound, targets, dist, tmark, touched)
         expect = np.where(ref <= bound, ref, np.inf)
         assert np.allclose(got, expect), src
         assert np.isinf(dist).all() and not tmark.any()  # workspaces restored
@@ -111,9 +109,7 @@ def test_candidates_match_brute_force(city_net):
     xs = rng.uniform(net.geom_x.min(), net.geom_x.max(), 40)
     ys = rng.uniform(net.geom_y.min(), net.geom_y.max(), 40)
     cands = net.grid.candidates(xs, ys, 60.0, max_k=1000)
-    lines = shapely.linestrings(
-        [np.column_stack(net.edge_polyline(e).T) for e in range(net.edge_count)]
-    )
+    lines = shapely.linestrings([np.column_stack(net.edge_polyline(e).T) for e in range(net.edge_count)])
     for i in range(xs.size):
         d = shapely.distance(lines, shapely.Point(xs[i], ys[i]))
         expect = set(np.flatnonzero(d <= 60.0))
@@ -134,8 +130,7 @@ def test_hairpin_gives_two_candidates_on_one_edge():
 
     proj = LocalProjection(10.0, -30.0)
     hairpin = [(0.0, 0.0), (200.0, 0.0), (210.0, 15.0), (200.0, 30.0), (0.0, 30.0)]
-    net = build_network(proj, np.array([0.0, 0.0]), np.array([0.0, 30.0]),
-                        [(0, 1, hairpin, 10.0, 1, "Hairpin")])
+    net = build_network(proj, np.array([0.0, 0.0]), np.array([0.0, 30.0]), [(0, 1, hairpin, 10.0, 1, "Hairpin")])
     cands = net.grid.candidates(np.array([100.0]), np.array([12.0]), 40.0)
     assert sorted(np.round(cands.offset).tolist()) == [100.0, 336.0]
     assert sorted(np.round(cands.distance).tolist()) == [12.0, 18.0]

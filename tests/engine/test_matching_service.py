@@ -56,13 +56,16 @@ def test_one_way_decides_the_road(tmp_path, oneway):
 
 def test_disconnected_roads_give_two_segments(tmp_path):
     """Two roads 80 m apart with no connection: no transition between them, two segments."""
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A--------------------B
 
 
 
         C--------------------D
-    """, grid_m=20)
+    """,
+        grid_m=20,
+    )
     g.way("AB", highway="residential", name="North Road")
     g.way("CD", highway="residential", name="South Road")
     ds = serve(tmp_path, g)
@@ -76,12 +79,15 @@ def test_disconnected_roads_give_two_segments(tmp_path):
 
 
 def test_interpolate_adds_the_path_between_points(tmp_path):
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A---------B
                   |
                   |
                   C---------D
-    """, grid_m=10)
+    """,
+        grid_m=10,
+    )
     g.way("ABCD", highway="residential", name="Zigzag")
     ds = serve(tmp_path, g)
     pts = (g.coord_between("A", "B", 0.5), g.coord_between("C", "D", 0.5))
@@ -126,8 +132,9 @@ def test_monaco_trace(datasets):
         res = run(datasets, SnapParams(tuple(zip(lat, lng, strict=False)), timestamps=tuple(tr.timestamps)))
         snapped = res["snapped"]
         assert [s["original_index"] for s in snapped] == list(range(tr.x.size))
-        sx, sy = net.proj.to_xy(np.array([s["coord"]["lat"] for s in snapped]),
-                                np.array([s["coord"]["lng"] for s in snapped]))
+        sx, sy = net.proj.to_xy(
+            np.array([s["coord"]["lat"] for s in snapped]), np.array([s["coord"]["lng"] for s in snapped])
+        )
         on_path = distance_to_polyline(sx, sy, tr.path) < 2.0
         assert on_path.mean() >= 0.9
         for s, la, ln in zip(snapped, lat, lng, strict=False):
@@ -146,8 +153,7 @@ def test_single_point_is_nearest_road(datasets):
     (s,) = res["snapped"]
     assert s["original_index"] == 0 and s["name"] and s["distance"] < 50
     assert res["geometry"]["type"] == "Point"
-    assert haversine_m(43.7384, 7.4246, s["coord"]["lat"], s["coord"]["lng"]) == pytest.approx(
-        s["distance"], abs=0.2)
+    assert haversine_m(43.7384, 7.4246, s["coord"]["lat"], s["coord"]["lng"]) == pytest.approx(s["distance"], abs=0.2)
 
 
 @pytest.mark.parametrize(

@@ -58,8 +58,9 @@ def _model_cost(router, nodes: list[int], edge_cost, turn_cost) -> float:
     leaves its first junction and enters its last by any road (``Router._starts``/``_ends``), and
     pays every turn in between; ``inf`` when a needed turn is missing."""
     tail, head, first = router.g.edge_tail, router.edge_head, router.g.node_first_out
-    states = {f: float(edge_cost[f]) for f in range(int(first[nodes[0]]), int(first[nodes[0] + 1]))
-              if head[f] == nodes[1]}  # edge -> cost at its end
+    states = {
+        f: float(edge_cost[f]) for f in range(int(first[nodes[0]]), int(first[nodes[0] + 1])) if head[f] == nodes[1]
+    }  # edge -> cost at its end
     for i in range(1, len(nodes) - 1):
         following: dict[int, float] = {}
         for e, c in states.items():

@@ -91,7 +91,10 @@ def test_cli_import_failure_exits_nonzero_with_message(tmp_path):
     not_pbf.write_text("garbage")
     proc = subprocess.run(
         [sys.executable, "-m", "cli.main", "import", str(not_pbf)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, env={"DATA_DIR": str(tmp_path / "d"), "PATH": "/usr/bin:/bin"},
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={"DATA_DIR": str(tmp_path / "d"), "PATH": "/usr/bin:/bin"},
         timeout=120,
     )
     assert proc.returncode != 0

@@ -24,17 +24,16 @@ SAMPLES = PROJECT_ROOT / "data" / "samples"
 
 
 def _rgb(hex_colour: str) -> np.ndarray:
-    return np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
 
 
 def _image(result: dict) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(result["body"])).convert("RGB"), dtype=np.int16)
 
 
-def _near(img: np.ndarray, col: float, row: float, colour: np.ndarray, tol: int = 28,
-          radius: int = 1) -> bool:
+def _near(img: np.ndarray, col: float, row: float, colour: np.ndarray, tol: int = 28, radius: int = 1) -> bool:
     r, c = int(round(row)), int(round(col))
-    patch = img[max(r - radius, 0):r + radius + 1, max(c - radius, 0):c + radius + 1]
+    patch = img[max(r - radius, 0) : r + radius + 1, max(c - radius, 0) : c + radius + 1]
     return bool((np.abs(patch - colour).max(axis=2) <= tol).any())
 
 
@@ -73,8 +72,7 @@ def test_png_decodes_with_size_and_content(datasets, center, zoom):
 
 
 def test_scale_2_and_jpeg(datasets):
-    result = run(datasets, StaticMapParams(center=MONACO, zoom=16, width=300, height=200,
-                                           scale=2, format="jpg"))
+    result = run(datasets, StaticMapParams(center=MONACO, zoom=16, width=300, height=200, scale=2, format="jpg"))
     assert result["content_type"] == "image/jpeg"
     img = Image.open(io.BytesIO(result["body"]))
     assert img.format == "JPEG" and img.size == (600, 400)
@@ -95,8 +93,7 @@ def test_outside_coverage_is_a_neutral_valid_image(datasets):
 
 
 def test_attribution_in_the_corner(datasets):
-    arr = _image(run(datasets, StaticMapParams(center=(-33.0, -60.0), zoom=12, width=300,
-                                               height=200)))
+    arr = _image(run(datasets, StaticMapParams(center=(-33.0, -60.0), zoom=12, width=300, height=200)))
     corner = arr[-16:, -170:]
     dark = (corner.max(axis=2) < 120).mean()  # text pixels
     assert dark > 0.02
@@ -115,8 +112,7 @@ def _primary_way(pbf) -> list[tuple[float, float]]:
     """The longest primary road way of the extract (not a tunnel/bridge), as (lat, lng)."""
     best: list[tuple[float, float]] = []
     best_len = 0.0
-    fp = osmium.FileProcessor(str(pbf)).with_locations().with_filter(
-        osmium.filter.TagFilter(("highway", "primary")))
+    fp = osmium.FileProcessor(str(pbf)).with_locations().with_filter(osmium.filter.TagFilter(("highway", "primary")))
     for way in fp:
         if not way.is_way() or way.tags.get("tunnel", "no") != "no" or "bridge" in way.tags:
             continue
@@ -174,7 +170,10 @@ def test_bbox_render_shows_a_known_primary_road(datasets, region):
 def test_markers_and_path_are_drawn(datasets):
     a, b = (43.7397, 7.4263), (43.7360, 7.4300)
     params = StaticMapParams(
-        center=MONACO, zoom=16, width=500, height=400,
+        center=MONACO,
+        zoom=16,
+        width=500,
+        height=400,
         markers=(Marker(*a, color="0x00ff00", label="A"),),
         paths=(Path((a, b), color="0xff00ffff", weight=6),),
     )
@@ -185,8 +184,7 @@ def test_markers_and_path_are_drawn(datasets):
     assert _near(arr, col + 6, row - 23, np.array([0, 255, 0]), tol=20, radius=2)
     magenta = np.array([255, 0, 255])
     c1, r1 = vp.to_pixel(*b)
-    hits = [_near(arr, col + t * (c1 - col), row + t * (r1 - row), magenta, tol=30)
-            for t in np.linspace(0.3, 0.95, 12)]
+    hits = [_near(arr, col + t * (c1 - col), row + t * (r1 - row), magenta, tol=30) for t in np.linspace(0.3, 0.95, 12)]
     assert np.mean(hits) > 0.8
 
 
@@ -233,8 +231,7 @@ def test_bbox_fit_contains_the_bbox():
         (StaticMapParams(markers=(Marker(43.7, 7.4, color="pink"),)), "markers"),
         (StaticMapParams(markers=tuple(Marker(43.7, 7.4) for _ in range(101))), "markers"),
         (StaticMapParams(paths=(Path(((43.7, 7.4),)),)), "path"),
-        (StaticMapParams(paths=(Path(tuple((43.7, 7.4 + i * 1e-4) for i in range(1001))),)),
-         "path"),
+        (StaticMapParams(paths=(Path(tuple((43.7, 7.4 + i * 1e-4) for i in range(1001))),)), "path"),
     ],
 )
 def test_invalid_parameters_name_the_parameter(datasets, params, parameter):
@@ -248,8 +245,16 @@ def test_parse_markers():
     assert ms == (Marker(43.73, 7.42, "red", "A"), Marker(43.74, 7.43, "red", "A"))
     assert parse_markers("43.73,7.42") == (Marker(43.73, 7.42),)
     assert parse_markers("color:0x00FF00|-33.5,-70.6")[0].lat == -33.5
-    for bad in ("", "color:red", "label:AB|43.7,7.4", "color:nope|43.7,7.4", "43.7",
-                "size:x|shape:star|43.7,7.4", "43.7,7.4|color:red", "95,7.4"):
+    for bad in (
+        "",
+        "color:red",
+        "label:AB|43.7,7.4",
+        "color:nope|43.7,7.4",
+        "43.7",
+        "size:x|shape:star|43.7,7.4",
+        "43.7,7.4|color:red",
+        "95,7.4",
+    ):
         with pytest.raises(InvalidParameter) as exc:
             parse_markers(bad)
         assert exc.value.parameter == "markers", bad
@@ -259,16 +264,26 @@ def test_parse_path():
     p = parse_path("color:0x0000ff|weight:5|43.73,7.42|43.74,7.43")
     assert p == Path(((43.73, 7.42), (43.74, 7.43)), "0x0000ff", 5)
     pts = [(43.73, 7.42), (43.735, 7.425), (43.74, 7.43)]
-    for text in ("enc:" + polyline.encode(pts), "polyline:" + polyline.encode(pts),
-                 "weight:2|polyline6:" + polyline.encode(pts, 6)):
+    for text in (
+        "enc:" + polyline.encode(pts),
+        "polyline:" + polyline.encode(pts),
+        "weight:2|polyline6:" + polyline.encode(pts, 6),
+    ):
         np.testing.assert_allclose(parse_path(text).points, pts, atol=1e-6)
     # an encoded polyline may contain '|': everything after the prefix is the polyline
     bar = [(38.5, -120.2), (40.7, -120.95), (43.252, -126.453)]
     enc = polyline.encode(bar)
     assert "|" in enc
     np.testing.assert_allclose(parse_path("color:red|enc:" + enc).points, bar)
-    for bad in ("43.7,7.4", "weight:0|43.7,7.4|43.8,7.5", "weight:x|43.7,7.4|43.8,7.5",
-                "color:zz|43.7,7.4|43.8,7.5", "enc:~~~", "fill:red|43.7,7.4|43.8,7.5", ""):
+    for bad in (
+        "43.7,7.4",
+        "weight:0|43.7,7.4|43.8,7.5",
+        "weight:x|43.7,7.4|43.8,7.5",
+        "color:zz|43.7,7.4|43.8,7.5",
+        "enc:~~~",
+        "fill:red|43.7,7.4|43.8,7.5",
+        "",
+    ):
         with pytest.raises(InvalidParameter) as exc:
             parse_path(bad)
         assert exc.value.parameter == "path", bad
@@ -276,13 +291,12 @@ def test_parse_path():
 
 def test_polyline_codec():
     # the example of Google's documentation
-    assert polyline.decode("_p~iF~ps|U_ulLnnqC_mqNvxq`@") == [
-        (38.5, -120.2), (40.7, -120.95), (43.252, -126.453)]
-    assert polyline.encode([(38.5, -120.2), (40.7, -120.95), (43.252, -126.453)]) == (
-        "_p~iF~ps|U_ulLnnqC_mqNvxq`@")
+    assert polyline.decode("_p~iF~ps|U_ulLnnqC_mqNvxq`@") == [(38.5, -120.2), (40.7, -120.95), (43.252, -126.453)]
+    assert polyline.encode([(38.5, -120.2), (40.7, -120.95), (43.252, -126.453)]) == ("_p~iF~ps|U_ulLnnqC_mqNvxq`@")
     rng = np.random.default_rng(1)
-    pts = [(round(a, 6), round(b, 6)) for a, b in zip(rng.uniform(-80, 80, 50),
-                                                      rng.uniform(-180, 180, 50), strict=False)]
+    pts = [
+        (round(a, 6), round(b, 6)) for a, b in zip(rng.uniform(-80, 80, 50), rng.uniform(-180, 180, 50), strict=False)
+    ]
     np.testing.assert_allclose(polyline.decode(polyline.encode(pts, 6), 6), pts, atol=1e-6)
     with pytest.raises(ValueError):
         polyline.decode("_p~iF~ps|U_")

@@ -22,8 +22,7 @@ def test_render_matches_golden(datasets, name):
         GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
         ref_path.write_bytes(got)
     assert ref_path.exists(), (
-        f"no reference {ref_path}: look at the render, then run "
-        "`python -m tests.engine.bless_golden`"
+        f"no reference {ref_path}: look at the render, then run `python -m tests.engine.bless_golden`"
     )
     sim = similarity(got, ref_path.read_bytes())
     assert sim >= MIN_SIMILARITY, (

@@ -122,11 +122,14 @@ def test_motor_vehicle_no_and_destination(tmp_path):
 
 def detour_map(tmp_path, bc_tags: dict):
     """A straight road A-B-C-F whose middle B-C carries ``bc_tags``, and a detour B-D-E-C."""
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A----B----C----F
              |    |
              D----E
-    """, grid_m=20)
+    """,
+        grid_m=20,
+    )
     g.way("BC", **bc_tags)
     for way in ("AB", "CF", "BD", "DE", "EC"):
         g.way(way, highway="residential")
@@ -135,9 +138,11 @@ def detour_map(tmp_path, bc_tags: dict):
 
 @pytest.mark.parametrize(
     "bc_tags,avoid",
-    [({"highway": "residential", "toll": "yes"}, "tolls"),
-     ({"highway": "motorway", "oneway": "no"}, "motorways"),
-     ({"route": "ferry", "duration": "00:00:05"}, "ferries")],
+    [
+        ({"highway": "residential", "toll": "yes"}, "tolls"),
+        ({"highway": "motorway", "oneway": "no"}, "motorways"),
+        ({"route": "ferry", "duration": "00:00:05"}, "ferries"),
+    ],
 )
 def test_avoid(tmp_path, bc_tags, avoid):
     g, ds = detour_map(tmp_path, bc_tags)
@@ -165,8 +170,19 @@ def test_motorway_is_oneway_by_default():
 
 @pytest.mark.parametrize(
     "value,kmh",
-    [("50", 50), ("30 mph", 48.28), ("FI:urban", 50), ("FI:rural", 80), ("RU:urban", 60),
-     ("DE:zone:30", 30), ("none", 130), ("50;30", 50), ("walk", 6), ("signals", None), ("", None)],
+    [
+        ("50", 50),
+        ("30 mph", 48.28),
+        ("FI:urban", 50),
+        ("FI:rural", 80),
+        ("RU:urban", 60),
+        ("DE:zone:30", 30),
+        ("none", 130),
+        ("50;30", 50),
+        ("walk", 6),
+        ("signals", None),
+        ("", None),
+    ],
 )
 def test_maxspeed_parsing(value, kmh):
     got = P.parse_maxspeed(value)
@@ -198,11 +214,14 @@ def test_a_point_on_a_junction_may_leave_and_arrive_by_any_road(tmp_path):
     on the one-way B->C (a dead end) would make A unreachable."""
     from engine.routing.snap import Snap
 
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A----B----C
              |
              D
-    """, grid_m=20)
+    """,
+        grid_m=20,
+    )
     g.way("AB", highway="residential", name="West Street")
     g.way("BC", highway="residential", name="East Street", oneway="yes")
     g.way("BD", highway="residential", name="South Street")
@@ -213,10 +232,14 @@ def test_a_point_on_a_junction_may_leave_and_arrive_by_any_road(tmp_path):
     node_b = min(range(graph.n_nodes), key=lambda v: haversine_m(graph.node_lat[v], graph.node_lng[v], b_lat, b_lng))
     a = router.snap(*g.coord_between("A", "B", 0.5))
     expected = haversine_m(*g.coord_between("A", "B", 0.5), b_lat, b_lng)
-    at_b = [Snap(int(e), 0.0, b_lat, b_lng, 0.0)
-            for e in range(int(graph.node_first_out[node_b]), int(graph.node_first_out[node_b + 1]))]
-    at_b += [Snap(int(e), 1.0, b_lat, b_lng, 0.0)
-             for e in graph.in_edges[int(graph.node_first_in[node_b]):int(graph.node_first_in[node_b + 1])]]
+    at_b = [
+        Snap(int(e), 0.0, b_lat, b_lng, 0.0)
+        for e in range(int(graph.node_first_out[node_b]), int(graph.node_first_out[node_b + 1]))
+    ]
+    at_b += [
+        Snap(int(e), 1.0, b_lat, b_lng, 0.0)
+        for e in graph.in_edges[int(graph.node_first_in[node_b]) : int(graph.node_first_in[node_b + 1])]
+    ]
     assert len(at_b) == 5  # out: B->A, B->C, B->D; in: A->B, D->B
     for snap in at_b:
         there, back = router.leg(snap, a), router.leg(a, snap)
@@ -244,11 +267,14 @@ def test_far_point_is_invalid_parameter(tmp_path):
 
 
 def test_no_route_is_not_found(tmp_path):
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A----B
         |    |
         C----D
-    """, grid_m=20)
+    """,
+        grid_m=20,
+    )
     g.way("ABDCA", highway="residential")
     # an island 2 km east: beyond the snap limit from the main network, so it snaps to itself
     x = g.add_node("X", *g.offset("B", east_m=2000))
@@ -307,10 +333,21 @@ CROSS = """
 """
 
 
-@pytest.mark.parametrize("angle,modifier", [
-    (0, "straight"), (-15, "straight"), (16, "slight right"), (-50, "slight left"), (51, "right"),
-    (-130, "left"), (131, "sharp right"), (-170, "sharp left"), (171, "uturn"), (-179, "uturn"),
-])
+@pytest.mark.parametrize(
+    "angle,modifier",
+    [
+        (0, "straight"),
+        (-15, "straight"),
+        (16, "slight right"),
+        (-50, "slight left"),
+        (51, "right"),
+        (-130, "left"),
+        (131, "sharp right"),
+        (-170, "sharp left"),
+        (171, "uturn"),
+        (-179, "uturn"),
+    ],
+)
 def test_modifier_thresholds(angle, modifier):
     """Signed turn angle (positive to the right) to OSRM's modifier vocabulary, at each threshold."""
     from engine.routing.directions import _MODIFIERS, _modifier_code
@@ -368,11 +405,14 @@ def test_waypoints_make_legs(tmp_path):
 
 def test_same_edge_behind_origin_goes_round(tmp_path):
     # one-way loop: a destination just behind the origin needs the whole loop
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A----B
         |    |
         D----C
-    """, grid_m=20)
+    """,
+        grid_m=20,
+    )
     g.way("ABCDA", highway="residential", oneway="yes")
     ds = serve(tmp_path, g)
     ahead = route(ds, g.coord_between("A", "B", 0.5), g.coord_between("A", "B", 0.7))
@@ -383,13 +423,16 @@ def test_same_edge_behind_origin_goes_round(tmp_path):
 
 
 def test_alternatives(tmp_path):
-    g = OsmGrid("""
+    g = OsmGrid(
+        """
         A----B----C
         |         |
         D----E----F
         |         |
         G----H----I
-    """, grid_m=30)
+    """,
+        grid_m=30,
+    )
     g.way("ABC", highway="residential")
     g.way("ADG", highway="residential")
     g.way("CFI", highway="residential")

@@ -70,8 +70,14 @@ def test_candidate_shape(datasets):
 
 @pytest.mark.parametrize(
     "query",
-    ["mannerheimintie 5", "Mannerheimintie 5 Helsinki", "5 Mannerheimintie", "Manerheimintie 5",
-     "Mannerheimintie 5 00100", "MANNERHEIMINTIE 5, HELSINKI"],
+    [
+        "mannerheimintie 5",
+        "Mannerheimintie 5 Helsinki",
+        "5 Mannerheimintie",
+        "Manerheimintie 5",
+        "Mannerheimintie 5 00100",
+        "MANNERHEIMINTIE 5, HELSINKI",
+    ],
 )
 def test_free_text_variants_find_the_same_building(datasets, query):
     truth = _addresses("helsinki", "Mannerheimintie", "5")
@@ -146,8 +152,7 @@ def test_ranking_number_before_street_before_poi(datasets):
 
 def test_duplicates_do_not_crowd_the_top(datasets):
     cands = run(datasets, GeocodeParams(query="Mannerheimintie 5", limit=5))["candidates"]
-    keys = [(c["type"], c["address"]["street"], c["address"]["number"]) for c in cands
-            if c["type"] == "address"]
+    keys = [(c["type"], c["address"]["street"], c["address"]["number"]) for c in cands if c["type"] == "address"]
     assert len(keys) == len(set(keys))
 
 
@@ -172,8 +177,7 @@ def test_number_inside_the_street_name(datasets):
 
 
 def test_house_number_ranges_and_letters(datasets):
-    cases = [a for a in _all_addresses("helsinki") + _all_addresses("monaco")
-             if "-" in a[1] or a[1][-1:].isalpha()]
+    cases = [a for a in _all_addresses("helsinki") + _all_addresses("monaco") if "-" in a[1] or a[1][-1:].isalpha()]
     assert cases
     for street, number, lat, lng in cases[:8]:
         top = _top(datasets, query=f"{street} {number}")

@@ -89,8 +89,9 @@ def test_nearest_unknown_category_names_it(datasets):
 
 
 def test_nearest_raw_tag_and_radius(datasets):
-    res = proximity.run(datasets, proximity.NearestParams(lat=60.1695, lng=24.9401, categories=("amenity=cafe",),
-                                                           limit=5, radius=300))
+    res = proximity.run(
+        datasets, proximity.NearestParams(lat=60.1695, lng=24.9401, categories=("amenity=cafe",), limit=5, radius=300)
+    )
     assert res["results"] and all(r["distance"] <= 300 for r in res["results"])
 
 
@@ -166,7 +167,9 @@ def test_nearest_unnamed_raw_tag_matches_brute_force(datasets):
 def test_suggest_near_prefers_the_close_one(datasets):
     """Two streets named 'Rue Grimaldi' (Monaco, Roquebrune): near picks the one close by."""
     idx = datasets.get("monaco").search
-    rows = idx.execute("SELECT lat, lng, city FROM features WHERE type='street' AND street_key='rue grimaldi'").fetchall()
+    rows = idx.execute(
+        "SELECT lat, lng, city FROM features WHERE type='street' AND street_key='rue grimaldi'"
+    ).fetchall()
     cities = {r[2] for r in rows}
     assert len(cities) >= 2
     for lat, lng, city in rows:

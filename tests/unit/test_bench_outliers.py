@@ -35,9 +35,13 @@ def test_short_lines_are_sent_as_they_are():
 def _three_edge_router():
     """Edges 0 -> 1 -> 2, 10 m and 1 s each; turning 0 -> 1 costs 0.5 s, 1 -> 2 nothing."""
     return SimpleNamespace(
-        length=np.array([10.0, 10.0, 10.0]), duration=np.array([1.0, 1.0, 1.0]),
-        tfirst=np.array([0, 1, 2, 2]), tto=np.array([1, 2]), tcost=np.array([0.5, 0.0]),
-        g=SimpleNamespace(name=lambda e: f"street {e}"))
+        length=np.array([10.0, 10.0, 10.0]),
+        duration=np.array([1.0, 1.0, 1.0]),
+        tfirst=np.array([0, 1, 2, 2]),
+        tto=np.array([1, 2]),
+        tcost=np.array([0.5, 0.0]),
+        g=SimpleNamespace(name=lambda e: f"street {e}"),
+    )
 
 
 def test_timeline_cuts_the_end_edges_and_charges_turns_once_past_the_junction():
@@ -53,10 +57,22 @@ def test_locate_finds_the_stretch_where_osrm_charges_a_uturn():
     router = _three_edge_router()
     leg = Leg(edges=np.array([0, 1, 2]), start=0.0, end=1.0, weight=0.0)
     # OSRM drove the same 30 m but charged 28 s on the middle 10 m (a U-turn) where we take 1.5 s
-    driven = {"duration": 30.0, "legs": [(10.0, 1.0), (10.0, 28.0), (10.0, 1.0)],
-              "points": [(43.73, 7.42), (43.7301, 7.42), (43.7302, 7.42), (43.7303, 7.42)]}
+    driven = {
+        "duration": 30.0,
+        "legs": [(10.0, 1.0), (10.0, 28.0), (10.0, 1.0)],
+        "points": [(43.73, 7.42), (43.7301, 7.42), (43.7302, 7.42), (43.7303, 7.42)],
+    }
     found = locate(router, leg, driven, spans=1)
-    assert found["where"] == [{"street": "street 1", "at": [43.7301, 7.42], "metres": 10.0, "osrm_s": 28.0,
-                               "ours_s": 1.5, "gap_s": 26.5, "osrm_uturn": True}]
+    assert found["where"] == [
+        {
+            "street": "street 1",
+            "at": [43.7301, 7.42],
+            "metres": 10.0,
+            "osrm_s": 28.0,
+            "ours_s": 1.5,
+            "gap_s": 26.5,
+            "osrm_uturn": True,
+        }
+    ]
     assert found["osrm_uturns"] == 1
     assert found["osrm_s_for_ours_without_its_uturns"] == 3.5  # our own time for the path

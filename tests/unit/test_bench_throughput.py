@@ -6,11 +6,17 @@ from bench.throughput import lua_script, median_of
 
 
 def test_median_of_rounds_keeps_each_round():
-    rounds = [{"requests_per_s": 2400.0, "p50_ms": 0.39, "non_2xx": 0},
-              {"requests_per_s": 2600.0, "p50_ms": 0.36, "non_2xx": 1},
-              {"requests_per_s": 2500.0, "p50_ms": 0.41, "non_2xx": 0}]
-    assert median_of(rounds) == {"requests_per_s": 2500.0, "p50_ms": 0.39, "p50_ms_rounds": [0.39, 0.36, 0.41],
-                                 "non_2xx": 1}
+    rounds = [
+        {"requests_per_s": 2400.0, "p50_ms": 0.39, "non_2xx": 0},
+        {"requests_per_s": 2600.0, "p50_ms": 0.36, "non_2xx": 1},
+        {"requests_per_s": 2500.0, "p50_ms": 0.41, "non_2xx": 0},
+    ]
+    assert median_of(rounds) == {
+        "requests_per_s": 2500.0,
+        "p50_ms": 0.39,
+        "p50_ms_rounds": [0.39, 0.36, 0.41],
+        "non_2xx": 1,
+    }
 
 
 def test_median_of_rounds_without_a_p50():

@@ -28,8 +28,16 @@ def only_our_handler(monkeypatch):
 
 
 def _through_logging(formatter: logging.Formatter, logger: logging.Logger) -> str:
-    record = logger.makeRecord(logger.name, logging.INFO, "", 0, "%s %s %s", ("GET", "/v1/routing", 200), None,
-                               extra={"method": "GET", "path": "/v1/routing", "status": 200, **FIELDS})
+    record = logger.makeRecord(
+        logger.name,
+        logging.INFO,
+        "",
+        0,
+        "%s %s %s",
+        ("GET", "/v1/routing", 200),
+        None,
+        extra={"method": "GET", "path": "/v1/routing", "status": 200, **FIELDS},
+    )
     record.created, record.msecs = WHEN, logs._msecs(WHEN)
     return formatter.format(record)
 

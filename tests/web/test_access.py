@@ -171,8 +171,14 @@ def test_rate_limit_headers_on_every_v1_response(client, store):
     first = gateway_get(client, key)
     second = client.get("/v1/geocoding?query=Xqzvbnmwq%20Pzxqjkv", headers={"X-API-Key": key})
     for resp in (first, second):
-        for name in ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
-                     "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
+        for name in (
+            "RateLimit-Limit",
+            "RateLimit-Remaining",
+            "RateLimit-Reset",
+            "X-RateLimit-Limit",
+            "X-RateLimit-Remaining",
+            "X-RateLimit-Reset",
+        ):
             assert name in resp.headers, (name, resp.status_code)
     assert first.headers["RateLimit-Limit"] == "10"
     assert int(second.headers["RateLimit-Remaining"]) == int(first.headers["RateLimit-Remaining"]) - 1

@@ -97,8 +97,12 @@ def test_plain_list_csv_body_and_multipart_upload(client, api_key, celery_worker
 
     # Two columns (street + city), header row of known words: joined with ", ".
     rows = "street,city\nMannerheimintie 5,Helsinki\nQuai Antoine 1er 6,Monaco\n"
-    resp = submit(client, api_key, data={"file": (io.BytesIO(rows.encode("utf-8-sig")), "a.csv")},
-                  content_type="multipart/form-data")
+    resp = submit(
+        client,
+        api_key,
+        data={"file": (io.BytesIO(rows.encode("utf-8-sig")), "a.csv")},
+        content_type="multipart/form-data",
+    )
     assert resp.status_code == 202, resp.get_data(as_text=True)
     jobs.append((resp.get_json()["job_id"], ["Mannerheimintie 5, Helsinki", "Quai Antoine 1er 6, Monaco"]))
     for job_id, expected in jobs:
@@ -125,7 +129,7 @@ def test_plain_list_csv_body_and_multipart_upload(client, api_key, celery_worker
         ({"json": {"limit": 1}}, "addresses"),
         ({"json": "just a string"}, "addresses"),
         ({"data": b"{not json", "content_type": "application/json"}, "addresses"),
-        ({"data": b"a,b\n\"unterminated", "content_type": "text/csv"}, "file"),
+        ({"data": b'a,b\n"unterminated', "content_type": "text/csv"}, "file"),
         ({"data": b"\xff\xfe\x00bad", "content_type": "text/csv"}, "file"),
         ({"data": b"address\n\n", "content_type": "text/csv"}, "file"),
         ({"data": {"other": "x"}, "content_type": "multipart/form-data"}, "file"),
@@ -171,8 +175,7 @@ def test_idempotency_key_replays_the_first_job_free(client, store, celery_worker
     again = submit(client, key, json={"addresses": sample_addresses(2)}, headers=headers)
     assert again.status_code == 200 and again.get_json()["job_id"] == first.get_json()["job_id"]
     assert again.headers["RateLimit-Remaining"] == "1"
-    other = submit(client, key, json={"addresses": sample_addresses(1)[:1]},
-                   headers={"Idempotency-Key": "upload-2"})
+    other = submit(client, key, json={"addresses": sample_addresses(1)[:1]}, headers={"Idempotency-Key": "upload-2"})
     assert other.status_code == 202 and other.get_json()["job_id"] != first.get_json()["job_id"]
 
 

@@ -11,8 +11,14 @@ from tests.fixtures_live import settings_env
 
 
 def meridian(settings, *args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=PROJECT_ROOT, env=settings_env(settings),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=PROJECT_ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -40,15 +46,27 @@ def test_keys_create_rejects_unknown_plan_and_scope(settings):
 
 
 def test_keys_with_scopes_and_expiry(settings, store):
-    out = meridian(settings, "keys", "create", "--account", "cli2", "--scopes", "geocoding,routing",
-                   "--expires", "2030-01-01", "--json")
+    out = meridian(
+        settings,
+        "keys",
+        "create",
+        "--account",
+        "cli2",
+        "--scopes",
+        "geocoding,routing",
+        "--expires",
+        "2030-01-01",
+        "--json",
+    )
     record = store.find(json.loads(out.stdout)["key"])
     assert record.scopes == ("geocoding", "routing")
     assert record.expires_at.year == 2030
 
 
 def test_plans_set_and_list(settings):
-    meridian(settings, "plans", "set", "cli-plan", "--per-minute", "7", "--per-day", "70", "--services", "geocoding,suggest")
+    meridian(
+        settings, "plans", "set", "cli-plan", "--per-minute", "7", "--per-day", "70", "--services", "geocoding,suggest"
+    )
     listing = meridian(settings, "plans", "list").stdout
     line = next(ln for ln in listing.splitlines() if ln.startswith("cli-plan"))
     assert "per_minute=7" in line and "per_day=70" in line and "services=geocoding,suggest" in line

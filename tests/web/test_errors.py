@@ -87,8 +87,11 @@ def test_uri_too_long_414_body(client, api_key, settings):
 
 
 def test_body_too_large_413_body(client, settings):
-    resp = client.post("/v1/geocoding", data=b"x" * (settings.limits.request_body_bytes + 1),
-                       headers={"Content-Type": "application/octet-stream"})
+    resp = client.post(
+        "/v1/geocoding",
+        data=b"x" * (settings.limits.request_body_bytes + 1),
+        headers={"Content-Type": "application/octet-stream"},
+    )
     assert resp.status_code in (405, 413)
     assert_body(resp, resp.status_code)
 

@@ -12,14 +12,23 @@ CASES = {
     "geocoding": ("/v1/geocoding?query=Aleksanterinkatu%2052", "cmd=geocoding&addr=Aleksanterinkatu%2052"),
     "reverse": ("/v1/reverse-geocoding?lat=60.1675&lng=24.9427", "cmd=reverse_geocoding&lat=60.1675&lng=24.9427"),
     "suggest": ("/v1/suggest?q=Mannerh", "cmd=suggest&q=Mannerh"),
-    "poi": ("/v1/poi?category=cafe&near=60.1675,24.9427&radius=500", "cmd=poi&category=cafe&near=60.1675,24.9427&radius=500"),
+    "poi": (
+        "/v1/poi?category=cafe&near=60.1675,24.9427&radius=500",
+        "cmd=poi&category=cafe&near=60.1675,24.9427&radius=500",
+    ),
     "categories": ("/v1/poi/categories", "cmd=poi_categories"),
-    "nearest": ("/v1/proximity/nearest?lat=43.7384&lng=7.4246&categories=fuel",
-                "cmd=proximity&operation=nearest&lat=43.7384&lng=7.4246&categories=fuel"),
-    "routing": ("/v1/routing?origin=43.7312,7.4197&destination=43.7406,7.4270",
-                "cmd=routing&origin=43.7312,7.4197&destination=43.7406,7.4270"),
-    "snaptoroad": ("/v1/snaptoroad?points=43.7384,7.4246|43.7390,7.4252|43.7396,7.4260",
-                   "cmd=snaptoroad&points=43.7384,7.4246|43.7390,7.4252|43.7396,7.4260"),
+    "nearest": (
+        "/v1/proximity/nearest?lat=43.7384&lng=7.4246&categories=fuel",
+        "cmd=proximity&operation=nearest&lat=43.7384&lng=7.4246&categories=fuel",
+    ),
+    "routing": (
+        "/v1/routing?origin=43.7312,7.4197&destination=43.7406,7.4270",
+        "cmd=routing&origin=43.7312,7.4197&destination=43.7406,7.4270",
+    ),
+    "snaptoroad": (
+        "/v1/snaptoroad?points=43.7384,7.4246|43.7390,7.4252|43.7396,7.4260",
+        "cmd=snaptoroad&points=43.7384,7.4246|43.7390,7.4252|43.7396,7.4260",
+    ),
 }
 HEAVY = {
     "isochrone": ("/v1/isochrone?lat=43.7384&lng=7.4246&time=5,10", "cmd=isochrone&lat=43.7384&lng=7.4246&time=5,10"),
@@ -109,7 +118,9 @@ def test_gateway_404_core_empty(client, api_key, path):
 
 
 def test_core_empty_not_404(client, api_key):
-    resp = client.get("/services/json?cmd=reverse_geocoding&lat=43.60&lng=7.60", headers={"Authorization": f"Bearer {api_key}"})
+    resp = client.get(
+        "/services/json?cmd=reverse_geocoding&lat=43.60&lng=7.60", headers={"Authorization": f"Bearer {api_key}"}
+    )
     assert resp.status_code == 200
     assert resp.get_json()["meridiantest"]["response"]["candidates"] == []
 
@@ -125,8 +136,10 @@ def test_etag_and_304(client, api_key):
     assert other.headers["ETag"] != etag
     reordered = client.get("/v1/reverse-geocoding?lng=24.9427&lat=60.1675", headers={"X-API-Key": api_key})
     assert reordered.headers["ETag"] == etag
-    core = client.get("/services/json?cmd=reverse_geocoding&lat=60.1675&lng=24.9427",
-                      headers={"Authorization": f"Bearer {api_key}", "If-None-Match": etag})
+    core = client.get(
+        "/services/json?cmd=reverse_geocoding&lat=60.1675&lng=24.9427",
+        headers={"Authorization": f"Bearer {api_key}", "If-None-Match": etag},
+    )
     assert core.status_code == 304  # both faces: the same parameters, the same data
 
 
@@ -136,8 +149,15 @@ def test_repeated_markers_parameters(client, api_key):
     from app.functions.staticmap import StaticMapArgs
     from app.validation import load_params
 
-    params = load_params(StaticMapArgs(), MultiDict([
-        ("center", "43.7384,7.4246"), ("zoom", "15"),
-        ("markers", "color:red|label:A|43.7384,7.4246"), ("markers", "color:blue|43.7390,7.4250|43.7395,7.4255"),
-    ]))
+    params = load_params(
+        StaticMapArgs(),
+        MultiDict(
+            [
+                ("center", "43.7384,7.4246"),
+                ("zoom", "15"),
+                ("markers", "color:red|label:A|43.7384,7.4246"),
+                ("markers", "color:blue|43.7390,7.4250|43.7395,7.4255"),
+            ]
+        ),
+    )
     assert [m.color for m in params.markers] == ["red", "blue", "blue"]

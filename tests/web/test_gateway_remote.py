@@ -39,8 +39,11 @@ class FlakyProxy:
                     self.send_response(proxy.status)
                     self.send_header("Content-Type", "application/json")
                 else:
-                    upstream = requests.get(proxy.target + self.path, headers={
-                        "Authorization": self.headers.get("Authorization", "")}, timeout=10)
+                    upstream = requests.get(
+                        proxy.target + self.path,
+                        headers={"Authorization": self.headers.get("Authorization", "")},
+                        timeout=10,
+                    )
                     body = upstream.content
                     self.send_response(upstream.status_code)
                     self.send_header("Content-Type", upstream.headers.get("Content-Type", "application/json"))

@@ -47,9 +47,11 @@ def square(origin, x0, y0, x1, y1):
 
 
 # A 100 m x 80 m yard with a 40 m x 20 m hole (metres east/north of MONACO).
-YARD = {"type": "Feature", "properties": {"name": "Yard", "metadata": {"site": 7}},
-        "geometry": {"type": "Polygon", "coordinates": [square(MONACO, 0, 0, 100, 80),
-                                                          square(MONACO, 30, 30, 70, 50)]}}
+YARD = {
+    "type": "Feature",
+    "properties": {"name": "Yard", "metadata": {"site": 7}},
+    "geometry": {"type": "Polygon", "coordinates": [square(MONACO, 0, 0, 100, 80), square(MONACO, 30, 30, 70, 50)]},
+}
 
 
 def new_key(store, label="geo"):
@@ -114,8 +116,11 @@ def test_inside_outside_edge_hole(client, key):
 
 
 def test_circle_at_helsinki_latitude_in_metres(client, key):
-    fence = create(client, key, {"type": "circle", "center": {"lat": HELSINKI[0], "lng": HELSINKI[1]},
-                                 "radius": 500, "name": "Kauppatori"})
+    fence = create(
+        client,
+        key,
+        {"type": "circle", "center": {"lat": HELSINKI[0], "lng": HELSINKI[1]}, "radius": 500, "name": "Kauppatori"},
+    )
     assert fence["center"] == {"lat": HELSINKI[0], "lng": HELSINKI[1]} and fence["radius"] == 500
     fid = fence["id"]
     for azimuth in (0, 45, 90, 180, 270):  # east-west: a degree of longitude is half a degree of latitude here
@@ -128,10 +133,8 @@ def test_circle_at_helsinki_latitude_in_metres(client, key):
 
 def test_default_order_inside_first_then_distance(client, store):
     k = new_key(store, "order")
-    far = create(client, k, {"type": "circle", "center": center(500, 0),
-                             "radius": 100})["id"]
-    near = create(client, k, {"type": "circle", "center": center(200, 0),
-                              "radius": 100})["id"]
+    far = create(client, k, {"type": "circle", "center": center(500, 0), "radius": 100})["id"]
+    near = create(client, k, {"type": "circle", "center": center(200, 0), "radius": 100})["id"]
     yard = create(client, k, YARD)["id"]
     lat, lng = offset(MONACO, 10, 10)
     resp = client.get(f"/v1/geofencing?lat={lat}&lng={lng}", headers=h(k))
@@ -141,8 +144,16 @@ def test_default_order_inside_first_then_distance(client, store):
 def test_transitions_across_a_sequence_of_points(client, key):
     fid = create(client, key, YARD)["id"]
     device = f"truck-{uuid.uuid4().hex[:6]}"
-    path = [((-20, 40), "outside"), ((10, 40), "enter"), ((20, 45), "inside"), ((50, 40), "exit"),
-            ((52, 41), "outside"), ((90, 70), "enter"), ((100, 80), "inside"), ((130, 80), "exit")]
+    path = [
+        ((-20, 40), "outside"),
+        ((10, 40), "enter"),
+        ((20, 45), "inside"),
+        ((50, 40), "exit"),
+        ((52, 41), "outside"),
+        ((90, 70), "enter"),
+        ((100, 80), "inside"),
+        ((130, 80), "exit"),
+    ]
     seen = []
     for (e, n), _expected in path:
         lat, lng = offset(MONACO, e, n)
@@ -155,8 +166,11 @@ def test_admin_area_fence(client, store, datasets):
     area = max(ds.admin.areas, key=lambda a: a.geometry.area)
     k = new_key(store, "admin")
     fence = create(client, k, {"type": "admin", "osm_id": area.osm_id, "name": area.name})
-    assert fence["type"] == "admin" and fence["osm_id"] == area.osm_id and fence["geometry"]["type"] in (
-        "Polygon", "MultiPolygon")
+    assert (
+        fence["type"] == "admin"
+        and fence["osm_id"] == area.osm_id
+        and fence["geometry"]["type"] in ("Polygon", "MultiPolygon")
+    )
     pt = area.geometry.representative_point()
     assert check(client, k, pt.y, pt.x)[fence["id"]]["inside"] is True
     assert check(client, k, 43.0, 5.0)[fence["id"]]["inside"] is False  # far outside the extract
@@ -171,32 +185,56 @@ def bowtie():
     return ring(MONACO, [(0, 0), (50, 50), (50, 0), (0, 50)])
 
 
-@pytest.mark.parametrize("body, parameter, words", [
-    ({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [square(MONACO, 0, 0, 10, 10)[:-1]]}},
-     "geometry", "not closed"),
-    ({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [bowtie()]}}, "geometry", "self-intersect"),
-    ({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [[[7.42, 43.73], [7.43, 43.73],
-                                                                          [7.42, 43.73]]]}},
-     "geometry", "at least 4"),
-    ({"type": "Polygon", "coordinates": [[[7.42, 43.73], [7.43, 43.73], [7.43, 95.0], [7.42, 43.73]]]},
-     "geometry", "out of range"),
-    ({"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[7.42, 43.73], [7.43, 43.74]]}},
-     "geometry", "Polygon or MultiPolygon"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 0}, "radius", "> 0"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": -5}, "radius", "> 0"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 1e7}, "radius", "maximum"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": "10"}, "radius", "number"),
-    ({"type": "circle", "center": {"lat": "43.73", "lng": 7.42}, "radius": 10}, "center.lat", "number"),
-    ({"type": "circle", "center": {"lat": 143.73, "lng": 7.42}, "radius": 10}, "center", "range"),
-    ({"type": "circle", "center": {"lat": 43.73}, "radius": 10}, "center.lng", "missing"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "metadata": [1]}, "metadata", "JSON object"),
-    ({"type": "hexagon"}, "type", "one of"),
-    ({"center": {"lat": 43.73, "lng": 7.42}, "radius": 10}, "type", "missing"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "colour": "red"}, "colour", "unknown"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "webhook_url": "ftp://x.org/h"},
-     "webhook_url", "http or https"),
-    ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "name": "x" * 201}, "name", "longer"),
-])
+@pytest.mark.parametrize(
+    "body, parameter, words",
+    [
+        (
+            {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [square(MONACO, 0, 0, 10, 10)[:-1]]}},
+            "geometry",
+            "not closed",
+        ),
+        ({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [bowtie()]}}, "geometry", "self-intersect"),
+        (
+            {
+                "type": "Feature",
+                "geometry": {"type": "Polygon", "coordinates": [[[7.42, 43.73], [7.43, 43.73], [7.42, 43.73]]]},
+            },
+            "geometry",
+            "at least 4",
+        ),
+        (
+            {"type": "Polygon", "coordinates": [[[7.42, 43.73], [7.43, 43.73], [7.43, 95.0], [7.42, 43.73]]]},
+            "geometry",
+            "out of range",
+        ),
+        (
+            {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[7.42, 43.73], [7.43, 43.74]]}},
+            "geometry",
+            "Polygon or MultiPolygon",
+        ),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 0}, "radius", "> 0"),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": -5}, "radius", "> 0"),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 1e7}, "radius", "maximum"),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": "10"}, "radius", "number"),
+        ({"type": "circle", "center": {"lat": "43.73", "lng": 7.42}, "radius": 10}, "center.lat", "number"),
+        ({"type": "circle", "center": {"lat": 143.73, "lng": 7.42}, "radius": 10}, "center", "range"),
+        ({"type": "circle", "center": {"lat": 43.73}, "radius": 10}, "center.lng", "missing"),
+        (
+            {"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "metadata": [1]},
+            "metadata",
+            "JSON object",
+        ),
+        ({"type": "hexagon"}, "type", "one of"),
+        ({"center": {"lat": 43.73, "lng": 7.42}, "radius": 10}, "type", "missing"),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "colour": "red"}, "colour", "unknown"),
+        (
+            {"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "webhook_url": "ftp://x.org/h"},
+            "webhook_url",
+            "http or https",
+        ),
+        ({"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10, "name": "x" * 201}, "name", "longer"),
+    ],
+)
 def test_create_400_names_the_reason(client, key, body, parameter, words):
     err = error(client.post("/v1/geofences", json=body, headers=h(key)))
     assert err.get("parameter") == parameter, err
@@ -205,10 +243,12 @@ def test_create_400_names_the_reason(client, key, body, parameter, words):
 
 def test_too_many_vertices_400(client, key):
     n = 10_001
-    ring_ = [[7.42 + 0.001 * math.cos(2 * math.pi * i / n), 43.73 + 0.001 * math.sin(2 * math.pi * i / n)]
-             for i in range(n)]
-    err = error(client.post("/v1/geofences", json={"type": "Polygon", "coordinates": [ring_ + [ring_[0]]]},
-                            headers=h(key)))
+    ring_ = [
+        [7.42 + 0.001 * math.cos(2 * math.pi * i / n), 43.73 + 0.001 * math.sin(2 * math.pi * i / n)] for i in range(n)
+    ]
+    err = error(
+        client.post("/v1/geofences", json={"type": "Polygon", "coordinates": [ring_ + [ring_[0]]]}, headers=h(key))
+    )
     assert err["parameter"] == "geometry" and "too many vertices" in err["message"]
 
 
@@ -232,11 +272,18 @@ def test_not_json_body_400(client, key):
     error(resp)
 
 
-@pytest.mark.parametrize("query, parameter", [
-    ("lng=7.42", "lat"), ("lat=43.7", "lng"), ("lat=91&lng=7.42", "lat"), ("lat=43.7&lng=abc", "lng"),
-    ("lat=43.7&lng=7.42&fences=gf_doesnotexist0000", "fences"), ("lat=43.7&lng=7.42&device=" + "d" * 129, "device"),
-    ("lat=43.7&lng=7.42&radius=3", "radius"),
-])
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("lng=7.42", "lat"),
+        ("lat=43.7", "lng"),
+        ("lat=91&lng=7.42", "lat"),
+        ("lat=43.7&lng=abc", "lng"),
+        ("lat=43.7&lng=7.42&fences=gf_doesnotexist0000", "fences"),
+        ("lat=43.7&lng=7.42&device=" + "d" * 129, "device"),
+        ("lat=43.7&lng=7.42&radius=3", "radius"),
+    ],
+)
 def test_check_400(client, key, query, parameter):
     assert error(client.get(f"/v1/geofencing?{query}", headers=h(key)))["parameter"] == parameter
 
@@ -244,10 +291,11 @@ def test_check_400(client, key, query, parameter):
 def test_batch_check_and_validation(client, store):
     k = new_key(store, "batch")
     yard = create(client, k, YARD)["id"]
-    circle = create(client, k, {"type": "circle", "center": center(10, 10),
-                                "radius": 30})["id"]
+    circle = create(client, k, {"type": "circle", "center": center(10, 10), "radius": 30})["id"]
     pts = [offset(MONACO, 10, 10), offset(MONACO, 50, 40), offset(MONACO, 500, 500), offset(MONACO, 90, 70)]
-    body = {"points": [{"lat": a, "lng": b, "device": d} for (a, b), d in zip(pts, ["v1", "v2", None, "v1"], strict=True)]}
+    body = {
+        "points": [{"lat": a, "lng": b, "device": d} for (a, b), d in zip(pts, ["v1", "v2", None, "v1"], strict=True)]
+    }
     resp = client.post("/v1/geofencing/batch", json=body, headers=h(k))
     assert resp.status_code == 200, resp.get_data(as_text=True)
     res = resp.get_json()["results"]
@@ -271,8 +319,12 @@ def test_batch_check_and_validation(client, store):
 
 def test_list_paginated_get_delete(client, store):
     k = new_key(store, "crud")
-    ids = [create(client, k, {"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10 + i,
-                              "name": f"c{i}"})["id"] for i in range(3)]
+    ids = [
+        create(client, k, {"type": "circle", "center": {"lat": 43.73, "lng": 7.42}, "radius": 10 + i, "name": f"c{i}"})[
+            "id"
+        ]
+        for i in range(3)
+    ]
     page1 = client.get("/v1/geofences?limit=2", headers=h(k)).get_json()
     page2 = client.get("/v1/geofences?limit=2&offset=2", headers=h(k)).get_json()
     assert page1["total"] == page2["total"] == 3 and page1["limit"] == 2 and page2["offset"] == 2
@@ -297,12 +349,15 @@ def test_account_isolation(client, store):
     error(client.get(f"/v1/geofences/{fid}", headers=h(stranger)), 404)
     error(client.delete(f"/v1/geofences/{fid}", headers=h(stranger)), 404)
     error(client.get(f"/v1/geofences/{fid}/events", headers=h(stranger)), 404)
-    assert error(client.get(f"/v1/geofencing?lat={lat}&lng={lng}&fences={fid}",
-                            headers=h(stranger)))["parameter"] == "fences"
+    assert (
+        error(client.get(f"/v1/geofencing?lat={lat}&lng={lng}&fences={fid}", headers=h(stranger)))["parameter"]
+        == "fences"
+    )
     assert check(client, stranger, lat, lng) == {}
     assert client.get("/v1/geofences", headers=h(stranger)).get_json()["total"] == 0
-    resp = client.post("/v1/geofencing/batch", json={"points": [{"lat": lat, "lng": lng}], "fences": [fid]},
-                       headers=h(stranger))
+    resp = client.post(
+        "/v1/geofencing/batch", json={"points": [{"lat": lat, "lng": lng}], "fences": [fid]}, headers=h(stranger)
+    )
     assert error(resp)["parameter"] == "fences"
     assert client.get(f"/v1/geofences/{fid}", headers=h(owner)).status_code == 200
 
@@ -323,8 +378,12 @@ def core(client, key, **params):
 
 def test_core_face_create_check_list_get_delete(client, store):
     k = new_key(store, "core")
-    resp = core(client, k, cmd="geofence_create", fence=json.dumps({"type": "circle", "radius": 100, "name": "Core",
-                                                                    "center": {"lat": 43.73, "lng": 7.42}}))
+    resp = core(
+        client,
+        k,
+        cmd="geofence_create",
+        fence=json.dumps({"type": "circle", "radius": 100, "name": "Core", "center": {"lat": 43.73, "lng": 7.42}}),
+    )
     assert resp.status_code == 200, resp.get_data(as_text=True)
     env = resp.get_json()["meridiantest"]
     assert env["cmd"] == "geofence_create" and env["version"] == "1"
@@ -343,7 +402,9 @@ def test_core_face_create_check_list_get_delete(client, store):
     assert core(client, k, cmd="geofence_delete", id=fid).get_json()["meridiantest"]["response"]["deleted"] is True
     gone = core(client, k, cmd="geofence_get", id=fid)
     assert gone.status_code == 404 and gone.get_json()["meridiantest"]["error"]["code"] == "NOT_FOUND"
-    bad = core(client, k, cmd="geofence_create", fence='{"type": "circle", "radius": 0, "center": {"lat": 1, "lng": 1}}')
+    bad = core(
+        client, k, cmd="geofence_create", fence='{"type": "circle", "radius": 0, "center": {"lat": 1, "lng": 1}}'
+    )
     assert bad.status_code == 400 and bad.get_json()["meridiantest"]["error"]["parameter"] == "radius"
     bad = core(client, k, cmd="geofence_create", fence="not json")
     assert bad.status_code == 400 and bad.get_json()["meridiantest"]["error"]["parameter"] == "fence"
@@ -351,9 +412,13 @@ def test_core_face_create_check_list_get_delete(client, store):
 
 def test_openapi_documents_geofencing(client):
     spec = client.get("/api-json").get_json()
-    for path, methods in {"/v1/geofencing": {"get"}, "/v1/geofencing/batch": {"post"},
-                          "/v1/geofences": {"get", "post"}, "/v1/geofences/{fence_id}": {"get", "delete"},
-                          "/v1/geofences/{fence_id}/events": {"get"}}.items():
+    for path, methods in {
+        "/v1/geofencing": {"get"},
+        "/v1/geofencing/batch": {"post"},
+        "/v1/geofences": {"get", "post"},
+        "/v1/geofences/{fence_id}": {"get", "delete"},
+        "/v1/geofences/{fence_id}/events": {"get"},
+    }.items():
         assert methods <= set(spec["paths"][path]), path
     text = json.dumps(spec["paths"]["/v1/geofences"]["post"])
     assert "X-Meridian-Signature" in text and "HMAC-SHA256" in text and "X-Meridian-Delivery" in text

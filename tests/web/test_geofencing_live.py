@@ -52,8 +52,9 @@ def create(live_server, issued, body):
 
 
 def check(live_server, issued, lat, lng, **extra):
-    resp = requests.get(f"{live_server}/v1/geofencing", params={"lat": lat, "lng": lng, **extra},
-                        headers=hdr(issued), timeout=10)
+    resp = requests.get(
+        f"{live_server}/v1/geofencing", params={"lat": lat, "lng": lng, **extra}, headers=hdr(issued), timeout=10
+    )
     assert resp.status_code == 200, resp.text
     return {f["id"]: f for f in resp.json()["fences"]}
 
@@ -108,8 +109,15 @@ class Receiver:
                     delivery = self.headers.get("X-Meridian-Delivery")
                     first = not any(r["delivery"] == delivery for r in receiver.requests)
                     status = 500 if first else 200
-                    receiver.requests.append({"delivery": delivery, "headers": dict(self.headers), "body": body,
-                                              "status": status, "at": time.time()})
+                    receiver.requests.append(
+                        {
+                            "delivery": delivery,
+                            "headers": dict(self.headers),
+                            "body": body,
+                            "status": status,
+                            "at": time.time(),
+                        }
+                    )
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -143,9 +151,23 @@ def own(settings, store, tmp_path_factory):
     """A redis-server, a Celery worker on queue ``default`` and an in-process app of their own."""
     workdir = tmp_path_factory.mktemp("webhooks")
     port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(workdir)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     for _ in range(100):
         try:
@@ -175,15 +197,21 @@ def test_webhook_signed_retried_after_500_once_per_transition(own, issued, recei
     fid = fence["id"]
     transcript.append(f"POST /v1/geofences -> {json.dumps(fence)[:300]}")
     device = f"van-{uuid.uuid4().hex[:6]}"
-    route = [((-20, 40), "outside"), ((10, 40), "enter"), ((20, 40), "inside"), ((150, 40), "exit"),
-             ((160, 40), "outside")]
+    route = [
+        ((-20, 40), "outside"),
+        ((10, 40), "enter"),
+        ((20, 40), "inside"),
+        ((150, 40), "exit"),
+        ((160, 40), "outside"),
+    ]
     for (e, n), expected in route:
         lat, lng = offset(MONACO, e, n)
         resp = own.get(f"/v1/geofencing?lat={lat}&lng={lng}&fences={fid}&device={device}", headers=hdr(issued))
         assert resp.status_code == 200, resp.get_data(as_text=True)
         got = resp.get_json()["fences"][0]
-        transcript.append(f"GET /v1/geofencing?lat={lat:.7f}&lng={lng:.7f}&fences={fid}&device={device} -> "
-                          f"{json.dumps(got)}")
+        transcript.append(
+            f"GET /v1/geofencing?lat={lat:.7f}&lng={lng:.7f}&fences={fid}&device={device} -> {json.dumps(got)}"
+        )
         assert got["transition"] == expected
 
     deadline = time.monotonic() + 45
@@ -215,10 +243,14 @@ def test_webhook_signed_retried_after_500_once_per_transition(own, issued, recei
         assert payload["id"] == delivery_id and payload["fence"]["id"] == fid and payload["device"] == device
         assert attempts[0]["headers"]["X-Meridian-Event"] == payload["event"] == f"geofence.{payload['transition']}"
         transitions.append(payload["transition"])
-        transcript.append(f"webhook attempt 1: POST {receiver.url} X-Meridian-Delivery: {delivery_id} "
-                          f"X-Meridian-Signature: {attempts[0]['headers']['X-Meridian-Signature']} -> 500")
-        transcript.append(f"webhook attempt 2 (+{attempts[1]['at'] - attempts[0]['at']:.1f} s): same body "
-                          f"{attempts[1]['body'].decode()} -> 200")
+        transcript.append(
+            f"webhook attempt 1: POST {receiver.url} X-Meridian-Delivery: {delivery_id} "
+            f"X-Meridian-Signature: {attempts[0]['headers']['X-Meridian-Signature']} -> 500"
+        )
+        transcript.append(
+            f"webhook attempt 2 (+{attempts[1]['at'] - attempts[0]['at']:.1f} s): same body "
+            f"{attempts[1]['body'].decode()} -> 200"
+        )
     assert sorted(transitions) == ["enter", "exit"]
 
     resp = own.get(f"/v1/geofences/{fid}/events", headers=hdr(issued))

@@ -52,8 +52,9 @@ def web(env, store):
 
 def ensure_worker(env):
     if env.get("worker") is None or env["worker"].poll() is not None:
-        env["worker"] = start_worker(env["settings"], env["log"], queues="staticmap,isochrone,geometry,default",
-                                     name="heavy")
+        env["worker"] = start_worker(
+            env["settings"], env["log"], queues="staticmap,isochrone,geometry,default", name="heavy"
+        )
         wait_worker(env["settings"], env["worker"])
     return env["worker"]
 
@@ -75,8 +76,10 @@ def test_rendered_through_worker_then_cached_without_worker(env, web, api_key):
     again = get_map(web, api_key, query)
     assert again.status_code == 200 and again.data == first.data
     assert time.monotonic() - t0 < 1.0
-    core = web.get("/services/json?cmd=staticmap&center=43.7384,7.4246&zoom=15&size=320x200",
-                   headers={"Authorization": f"Bearer {api_key}"})
+    core = web.get(
+        "/services/json?cmd=staticmap&center=43.7384,7.4246&zoom=15&size=320x200",
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
     assert core.status_code == 200 and core.data == first.data
 
 
@@ -122,8 +125,9 @@ def test_worker_killed_mid_task_is_redelivered(env, web, api_key):
     assert markers, "the task was never queued"
     time.sleep(0.4)
     assert not client_redis.exists(markers[0].removesuffix(b":inflight")), "the render finished before the kill"
-    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True,
-                                               text=True).stdout.split()]
+    children = [
+        int(p) for p in subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
+    ]
     assert children, "no pool process found"
     for child in children:
         os.kill(child, signal.SIGKILL)

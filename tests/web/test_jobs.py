@@ -63,8 +63,9 @@ def test_async_false_is_synchronous_and_validation_comes_first(client, api_key, 
 
 
 def test_async_job_is_private_to_the_account(client, api_key, store, celery_worker):
-    resp = client.get("/v1/staticmaps?center=60.1699,24.9384&zoom=15&size=100x100&async=true",
-                      headers={"X-API-Key": api_key})
+    resp = client.get(
+        "/v1/staticmaps?center=60.1699,24.9384&zoom=15&size=100x100&async=true", headers={"X-API-Key": api_key}
+    )
     job_id = resp.get_json()["job_id"]
     assert wait_job(client, job_id, api_key)["status"] == "done"
     stranger = store.create_key("async-stranger", "pro").key
@@ -85,11 +86,22 @@ def test_a_job_whose_task_fails_reports_failed(client, api_key, store, settings,
     job_id = f"failing{random.randrange(10**9)}"
     key = f"{settings.service_name}:job:{job_id}"
     client_redis = redis.Redis.from_url(settings.redis_url)
-    client_redis.hset(key, mapping={"kind": "heavy", "function": "staticmap", "account": account, "total": 1,
-                                    "created": "2026-11-22T00:00:00Z"})
+    client_redis.hset(
+        key,
+        mapping={
+            "kind": "heavy",
+            "function": "staticmap",
+            "account": account,
+            "total": 1,
+            "created": "2026-11-22T00:00:00Z",
+        },
+    )
     client_redis.expire(key, 600)
-    make_celery(settings).send_task("meridian.heavy_job", args=["engine.services.no_such_module:run", {},
-                                                                f"{key}:cachekey", key, 600], queue="staticmap")
+    make_celery(settings).send_task(
+        "meridian.heavy_job",
+        args=["engine.services.no_such_module:run", {}, f"{key}:cachekey", key, 600],
+        queue="staticmap",
+    )
     body = wait_job(client, job_id, api_key)
     assert body["status"] == "failed", body
     assert body["error"]["statusCode"] == 500 and "internal" in body["error"]["message"]
@@ -120,7 +132,9 @@ def test_async_params_schema_drops_the_flag_before_building_params():
     assert "async" in err.value.messages
 
 
-@pytest.mark.parametrize("path", ["/v1/isochrone?lat=60.1690&lng=24.9410&time=3", "/v1/geoment?lat=60.1690&lng=24.9410"])
+@pytest.mark.parametrize(
+    "path", ["/v1/isochrone?lat=60.1690&lng=24.9410&time=3", "/v1/geoment?lat=60.1690&lng=24.9410"]
+)
 def test_async_json_heavy_functions_match_synchronous(client, api_key, celery_worker, path):
     headers = {"X-API-Key": api_key}
     accepted = client.get(f"{path}&async=true", headers=headers)

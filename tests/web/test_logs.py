@@ -10,7 +10,9 @@ from app.logs import JsonFormatter
 
 def test_request_line_fields_and_no_key(client, api_key, caplog):
     with caplog.at_level(logging.INFO, logger="meridian.request"):
-        resp = client.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key, "X-Request-Id": "rid-1"})
+        resp = client.get(
+            "/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key, "X-Request-Id": "rid-1"}
+        )
         # written once the answer is sent: a WSGI server closes the response after its last byte
         assert not [r for r in caplog.records if r.name == "meridian.request"]
         resp.close()

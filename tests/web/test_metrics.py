@@ -51,29 +51,57 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
     headers = {"X-API-Key": api_key}
     with requests.Session() as s:
         for _ in range(6):
-            assert s.get(f"{live_server}/v1/geocoding", params={"query": "Mannerheimintie 5, Helsinki"},
-                         headers=headers, timeout=10).status_code == 200
+            assert (
+                s.get(
+                    f"{live_server}/v1/geocoding",
+                    params={"query": "Mannerheimintie 5, Helsinki"},
+                    headers=headers,
+                    timeout=10,
+                ).status_code
+                == 200
+            )
         for _ in range(2):
-            assert s.get(f"{live_server}/v1/geocoding", params={"query": "Qwxzzy Nowhere"}, headers=headers,
-                         timeout=10).status_code == 404
-        assert s.get(f"{live_server}/v1/geocoding", params={"limit": "0", "query": "x"}, headers=headers,
-                     timeout=10).status_code == 400
-        assert s.get(f"{live_server}/services/json", params={"cmd": "geocoding", "addr": "Bulevardi 10"},
-                     headers={"Authorization": f"Bearer {api_key}"}, timeout=10).status_code == 200
-        job = s.post(f"{live_server}/v1/geocoding/batch", json=["Bulevardi 10, Helsinki"] * 60, headers=headers,
-                     timeout=10)
+            assert (
+                s.get(
+                    f"{live_server}/v1/geocoding", params={"query": "Qwxzzy Nowhere"}, headers=headers, timeout=10
+                ).status_code
+                == 404
+            )
+        assert (
+            s.get(
+                f"{live_server}/v1/geocoding", params={"limit": "0", "query": "x"}, headers=headers, timeout=10
+            ).status_code
+            == 400
+        )
+        assert (
+            s.get(
+                f"{live_server}/services/json",
+                params={"cmd": "geocoding", "addr": "Bulevardi 10"},
+                headers={"Authorization": f"Bearer {api_key}"},
+                timeout=10,
+            ).status_code
+            == 200
+        )
+        job = s.post(
+            f"{live_server}/v1/geocoding/batch", json=["Bulevardi 10, Helsinki"] * 60, headers=headers, timeout=10
+        )
         assert job.status_code == 202
         deadline = time.monotonic() + 60
-        while s.get(f"{live_server}{job.json()['status_url']}", headers=headers,
-                    timeout=10).json()["status"] != "done":
+        while s.get(f"{live_server}{job.json()['status_url']}", headers=headers, timeout=10).json()["status"] != "done":
             assert time.monotonic() < deadline
             time.sleep(0.1)
     series = dict(function="geocoding", face="gateway", method="GET")
-    after = scrape_settled(live_server, before, [
-        (6, dict(status="200", **series)), (2, dict(status="404", **series)), (1, dict(status="400", **series)),
-        (1, dict(function="geocoding/batch", face="gateway", method="POST", status="202")),
-        (1, dict(function="geocoding", face="core", method="GET", status="200")),
-    ])
+    after = scrape_settled(
+        live_server,
+        before,
+        [
+            (6, dict(status="200", **series)),
+            (2, dict(status="404", **series)),
+            (1, dict(status="400", **series)),
+            (1, dict(function="geocoding/batch", face="gateway", method="POST", status="202")),
+            (1, dict(function="geocoding", face="core", method="GET", status="200")),
+        ],
+    )
 
     def delta(name, **labels):
         return value(after, name, **labels) - value(before, name, **labels)
@@ -82,15 +110,23 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
     assert delta("meridian_http_requests_total", status="200", **series) == 6
     assert delta("meridian_http_requests_total", status="404", **series) == 2
     assert delta("meridian_http_requests_total", status="400", **series) == 1
-    assert delta("meridian_http_requests_total", function="geocoding/batch", face="gateway", method="POST",
-                 status="202") == 1
+    assert (
+        delta("meridian_http_requests_total", function="geocoding/batch", face="gateway", method="POST", status="202")
+        == 1
+    )
     # Histogram: count == the counter, cumulative buckets, +Inf == count, a positive sum.
     labels = dict(status="200", **series)
     count = value(after, "meridian_http_request_duration_seconds_count", **labels)
     assert count == value(after, "meridian_http_requests_total", **labels) >= 6
-    buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in after.items()
-                      if k[0] == "meridian_http_request_duration_seconds_bucket"
-                      and {kk: vv for kk, vv in k[1] if kk != "le"} == labels), key=lambda t: t[0])
+    buckets = sorted(
+        (
+            (float(dict(k[1])["le"]), v)
+            for k, v in after.items()
+            if k[0] == "meridian_http_request_duration_seconds_bucket"
+            and {kk: vv for kk, vv in k[1] if kk != "le"} == labels
+        ),
+        key=lambda t: t[0],
+    )
     assert [v for _, v in buckets] == sorted(v for _, v in buckets)
     assert buckets[-1] == (float("inf"), count)
     assert 0 < value(after, "meridian_http_request_duration_seconds_sum", **labels) < count * 5
@@ -109,13 +145,17 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
     from workers.celery_app import make_celery
 
     failures = dict(task="meridian.heavy", exception="ModuleNotFoundError")
-    make_celery(settings).send_task("meridian.heavy", args=["engine.services.no_such_module:run", {},
-                                                             "meridiantest:metrics-test:failing"], queue="default")
+    make_celery(settings).send_task(
+        "meridian.heavy",
+        args=["engine.services.no_such_module:run", {}, "meridiantest:metrics-test:failing"],
+        queue="default",
+    )
     deadline = time.monotonic() + 30
     while True:
         latest = scrape(live_server)
         failed = value(latest, "meridian_task_failures_total", **failures) - value(
-            before, "meridian_task_failures_total", **failures)
+            before, "meridian_task_failures_total", **failures
+        )
         # task_failure fires before task_postrun (which counts the run): wait for both
         runs = value(latest, "meridian_task_runs_total", task="meridian.heavy", queue="default", state="FAILURE")
         if (failed and runs) or time.monotonic() > deadline:

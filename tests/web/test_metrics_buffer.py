@@ -28,10 +28,17 @@ def test_observations_are_summed_then_written_in_one_flush(redis_url):
     buffer.observe("mb:test", ("routing", "GET", "404"), 2.0, BOUNDS)
     assert client.hgetall("mb:test") == {}  # nothing sent before the flush
     buffer.flush()
-    assert _hash(client, "mb:test") == pytest.approx({
-        "n|routing|GET|200": 3, "b|routing|GET|200|0": 2, "b|routing|GET|200|2": 1, "s|routing|GET|200": 0.0512,
-        "n|routing|GET|404": 1, "b|routing|GET|404|inf": 1, "s|routing|GET|404": 2.0,
-    })
+    assert _hash(client, "mb:test") == pytest.approx(
+        {
+            "n|routing|GET|200": 3,
+            "b|routing|GET|200|0": 2,
+            "b|routing|GET|200|2": 1,
+            "s|routing|GET|200": 0.0512,
+            "n|routing|GET|404": 1,
+            "b|routing|GET|404|inf": 1,
+            "s|routing|GET|404": 2.0,
+        }
+    )
     buffer.flush()  # an empty flush changes nothing
     assert _hash(client, "mb:test")["n|routing|GET|200"] == 3
 
@@ -63,7 +70,8 @@ def test_sums_survive_a_redis_outage(tmp_path):
     try:
         buffer.flush()
         assert _hash(client, "mb:outage") == pytest.approx(
-            {"n|poi|GET|200": 2, "b|poi|GET|200|1": 2, "s|poi|GET|200": 0.006})
+            {"n|poi|GET|200": 2, "b|poi|GET|200|1": 2, "s|poi|GET|200": 0.006}
+        )
     finally:
         back.terminate()
         back.wait(5)

@@ -19,11 +19,19 @@ ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
 def test_spec_is_openapi_3_with_security_and_docs(client):
     spec = client.get("/api-json").get_json()
     assert spec["openapi"].startswith("3.0")
-    assert spec["components"]["securitySchemes"]["ApiKeyAuth"] == {"type": "apiKey", "in": "header", "name": "X-API-Key"}
+    assert spec["components"]["securitySchemes"]["ApiKeyAuth"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+    }
     assert spec["servers"] and spec["info"]["version"]
     assert "ErrorBody" in spec["components"]["schemas"]
-    ops = [(path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
-           if method in ("get", "post", "put", "patch", "delete")]
+    ops = [
+        (path, method, op)
+        for path, item in spec["paths"].items()
+        for method, op in item.items()
+        if method in ("get", "post", "put", "patch", "delete")
+    ]
     assert any(path == "/v1/geocoding" for path, _, _ in ops)
     for path, method, op in ops:
         assert op.get("summary") and op.get("description"), (path, method)
@@ -43,16 +51,28 @@ def test_spec_is_openapi_3_with_security_and_docs(client):
 def test_schemathesis_no_5xx_and_schema_conformance(live_server, api_key, celery_worker, tmp_path):
     """Property-based run of every documented operation against the live gateway (real Redis)."""
     cmd = [
-        sys.executable, "-m", "schemathesis.cli", "run", f"{live_server}/api-json",
-        "--url", live_server,
-        "-H", f"X-API-Key: {api_key}",
-        "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
-                    "response_schema_conformance,negative_data_rejection",
-        "--max-examples", "25",
-        "--seed", "1",
-        "--workers", "1",
-        "--request-timeout", "60",
-        "--suppress-health-check", "all",
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        f"{live_server}/api-json",
+        "--url",
+        live_server,
+        "-H",
+        f"X-API-Key: {api_key}",
+        "--checks",
+        "not_a_server_error,status_code_conformance,content_type_conformance,"
+        "response_schema_conformance,negative_data_rejection",
+        "--max-examples",
+        "25",
+        "--seed",
+        "1",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "60",
+        "--suppress-health-check",
+        "all",
         "--no-color",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
@@ -71,9 +91,21 @@ def test_generated_client_calls_geocoding(live_server, api_key, tmp_path):
     spec_path.write_text(json.dumps(spec))
     out = tmp_path / "client"
     gen = subprocess.run(
-        [sys.executable, "-m", "openapi_python_client", "generate", "--path", str(spec_path),
-         "--output-path", str(out), "--meta", "none"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--path",
+            str(spec_path),
+            "--output-path",
+            str(out),
+            "--meta",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert gen.returncode == 0, gen.stdout + gen.stderr
     script = f"""
@@ -97,8 +129,14 @@ print(r.parsed.candidates[0].coord.lat, r.parsed.candidates[0].coord.lng)
 def test_openapi_cli_writes_standalone_page(tmp_path, settings):
     from tests.fixtures_live import settings_env
 
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "openapi", "--out", str(tmp_path)],
-                          cwd=PROJECT_ROOT, env=settings_env(settings), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.main", "openapi", "--out", str(tmp_path)],
+        cwd=PROJECT_ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     spec = json.loads((tmp_path / "openapi.json").read_text())
     assert "/v1/geocoding" in spec["paths"]

@@ -23,8 +23,15 @@ def test_swagger_ui_offline_authorize_try_it_out(live_server, api_key):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1600})
@@ -40,7 +47,9 @@ def test_swagger_ui_offline_authorize_try_it_out(live_server, api_key):
             page.click(".auth-btn-wrapper button.authorize")
             page.click("button.btn-done")
             # Try it out on /v1/geocoding.
-            block = page.locator(".opblock-get", has=page.locator(".opblock-summary-path", has_text="/v1/geocoding")).first
+            block = page.locator(
+                ".opblock-get", has=page.locator(".opblock-summary-path", has_text="/v1/geocoding")
+            ).first
             block.locator(".opblock-summary").click()
             block.locator("button.try-out__btn").click()
             # Swagger UI pre-fills every parameter with its example; keep the free-text form only
