@@ -6,6 +6,10 @@ country/city/district from its addr:* tags or, when missing, from the admin area
 "admin" stage (``ctx.shared["admin_areas"]``); a missing postcode is taken from the nearest
 address of the same street that has one (within 300 m).
 
+The steps: ``collect`` (the PBF pass, into Collected* records), then the features in id order,
+streets (same-name ways clustered), addresses (orphans adopted, duplicates dropped, postcodes
+filled, tied to a street), places, admin areas as places, POIs, and ``_write_index``.
+
 Tables (see engine.search.index for the reader):
     features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat)
                   or an address's building outline (WKB, metres in the projection of meta 'proj')
@@ -19,7 +23,10 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import osmium
@@ -28,7 +35,7 @@ from scipy.spatial import cKDTree
 from shapely.geometry import LineString, MultiLineString, Point, Polygon
 
 from engine import layout
-from engine.admin import AdminIndex, address_parts
+from engine.admin import AdminArea, AdminIndex, address_parts
 from engine.categories import categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
@@ -94,85 +101,194 @@ POSTCODE_FILL_M = 300.0
 ORPHAN_M = 50.0  # a house number without a street: the nearest named street this close
 
 
+# Two addresses of the same street and number closer than this (degrees, about 60 m each way at
+# the latitudes we serve) are one address.
+DUPLICATE_DLAT = 0.00055
+DUPLICATE_DLNG = 0.0011
+
+LonLat = tuple[float, float]
+
+
+# -- what the PBF pass collects -------------------------------------------------------------------
+
+
+@dataclass
+class CollectedAddress:
+    """One house number (``12;14`` on one object gives two). The later steps fill ``street`` for an
+    orphan, ``postcode`` from a neighbour, and the keys and street id it is indexed under."""
+
+    osm_type: str
+    osm_id: int
+    lat: float
+    lng: float
+    number: str
+    street: str | None
+    postcode: str | None
+    city: str | None
+    district: str | None
+    country: str | None
+    entrance: bool
+    building: bool
+    name: str | None
+    footprint: list[LonLat] | None  # the outline of a closed way, lon/lat
+    street_key: str = ""
+    hn_norm: str = ""
+    street_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CollectedWay:
+    """A named highway way: one piece of a street."""
+
+    osm_id: int
+    coords: list[LonLat]
+    name: str
+    names: dict[str, str]
+    highway: str
+    area: bool  # a square (highway=pedestrian + area=yes): inside it is on it
+
+
+@dataclass(frozen=True)
+class CollectedPlace:
+    osm_type: str
+    osm_id: int
+    lat: float
+    lng: float
+    place: str
+    names: dict[str, str]
+    name: str
+    importance: float
+    postcode: str | None
+
+
+@dataclass(frozen=True)
+class CollectedPoi:
+    osm_type: str
+    osm_id: int
+    lat: float
+    lng: float
+    names: dict[str, str]
+    name: str | None
+    category: str | None
+    tags: list[str]  # key=value strings for raw-tag search
+    street: str | None
+    number: str | None
+    postcode: str | None
+    city: str | None
+    importance: float
+
+
+@dataclass(frozen=True)
+class TaggedObject:
+    """An OSM object reduced to what the collector reads: its tags at one point."""
+
+    osm_type: str  # node / way / relation
+    osm_id: int
+    tags: osmium.osm.TagList
+    lat: float
+    lng: float
+    footprint: list[LonLat] | None = None  # the outline of a closed way, lon/lat
+
+
 class _Collector:
     def __init__(self) -> None:
-        self.addresses: list[dict] = []
-        self.streets: dict[str, list[dict]] = defaultdict(list)  # norm name -> ways
-        self.places: list[dict] = []
-        self.pois: list[dict] = []
+        self.addresses: list[CollectedAddress] = []
+        self.streets: dict[str, list[CollectedWay]] = defaultdict(list)  # norm name -> ways
+        self.places: list[CollectedPlace] = []
+        self.pois: list[CollectedPoi] = []
 
-    def take(self, kind: str, tags, lat: float, lng: float, geom=None) -> None:
-        osm_type, osm_id = kind
-        t = tags
-        hn = t.get("addr:housenumber")
-        street = t.get("addr:street") or t.get("addr:place")
-        if hn:
-            for number in housenumbers(hn):
-                self.addresses.append(
-                    {
-                        "osm_type": osm_type,
-                        "osm_id": osm_id,
-                        "lat": lat,
-                        "lng": lng,
-                        "number": number,
-                        "street": street,
-                        "postcode": t.get("addr:postcode"),
-                        "city": t.get("addr:city"),
-                        "district": t.get("addr:suburb") or t.get("addr:district"),
-                        "country": t.get("addr:country"),
-                        "entrance": osm_type == "node" and "entrance" in t,
-                        "building": "building" in t,
-                        "name": t.get("name"),
-                        "footprint": geom,
-                    }
-                )
-        name = t.get("name")
-        place = t.get("place")
+    def take(self, obj: TaggedObject) -> None:
+        """An object's addresses, and the place or the POI it is (a place is never also a POI)."""
+        self._take_addresses(obj)
+        place, name = obj.tags.get("place"), obj.tags.get("name")
         if place and name:
-            self.places.append(
-                {
-                    "osm_type": osm_type,
-                    "osm_id": osm_id,
-                    "lat": lat,
-                    "lng": lng,
-                    "place": place,
-                    "names": names_of(t),
-                    "name": name,
-                    "importance": PLACE_IMPORTANCE.get(place, 0.3),
-                    "postcode": t.get("addr:postcode"),
-                }
-            )
+            self._take_place(obj, place, name)
+        else:
+            self._take_poi(obj)
+
+    def _take_addresses(self, obj: TaggedObject) -> None:
+        tags = obj.tags
+        raw = tags.get("addr:housenumber")
+        if not raw:
             return
-        category = categorize(t)
-        raw = poi_tags(t)
-        unnamed_ok = any(t.get(k) for k in RAW_POI_KEYS)  # benches, post boxes: raw-tag search
-        if (category or (raw and (name or unnamed_ok))) and not (
-            osm_type == "way" and t.get("highway") and not category
-        ):
-            if category == "bus_stop" and not name:
-                return
-            self.pois.append(
-                {
-                    "osm_type": osm_type,
-                    "osm_id": osm_id,
-                    "lat": lat,
-                    "lng": lng,
-                    "names": names_of(t),
-                    "name": name,
-                    "category": category,
-                    "tags": raw,
-                    "street": street,
-                    "number": hn,
-                    "postcode": t.get("addr:postcode"),
-                    "city": t.get("addr:city"),
-                    "importance": 0.35 + (0.1 if t.get("wikidata") else 0) + (0.05 if name else -0.1),
-                }
+        for number in housenumbers(raw):
+            self.addresses.append(
+                CollectedAddress(
+                    osm_type=obj.osm_type,
+                    osm_id=obj.osm_id,
+                    lat=obj.lat,
+                    lng=obj.lng,
+                    number=number,
+                    street=_street_of(tags),
+                    postcode=tags.get("addr:postcode"),
+                    city=tags.get("addr:city"),
+                    district=tags.get("addr:suburb") or tags.get("addr:district"),
+                    country=tags.get("addr:country"),
+                    entrance=obj.osm_type == "node" and "entrance" in tags,
+                    building="building" in tags,
+                    name=tags.get("name"),
+                    footprint=obj.footprint,
+                )
             )
 
+    def _take_place(self, obj: TaggedObject, place: str, name: str) -> None:
+        self.places.append(
+            CollectedPlace(
+                osm_type=obj.osm_type,
+                osm_id=obj.osm_id,
+                lat=obj.lat,
+                lng=obj.lng,
+                place=place,
+                names=names_of(obj.tags),
+                name=name,
+                importance=PLACE_IMPORTANCE.get(place, 0.3),
+                postcode=obj.tags.get("addr:postcode"),
+            )
+        )
 
-def _way_point(coords):
+    def _take_poi(self, obj: TaggedObject) -> None:
+        tags = obj.tags
+        name = tags.get("name")
+        category = categorize(tags)
+        raw = poi_tags(tags)
+        unnamed_ok = any(tags.get(k) for k in RAW_POI_KEYS)  # benches, post boxes: raw-tag search
+        if not (category or (raw and (name or unnamed_ok))):
+            return
+        if obj.osm_type == "way" and tags.get("highway") and not category:
+            return  # a road with a raw POI tag is a road
+        if category == "bus_stop" and not name:
+            return
+        self.pois.append(
+            CollectedPoi(
+                osm_type=obj.osm_type,
+                osm_id=obj.osm_id,
+                lat=obj.lat,
+                lng=obj.lng,
+                names=names_of(tags),
+                name=name,
+                category=category,
+                tags=raw,
+                street=_street_of(tags),
+                number=tags.get("addr:housenumber"),
+                postcode=tags.get("addr:postcode"),
+                city=tags.get("addr:city"),
+                importance=0.35 + (0.1 if tags.get("wikidata") else 0) + (0.05 if name else -0.1),
+            )
+        )
+
+
+def _street_of(tags: osmium.osm.TagList) -> str | None:
+    street: str | None = tags.get("addr:street") or tags.get("addr:place")
+    return street
+
+
+def _is_closed(coords: list[LonLat]) -> bool:
+    return len(coords) >= 4 and coords[0] == coords[-1]
+
+
+def _way_point(coords: list[LonLat]) -> tuple[float, float]:
     """A point that represents a way: the centroid of a closed ring (inside it), else mid-line."""
-    if len(coords) >= 4 and coords[0] == coords[-1]:
+    if _is_closed(coords):
         poly = Polygon(coords)
         if poly.is_valid and poly.area > 0:
             c = poly.centroid
@@ -184,72 +300,195 @@ def _way_point(coords):
     return p.y, p.x
 
 
-def collect(pbf_path) -> _Collector:
+def _street_way(way: osmium.osm.Way, coords: list[LonLat]) -> CollectedWay | None:
+    """The way as a piece of a named street, None when it is not one."""
+    tags = way.tags
+    highway = tags.get("highway")
+    name = tags.get("name")
+    if not (highway and highway not in STREET_HIGHWAYS_EXCLUDED and name):
+        return None
+    square = _is_closed(coords) and tags.get("area") == "yes"
+    return CollectedWay(way.id, coords, name, names_of(tags), highway, square)
+
+
+def _take_way(col: _Collector, way: osmium.osm.Way) -> None:
+    coords = [(n.location.lon, n.location.lat) for n in way.nodes if n.location.valid()]
+    if len(coords) < 2:
+        return
+    street = _street_way(way, coords)
+    if street is not None:
+        col.streets[normalize(street.name)].append(street)
+        if not street.area:
+            return  # a square may also be a place or a POI (a market square)
+    lat, lng = _way_point(coords)
+    col.take(TaggedObject("way", way.id, way.tags, lat, lng, coords if _is_closed(coords) else None))
+
+
+def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom.WKBFactory) -> None:
+    """A multipolygon relation, at a point inside it (broken multipolygons are skipped)."""
+    try:
+        geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(area)))
+    except Exception:  # noqa: BLE001 - broken multipolygon: skip it
+        return
+    c = geom.centroid if geom.is_valid else geom.representative_point()
+    if geom.is_valid and not geom.contains(c):
+        c = geom.representative_point()
+    col.take(TaggedObject("relation", area.orig_id(), area.tags, c.y, c.x))
+
+
+def collect(pbf_path: Path | str) -> _Collector:
+    """One pass over the PBF: addresses, street pieces, places and POIs."""
+    from engine.categories import POI_KEYS  # noqa: PLC0415
+
     col = _Collector()
     wkb = osmium.geom.WKBFactory()
     area_filter = osmium.filter.KeyFilter(
         "addr:housenumber", "place", "amenity", "shop", "tourism", "leisure", "office", "historic"
     )
-    from engine.categories import POI_KEYS  # noqa: PLC0415
-
     keep = osmium.filter.KeyFilter("addr:housenumber", "place", "name", *POI_KEYS)
     fp = osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter).with_filter(keep)
     for o in fp:
-        tags = o.tags
-        if o.is_node():
-            loc = o.location
-            if loc.valid():
-                col.take(("node", o.id), tags, loc.lat, loc.lon)
-        elif o.is_way():
-            coords = [(n.location.lon, n.location.lat) for n in o.nodes if n.location.valid()]
-            if len(coords) < 2:
-                continue
-            hw = tags.get("highway")
-            name = tags.get("name")
-            if hw and hw not in STREET_HIGHWAYS_EXCLUDED and hw != "platform" and name:
-                square = len(coords) >= 4 and coords[0] == coords[-1] and tags.get("area") == "yes"
-                col.streets[normalize(name)].append(
-                    {
-                        "osm_id": o.id,
-                        "coords": coords,
-                        "name": name,
-                        "names": names_of(tags),
-                        "highway": hw,
-                        "postcode": tags.get("postal_code"),
-                        "area": square,  # a square (highway=pedestrian + area=yes): inside it is on it
-                    }
-                )
-                if not square:
-                    continue  # a square may also be a place or a POI (a market square)
-            lat, lng = _way_point(coords)
-            footprint = coords if len(coords) >= 4 and coords[0] == coords[-1] else None
-            col.take(("way", o.id), tags, lat, lng, footprint)
-        elif o.is_area():
-            if o.from_way():
-                continue  # ways were taken above
-            try:
-                geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(o)))
-            except Exception:  # noqa: BLE001 - broken multipolygon: skip it
-                continue
-            c = geom.centroid if geom.is_valid else geom.representative_point()
-            if geom.is_valid and not geom.contains(c):
-                c = geom.representative_point()
-            col.take(("relation", o.orig_id()), tags, c.y, c.x)
+        if isinstance(o, osmium.osm.Node):
+            if o.location.valid():
+                col.take(TaggedObject("node", o.id, o.tags, o.location.lat, o.location.lon))
+        elif isinstance(o, osmium.osm.Way):
+            _take_way(col, o)
+        elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
+            _take_relation_area(col, o, wkb)
     return col
 
 
-def _cluster_ways(ways: list[dict], proj: LocalProjection) -> list[list[dict]]:
+# -- rows of the index ----------------------------------------------------------------------------
+
+
+@dataclass
+class Feature:
+    """One row of ``features``; the fields in the order of the table's columns."""
+
+    id: int
+    type: str  # address / street / place / poi
+    name: str | None
+    names: str | None  # JSON {"name": ..., "name:sv": ...}
+    housenumber: str | None
+    hn_norm: str | None
+    street: str | None
+    street_key: str | None
+    street_id: int | None
+    city: str | None
+    district: str | None
+    postcode: str | None
+    country: str | None
+    lat: float
+    lng: float
+    osm_type: str | None
+    osm_id: int | None
+    category: str | None  # a POI's category, a place's place=* or admin_level=N
+    tags: str | None  # a POI's raw tags, "|amenity=bench|..."
+    importance: float
+    geom: bytes | None
+
+    def as_row(self) -> tuple[object, ...]:
+        return tuple(getattr(self, column) for column in FEATURE_COLUMNS)
+
+
+FEATURE_COLUMNS = tuple(f.name for f in fields(Feature))
+
+
+class Entry(NamedTuple):
+    """One row of ``entries``: a searchable name variant of a feature."""
+
+    id: int
+    feature_id: int
+    norm: str
+    is_primary: int
+
+
+class PointBox(NamedTuple):
+    """One row of ``points_rtree``: a point feature as a degenerate box."""
+
+    id: int
+    min_lng: float
+    max_lng: float
+    min_lat: float
+    max_lat: float
+
+
+@dataclass(frozen=True)
+class StreetPart:
+    """One row of ``street_parts`` (and ``parts_rtree`` by its line's bounds)."""
+
+    id: int
+    street_id: int
+    geom: bytes  # a way: LineString; a square: Polygon
+    bounds: tuple[float, float, float, float]  # min_lng, min_lat, max_lng, max_lat
+
+
+@dataclass(frozen=True)
+class IndexedStreet:
+    """A street feature as the address steps see it."""
+
+    feature_id: int
+    key: str  # the normalised name
+    name: str
+    lines: MultiLineString
+    lat: float
+    lng: float
+
+
+class _IndexRows:
+    """The rows of the index in the making; a feature's id is its position (from 1)."""
+
+    def __init__(self, admin: AdminIndex) -> None:
+        self.admin = admin
+        self.features: list[Feature] = []
+        self.entries: list[Entry] = []
+        self.point_boxes: list[PointBox] = []
+        self.street_parts: list[StreetPart] = []
+        self._parts_cache: dict[tuple[float, float], dict[str, str | None]] = {}
+
+    @property
+    def next_id(self) -> int:
+        return len(self.features) + 1
+
+    def add(self, feature: Feature, variants: list[str] | None = None, point: bool = True) -> None:
+        """Add a feature, its searchable name variants (the first one is its primary name) and,
+        for a point feature, its R*Tree box."""
+        assert feature.id == self.next_id
+        self.features.append(feature)
+        seen: set[str] = set()
+        for i, variant in enumerate(variants or []):
+            norm = normalize(variant)
+            if norm and norm not in seen:
+                seen.add(norm)
+                self.entries.append(Entry(len(self.entries) + 1, feature.id, norm, 1 if i == 0 else 0))
+        if point:
+            self.point_boxes.append(PointBox(feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
+
+    def parts(self, lat: float, lng: float) -> dict[str, str | None]:
+        """country / city / district of a point from the admin areas (cached per ~1 m)."""
+        key = (round(lat, 5), round(lng, 5))
+        found = self._parts_cache.get(key)
+        if found is None:
+            found = address_parts(self.admin.containing(lat, lng))
+            self._parts_cache[key] = found
+        return found
+
+
+# -- streets --------------------------------------------------------------------------------------
+
+
+def _cluster_ways(ways: list[CollectedWay], proj: LocalProjection) -> list[list[CollectedWay]]:
     """Split same-name ways into streets: pieces within CLUSTER_GAP_M belong together."""
     if len(ways) == 1:
         return [ways]
     lines = []
     for w in ways:
-        arr = np.asarray(w["coords"])
+        arr = np.asarray(w.coords)
         x, y = proj.to_xy(arr[:, 1], arr[:, 0])
         lines.append(LineString(np.column_stack([x, y])))
     parent = list(range(len(ways)))
 
-    def find(i):
+    def find(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
@@ -261,17 +500,384 @@ def _cluster_ways(ways: list[dict], proj: LocalProjection) -> list[list[dict]]:
             ri, rj = find(i), find(int(j))
             if ri != rj:
                 parent[ri] = rj
-    groups: dict[int, list[dict]] = defaultdict(list)
+    groups: dict[int, list[CollectedWay]] = defaultdict(list)
     for i, w in enumerate(ways):
         groups[find(i)].append(w)
     return list(groups.values())
 
 
-def _line_length_m(coords, proj: LocalProjection) -> float:
+def _line_length_m(coords: list[LonLat], proj: LocalProjection) -> float:
     arr = np.asarray(coords)
     x, y = proj.to_xy(arr[:, 1], arr[:, 0])
     return float(np.sum(np.hypot(np.diff(x), np.diff(y))))
 
+
+def _street_point(lines: list[LineString], multi: MultiLineString) -> Point:
+    """The point a street is found at: on its line, nearest the centroid of all its pieces."""
+    c = multi.centroid
+    if len(lines) == 1:
+        return multi.interpolate(multi.project(c))
+    best = min(lines, key=lambda ln: ln.distance(c))
+    return best.interpolate(best.project(c))
+
+
+def _street_names(group: list[CollectedWay]) -> tuple[str, dict[str, str]]:
+    """The name most of the pieces carry (the first on a tie), and every name key of any piece."""
+    names: dict[str, str] = {}
+    for w in group:
+        for k, v in w.names.items():
+            names.setdefault(k, v)
+    name = max((w.name for w in group), key=lambda n: sum(w.name == n for w in group))
+    return name, names
+
+
+def _street_importance(group: list[CollectedWay], proj: LocalProjection) -> float:
+    """Longer streets rank higher (up to 0.6), drivable ones a little more."""
+    length = sum(_line_length_m(w.coords, proj) for w in group)
+    drivable = any(w.highway in DRIVABLE for w in group)
+    return min(0.6, 0.2 + 0.1 * math.log10(1 + length)) + (0.05 if drivable else 0)
+
+
+def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: LocalProjection) -> IndexedStreet:
+    """A street feature of same-name pieces, with one street part per piece."""
+    lines = [LineString(w.coords) for w in group]
+    multi = MultiLineString(lines)
+    rep = _street_point(lines, multi)
+    name, names = _street_names(group)
+    p = rows.parts(rep.y, rep.x)
+    fid = rows.next_id
+    feature = Feature(
+        id=fid,
+        type="street",
+        name=name,
+        names=json.dumps(names, ensure_ascii=False),
+        housenumber=None,
+        hn_norm=None,
+        street=name,
+        street_key=key,
+        street_id=None,
+        city=p["city"],
+        district=p["district"],
+        postcode=None,  # set from its addresses (_set_street_postcodes)
+        country=p["country"],
+        lat=rep.y,
+        lng=rep.x,
+        osm_type="way",
+        osm_id=group[0].osm_id,
+        category=None,
+        tags=None,
+        importance=_street_importance(group, proj),
+        geom=shapely.to_wkb(multi),
+    )
+    rows.add(feature, [name, *name_variants(names)], point=False)
+    for w, line in zip(group, lines, strict=True):
+        part = Polygon(w.coords) if w.area else line
+        if not part.is_valid:
+            part = line
+        rows.street_parts.append(StreetPart(len(rows.street_parts) + 1, fid, shapely.to_wkb(part), line.bounds))
+    return IndexedStreet(fid, key, name, multi, rep.y, rep.x)
+
+
+def _add_streets(
+    rows: _IndexRows, streets: dict[str, list[CollectedWay]], proj: LocalProjection
+) -> list[IndexedStreet]:
+    return [_add_street(rows, key, group, proj) for key, ways in streets.items() for group in _cluster_ways(ways, proj)]
+
+
+# -- addresses ------------------------------------------------------------------------------------
+
+
+def _adopt_orphans(
+    addresses: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
+) -> list[CollectedAddress]:
+    """Numbers without addr:street/addr:place take the nearest named street within ORPHAN_M
+    (as Nominatim's parent street); the others are dropped (nothing to search them by)."""
+    orphans = [a for a in addresses if not a.street]
+    kept = [a for a in addresses if a.street]
+    if not orphans or not streets:
+        return kept
+    lines, owner = [], []
+    for street in streets:
+        for part in street.lines.geoms:
+            arr = np.asarray(part.coords)
+            x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+            lines.append(LineString(np.column_stack([x, y])))
+            owner.append(street.name)
+    tree = shapely.STRtree(lines)
+    for a in orphans:
+        x, y = proj.to_xy(a.lat, a.lng)
+        p = Point(float(x), float(y))
+        i = tree.nearest(p)
+        if i is not None and lines[int(i)].distance(p) <= ORPHAN_M:
+            a.street = owner[int(i)]
+            kept.append(a)
+    return kept
+
+
+def _dedupe_addresses(addresses: list[CollectedAddress]) -> list[CollectedAddress]:
+    """One address per (street, number) within about 60 m: buildings beat nodes beat entrances.
+    Sets each address's ``street_key`` and ``hn_norm``."""
+    ranked = sorted(
+        addresses,
+        key=lambda a: (0 if a.building else (2 if a.entrance else 1), a.osm_type != "way"),
+    )
+    kept: dict[tuple[str, str], list[CollectedAddress]] = defaultdict(list)
+    for a in ranked:
+        a.street_key = normalize(a.street)
+        a.hn_norm = normalize_housenumber(a.number)
+        same = kept[(a.street_key, a.hn_norm)]
+        if any(abs(b.lat - a.lat) < DUPLICATE_DLAT and abs(b.lng - a.lng) < DUPLICATE_DLNG for b in same):
+            continue
+        same.append(a)
+    return [a for group in kept.values() for a in group]
+
+
+def _fill_postcodes(addresses: list[CollectedAddress], proj: LocalProjection) -> None:
+    """A missing postcode: the one of the nearest address of the same street within POSTCODE_FILL_M."""
+    with_pc = [a for a in addresses if a.postcode]
+    if not with_pc:
+        return
+    xs, ys = proj.to_xy(np.array([a.lat for a in with_pc]), np.array([a.lng for a in with_pc]))
+    tree = cKDTree(np.column_stack([xs, ys]))
+    for a in addresses:
+        if a.postcode:
+            continue
+        x, y = proj.to_xy(a.lat, a.lng)
+        dists, idxs = tree.query([float(x), float(y)], k=min(8, len(with_pc)), distance_upper_bound=POSTCODE_FILL_M)
+        for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idxs), strict=True):
+            if np.isfinite(d) and with_pc[i].street_key == a.street_key:
+                a.postcode = with_pc[i].postcode
+                break
+
+
+def _assign_streets(
+    addresses: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
+) -> dict[str, list[CollectedAddress]]:
+    """Each address's ``street_id``: the nearest street of its street name. Returns the addresses
+    whose street name no street has, by street key."""
+    by_key: dict[str, list[IndexedStreet]] = defaultdict(list)
+    for street in streets:
+        by_key[street.key].append(street)
+    unknown: dict[str, list[CollectedAddress]] = defaultdict(list)
+    for a in addresses:
+        best = None
+        for street in by_key.get(a.street_key, []):
+            d = (street.lat - a.lat) ** 2 + ((street.lng - a.lng) * proj.kx / proj.ky) ** 2
+            if best is None or d < best:
+                best, a.street_id = d, street.feature_id
+        if a.street_id is None:
+            unknown[a.street_key].append(a)
+    return unknown
+
+
+def _add_address_streets(rows: _IndexRows, unknown: dict[str, list[CollectedAddress]]) -> None:
+    """Streets known only from their addresses (squares, pedestrian areas): searchable too, at the
+    mean of their addresses."""
+    for key, group in unknown.items():
+        lat = float(np.mean([a.lat for a in group]))
+        lng = float(np.mean([a.lng for a in group]))
+        p = rows.parts(lat, lng)
+        name = group[0].street
+        fid = rows.next_id
+        feature = Feature(
+            id=fid,
+            type="street",
+            name=name,
+            names=json.dumps({"name": name}, ensure_ascii=False),
+            housenumber=None,
+            hn_norm=None,
+            street=name,
+            street_key=key,
+            street_id=None,
+            city=p["city"],
+            district=p["district"],
+            postcode=None,
+            country=p["country"],
+            lat=lat,
+            lng=lng,
+            osm_type=None,
+            osm_id=None,
+            category=None,
+            tags=None,
+            importance=0.25,
+            geom=None,
+        )
+        rows.add(feature, [name] if name else [])
+        for a in group:
+            a.street_id = fid
+
+
+def _add_address(rows: _IndexRows, a: CollectedAddress, proj: LocalProjection) -> None:
+    p = rows.parts(a.lat, a.lng)
+    feature = Feature(
+        id=rows.next_id,
+        type="address",
+        name=a.name,
+        names=None,
+        housenumber=a.number,
+        hn_norm=a.hn_norm,
+        street=a.street,
+        street_key=a.street_key,
+        street_id=a.street_id,
+        city=a.city or p["city"],
+        district=a.district or p["district"],
+        postcode=a.postcode,
+        country=_country(a.country) or p["country"],
+        lat=a.lat,
+        lng=a.lng,
+        osm_type=a.osm_type,
+        osm_id=a.osm_id,
+        category=None,
+        tags=None,
+        importance=0.5,
+        geom=_footprint_wkb(a.footprint, proj),
+    )
+    rows.add(feature)
+
+
+def _set_street_postcodes(rows: _IndexRows, addresses: list[CollectedAddress]) -> None:
+    """A street's postcode: the most common one among its addresses (the first seen on a tie)."""
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for a in addresses:
+        if a.postcode and a.street_id:
+            counts[a.street_id][a.postcode] += 1
+    for street_id, by_postcode in counts.items():
+        street = rows.features[street_id - 1]
+        if street.type == "street":
+            street.postcode = max(by_postcode.items(), key=lambda kv: kv[1])[0]
+
+
+def _add_addresses(
+    rows: _IndexRows, collected: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
+) -> None:
+    """Addresses after their clean-up: orphans adopted, duplicates dropped, postcodes filled, each
+    tied to a street (a street made from the addresses when none has the name)."""
+    addresses = _dedupe_addresses(_adopt_orphans(collected, streets, proj))
+    _fill_postcodes(addresses, proj)
+    _add_address_streets(rows, _assign_streets(addresses, streets, proj))
+    for a in addresses:
+        _add_address(rows, a, proj)
+    _set_street_postcodes(rows, addresses)
+
+
+def _footprint_wkb(coords: list[LonLat] | None, proj: LocalProjection) -> bytes | None:
+    """The building outline of an address in the index's metric projection (meta 'proj'):
+    reverse geocoding measures distances to it in metres, 0 inside."""
+    if not coords:
+        return None
+    arr = np.asarray(coords)
+    x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+    poly = Polygon(np.column_stack([x, y]))
+    return shapely.to_wkb(poly) if poly.is_valid and poly.area > 0 else None
+
+
+def _country(code: str | None) -> str | None:
+    from engine.countries import to_alpha3  # noqa: PLC0415
+
+    return to_alpha3(code)
+
+
+# -- places and POIs ------------------------------------------------------------------------------
+
+CITY_PLACES = ("city", "town", "village", "municipality")  # a place that is its own city
+
+
+def _add_places(rows: _IndexRows, places: list[CollectedPlace]) -> None:
+    for pl in places:
+        p = rows.parts(pl.lat, pl.lng)
+        feature = Feature(
+            id=rows.next_id,
+            type="place",
+            name=pl.name,
+            names=json.dumps(pl.names, ensure_ascii=False),
+            housenumber=None,
+            hn_norm=None,
+            street=None,
+            street_key=None,
+            street_id=None,
+            city=pl.name if pl.place in CITY_PLACES else p["city"],
+            district=p["district"],
+            postcode=pl.postcode,
+            country=p["country"],
+            lat=pl.lat,
+            lng=pl.lng,
+            osm_type=pl.osm_type,
+            osm_id=pl.osm_id,
+            category=pl.place,
+            tags=None,
+            importance=pl.importance,
+            geom=None,
+        )
+        rows.add(feature, [pl.name, *name_variants(pl.names)])
+
+
+def _add_admin_places(rows: _IndexRows, areas: list[AdminArea], places: list[CollectedPlace]) -> None:
+    """Admin areas as places, at a point inside them, unless a place node already stands for the
+    area or the extract clips a region or country (its point would be arbitrary)."""
+    place_names = {normalize(pl.name) for pl in places}
+    for area in areas:
+        if normalize(area.name) in place_names and area.level >= 7:
+            continue
+        if area.clipped and area.level < 10:
+            continue
+        rep = area.geometry.representative_point()
+        p = rows.parts(rep.y, rep.x)
+        feature = Feature(
+            id=rows.next_id,
+            type="place",
+            name=area.name,
+            names=json.dumps(area.names, ensure_ascii=False),
+            housenumber=None,
+            hn_norm=None,
+            street=None,
+            street_key=None,
+            street_id=None,
+            city=area.name if area.level in (7, 8) else p["city"],
+            district=area.name if area.level >= 9 else None,
+            postcode=None,
+            country=area.country or p["country"],
+            lat=rep.y,
+            lng=rep.x,
+            osm_type=area.osm_type,
+            osm_id=area.osm_id,
+            category=f"admin_level={area.level}",
+            tags=None,
+            importance=0.95 - 0.04 * area.level,
+            geom=None,
+        )
+        rows.add(feature, [area.name, *name_variants(names_of(area.names))])
+
+
+def _add_pois(rows: _IndexRows, pois: list[CollectedPoi]) -> None:
+    for poi in pois:
+        p = rows.parts(poi.lat, poi.lng)
+        feature = Feature(
+            id=rows.next_id,
+            type="poi",
+            name=poi.name,
+            names=json.dumps(poi.names, ensure_ascii=False),
+            housenumber=poi.number,
+            hn_norm=normalize_housenumber(poi.number) or None,
+            street=poi.street,
+            street_key=normalize(poi.street) or None,
+            street_id=None,
+            city=poi.city or p["city"],
+            district=p["district"],
+            postcode=poi.postcode,
+            country=p["country"],
+            lat=poi.lat,
+            lng=poi.lng,
+            osm_type=poi.osm_type,
+            osm_id=poi.osm_id,
+            category=poi.category,
+            tags="|" + "|".join(poi.tags) + "|",
+            importance=poi.importance,
+            geom=None,
+        )
+        rows.add(feature, [poi.name, *name_variants(poi.names)] if poi.name else [])
+
+
+# -- writing --------------------------------------------------------------------------------------
 
 SCHEMA = """
 CREATE TABLE features (
@@ -293,412 +899,88 @@ CREATE VIRTUAL TABLE parts_rtree USING rtree (id, min_lng, max_lng, min_lat, max
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
+INDEXES = """
+CREATE INDEX features_street ON features (street_key, hn_norm) WHERE type = 'address';
+CREATE INDEX features_street_id ON features (street_id) WHERE type = 'address';
+CREATE INDEX features_category ON features (category) WHERE type = 'poi';
+CREATE INDEX entries_feature ON entries (feature_id);
+INSERT INTO entries_fts (entries_fts) VALUES ('optimize');
+"""
 
-def build(pbf_path, out_path, admin_areas, bbox) -> dict[str, int]:
-    col = collect(pbf_path)
-    admin = AdminIndex(admin_areas or [])
-    if bbox:
-        lat0, lng0 = (bbox[1] + bbox[3]) / 2, (bbox[0] + bbox[2]) / 2
-    else:
-        lat0, lng0 = 0.0, 0.0
-    proj = LocalProjection(lat0, lng0)
-    parts_cache: dict[tuple[float, float], dict] = {}
 
-    def parts(lat, lng):
-        key = (round(lat, 5), round(lng, 5))
-        found = parts_cache.get(key)
-        if found is None:
-            found = address_parts(admin.containing(lat, lng))
-            parts_cache[key] = found
-        return found
-
-    conn = sqlite3.connect(out_path)
-    conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-    features: list[tuple] = []
-    entries: list[tuple] = []
-    point_boxes: list[tuple] = []
-    street_parts: list[tuple] = []
-    next_id = 1
-
-    def add_entries(fid, variants, primary):
-        seen = set()
-        for i, v in enumerate(variants):
-            norm = normalize(v)
-            if norm and norm not in seen:
-                seen.add(norm)
-                entries.append((len(entries) + 1, fid, norm, 1 if (i == 0 and primary) else 0))
-
-    # -- streets ------------------------------------------------------------------------------
-    street_by_key: dict[str, list[tuple[int, object, float, float]]] = defaultdict(list)
-    street_names: dict[int, tuple[str, object]] = {}
-    for key, ways in col.streets.items():
-        for group in _cluster_ways(ways, proj):
-            fid = next_id
-            next_id += 1
-            lines = [LineString(w["coords"]) for w in group]
-            multi = MultiLineString(lines)
-            length = sum(_line_length_m(w["coords"], proj) for w in group)
-            c = multi.centroid
-            rep = multi.interpolate(multi.project(c)) if len(lines) == 1 else None
-            if rep is None:
-                best = min(lines, key=lambda ln: ln.distance(c))
-                rep = best.interpolate(best.project(c))
-            names: dict[str, str] = {}
-            for w in group:
-                for k, v in w["names"].items():
-                    names.setdefault(k, v)
-            name = max((w["name"] for w in group), key=lambda n: sum(w["name"] == n for w in group))
-            p = parts(rep.y, rep.x)
-            drivable = any(w["highway"] in DRIVABLE for w in group)
-            importance = min(0.6, 0.2 + 0.1 * math.log10(1 + length)) + (0.05 if drivable else 0)
-            features.append(
-                (
-                    fid,
-                    "street",
-                    name,
-                    json.dumps(names, ensure_ascii=False),
-                    None,
-                    None,
-                    name,
-                    key,
-                    None,
-                    p["city"],
-                    p["district"],
-                    None,
-                    p["country"],
-                    rep.y,
-                    rep.x,
-                    "way",
-                    group[0]["osm_id"],
-                    None,
-                    None,
-                    importance,
-                    shapely.to_wkb(multi),
-                )
-            )
-            add_entries(fid, [name, *name_variants(names)], True)
-            for w, line in zip(group, lines, strict=True):
-                pid = len(street_parts) + 1
-                part = Polygon(w["coords"]) if w.get("area") else line
-                if not part.is_valid:
-                    part = line
-                street_parts.append((pid, fid, shapely.to_wkb(part), line.bounds))
-            street_by_key[key].append((fid, multi, rep.y, rep.x))
-            street_names[fid] = (name, multi)
-
-    # -- addresses ----------------------------------------------------------------------------
-    # a number without addr:street belongs to the nearest named street within ORPHAN_M
-    col.addresses = _adopt_orphans(col.addresses, street_names, proj)
-    # dedupe: one address per (street, number) within 60 m; buildings beat entrances beat nodes
-    addrs = sorted(
-        col.addresses,
-        key=lambda a: (0 if a["building"] else (2 if a["entrance"] else 1), a["osm_type"] != "way"),
-    )
-    kept: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for a in addrs:
-        a["street_key"] = normalize(a["street"])
-        a["hn_norm"] = normalize_housenumber(a["number"])
-        k = (a["street_key"], a["hn_norm"])
-        if any(abs(b["lat"] - a["lat"]) < 0.00055 and abs(b["lng"] - a["lng"]) < 0.0011 for b in kept[k]):
-            continue
-        kept[k].append(a)
-    addresses = [a for group in kept.values() for a in group]
-
-    # postcodes: fill from the nearest address of the same street that has one
-    with_pc = [a for a in addresses if a["postcode"]]
-    if with_pc:
-        xs, ys = proj.to_xy(np.array([a["lat"] for a in with_pc]), np.array([a["lng"] for a in with_pc]))
-        tree = cKDTree(np.column_stack([xs, ys]))
-        for a in addresses:
-            if a["postcode"]:
-                continue
-            x, y = proj.to_xy(a["lat"], a["lng"])
-            dists, idxs = tree.query([float(x), float(y)], k=min(8, len(with_pc)), distance_upper_bound=POSTCODE_FILL_M)
-            for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idxs), strict=True):
-                if np.isfinite(d) and with_pc[i]["street_key"] == a["street_key"]:
-                    a["postcode"] = with_pc[i]["postcode"]
-                    break
-
-    synthetic: dict[str, list[dict]] = defaultdict(list)
-    for a in addresses:
-        street_id = None
-        best = None
-        for fid, _multi, slat, slng in street_by_key.get(a["street_key"], []):
-            d = (slat - a["lat"]) ** 2 + ((slng - a["lng"]) * proj.kx / proj.ky) ** 2
-            if best is None or d < best:
-                best, street_id = d, fid
-        if street_id is None:
-            synthetic[a["street_key"]].append(a)
-        a["street_id"] = street_id
-    # streets known only from addresses (squares, pedestrian areas): searchable too
-    for key, group in synthetic.items():
-        fid = next_id
-        next_id += 1
-        lat = float(np.mean([a["lat"] for a in group]))
-        lng = float(np.mean([a["lng"] for a in group]))
-        p = parts(lat, lng)
-        name = group[0]["street"]
-        features.append(
-            (
-                fid,
-                "street",
-                name,
-                json.dumps({"name": name}, ensure_ascii=False),
-                None,
-                None,
-                name,
-                key,
-                None,
-                p["city"],
-                p["district"],
-                None,
-                p["country"],
-                lat,
-                lng,
-                None,
-                None,
-                None,
-                None,
-                0.25,
-                None,
-            )
-        )
-        add_entries(fid, [name], True)
-        point_boxes.append((fid, lng, lng, lat, lat))
-        for a in group:
-            a["street_id"] = fid
-    street_postcodes: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for a in addresses:
-        fid = next_id
-        next_id += 1
-        p = parts(a["lat"], a["lng"])
-        if a["postcode"] and a["street_id"]:
-            street_postcodes[a["street_id"]][a["postcode"]] += 1
-        features.append(
-            (
-                fid,
-                "address",
-                a["name"],
-                None,
-                a["number"],
-                a["hn_norm"],
-                a["street"],
-                a["street_key"],
-                a["street_id"],
-                a["city"] or p["city"],
-                a["district"] or p["district"],
-                a["postcode"],
-                _country(a["country"]) or p["country"],
-                a["lat"],
-                a["lng"],
-                a["osm_type"],
-                a["osm_id"],
-                None,
-                None,
-                0.5,
-                _footprint_wkb(a["footprint"], proj),
-            )
-        )
-        point_boxes.append((fid, a["lng"], a["lng"], a["lat"], a["lat"]))
-
-    # -- places ---------------------------------------------------------------------------------
-    for pl in col.places:
-        fid = next_id
-        next_id += 1
-        p = parts(pl["lat"], pl["lng"])
-        city = p["city"] if pl["place"] not in ("city", "town", "village", "municipality") else pl["name"]
-        features.append(
-            (
-                fid,
-                "place",
-                pl["name"],
-                json.dumps(pl["names"], ensure_ascii=False),
-                None,
-                None,
-                None,
-                None,
-                None,
-                city,
-                p["district"],
-                pl["postcode"],
-                p["country"],
-                pl["lat"],
-                pl["lng"],
-                pl["osm_type"],
-                pl["osm_id"],
-                pl["place"],
-                None,
-                pl["importance"],
-                None,
-            )
-        )
-        add_entries(fid, [pl["name"], *name_variants(pl["names"])], True)
-        point_boxes.append((fid, pl["lng"], pl["lng"], pl["lat"], pl["lat"]))
-    place_names = {normalize(pl["name"]) for pl in col.places}
-    for area in admin_areas or []:
-        if normalize(area.name) in place_names and area.level >= 7:
-            continue  # the place node already stands for it
-        rep = area.geometry.representative_point()
-        if area.clipped and area.level < 10:
-            continue  # a clipped region/country: its point would be arbitrary
-        fid = next_id
-        next_id += 1
-        p = parts(rep.y, rep.x)
-        features.append(
-            (
-                fid,
-                "place",
-                area.name,
-                json.dumps(area.names, ensure_ascii=False),
-                None,
-                None,
-                None,
-                None,
-                None,
-                area.name if area.level in (7, 8) else p["city"],
-                area.name if area.level >= 9 else None,
-                None,
-                area.country or p["country"],
-                rep.y,
-                rep.x,
-                area.osm_type,
-                area.osm_id,
-                f"admin_level={area.level}",
-                None,
-                0.95 - 0.04 * area.level,
-                None,
-            )
-        )
-        add_entries(fid, [area.name, *name_variants(names_of(area.names))], True)
-        point_boxes.append((fid, rep.x, rep.x, rep.y, rep.y))
-
-    # -- POIs ----------------------------------------------------------------------------------
-    for poi in col.pois:
-        fid = next_id
-        next_id += 1
-        p = parts(poi["lat"], poi["lng"])
-        features.append(
-            (
-                fid,
-                "poi",
-                poi["name"],
-                json.dumps(poi["names"], ensure_ascii=False),
-                poi["number"],
-                normalize_housenumber(poi["number"]) or None,
-                poi["street"],
-                normalize(poi["street"]) or None,
-                None,
-                poi["city"] or p["city"],
-                p["district"],
-                poi["postcode"],
-                p["country"],
-                poi["lat"],
-                poi["lng"],
-                poi["osm_type"],
-                poi["osm_id"],
-                poi["category"],
-                "|" + "|".join(poi["tags"]) + "|",
-                poi["importance"],
-                None,
-            )
-        )
-        if poi["name"]:
-            add_entries(fid, [poi["name"], *name_variants(poi["names"])], True)
-        point_boxes.append((fid, poi["lng"], poi["lng"], poi["lat"], poi["lat"]))
-
-    # streets: postcode = the most common one among their addresses
-    features = [
-        f
-        if f[1] != "street" or f[0] not in street_postcodes
-        else f[:11] + (max(street_postcodes[f[0]].items(), key=lambda kv: kv[1])[0],) + f[12:]
-        for f in features
-    ]
-
-    conn.executemany(f"INSERT INTO features VALUES ({','.join('?' * 21)})", features)
-    conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", entries)
-    conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
+def _vocabulary(rows: _IndexRows) -> dict[str, int]:
+    """Every word of the names with its frequency, and the context words (cities, districts,
+    postcodes) with frequency 0: typo tolerance may correct to them."""
     vocab: dict[str, int] = defaultdict(int)
-    for _, _, norm, _ in entries:
-        for tok in norm.split():
+    for entry in rows.entries:
+        for tok in entry.norm.split():
             vocab[tok] += 1
-    for f in features:  # context words: cities, districts, postcodes, countries
-        for value in (f[9], f[10], f[11]):
+    for f in rows.features:
+        for value in (f.city, f.district, f.postcode):
             for tok in tokens(value or ""):
                 vocab[tok] += 0
-    conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(vocab.items()))
-    conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", point_boxes)
-    conn.executemany("INSERT INTO street_parts VALUES (?,?,?)", [s[:3] for s in street_parts])
-    conn.executemany(
-        "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
-        [(s[0], s[3][0], s[3][2], s[3][1], s[3][3]) for s in street_parts],
-    )
-    conn.executescript(
-        """
-        CREATE INDEX features_street ON features (street_key, hn_norm) WHERE type = 'address';
-        CREATE INDEX features_street_id ON features (street_id) WHERE type = 'address';
-        CREATE INDEX features_category ON features (category) WHERE type = 'poi';
-        CREATE INDEX entries_feature ON entries (feature_id);
-        INSERT INTO entries_fts (entries_fts) VALUES ('optimize');
-        """
-    )
-    conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([lat0, lng0]),))
-    conn.commit()
-    conn.execute("ANALYZE")
-    conn.commit()
-    conn.close()
-    counts = defaultdict(int)
-    for f in features:
-        counts[f[1]] += 1
+    return vocab
+
+
+def _write_index(out_path: Path | str, rows: _IndexRows, proj: LocalProjection) -> None:
+    conn = sqlite3.connect(out_path)
+    try:
+        conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+        columns = ", ".join(FEATURE_COLUMNS)
+        placeholders = ", ".join("?" * len(FEATURE_COLUMNS))
+        conn.executemany(
+            f"INSERT INTO features ({columns}) VALUES ({placeholders})", [f.as_row() for f in rows.features]
+        )
+        conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", rows.entries)
+        conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
+        conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(_vocabulary(rows).items()))
+        conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", rows.point_boxes)
+        conn.executemany(
+            "INSERT INTO street_parts VALUES (?,?,?)", [(s.id, s.street_id, s.geom) for s in rows.street_parts]
+        )
+        conn.executemany(
+            "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
+            [(s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in rows.street_parts],
+        )
+        conn.executescript(INDEXES)
+        conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
+        conn.commit()
+        conn.execute("ANALYZE")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+# -- the stage ------------------------------------------------------------------------------------
+
+
+def _projection(bbox: list[float] | None) -> LocalProjection:
+    """The index's metric projection, centred on the extract (meta 'proj')."""
+    if not bbox:
+        return LocalProjection(0.0, 0.0)
+    return LocalProjection((bbox[1] + bbox[3]) / 2, (bbox[0] + bbox[2]) / 2)
+
+
+def build(
+    pbf_path: Path | str, out_path: Path | str, admin_areas: list[AdminArea] | None, bbox: list[float] | None
+) -> dict[str, int]:
+    """Build search.sqlite; feature ids follow the order streets, addresses, places, POIs."""
+    col = collect(pbf_path)
+    proj = _projection(bbox)
+    rows = _IndexRows(AdminIndex(admin_areas or []))
+    streets = _add_streets(rows, col.streets, proj)
+    _add_addresses(rows, col.addresses, streets, proj)
+    _add_places(rows, col.places)
+    _add_admin_places(rows, admin_areas or [], col.places)
+    _add_pois(rows, col.pois)
+    _write_index(out_path, rows, proj)
+    counts = Counter(f.type for f in rows.features)
     return {
         "addresses": counts["address"],
         "streets": counts["street"],
         "places": counts["place"],
         "pois": counts["poi"],
     }
-
-
-def _adopt_orphans(
-    addresses: list[dict], street_names: dict[int, tuple[str, object]], proj: LocalProjection
-) -> list[dict]:
-    """Numbers without addr:street/addr:place take the nearest named street within ORPHAN_M
-    (as Nominatim's parent street); the others are dropped (nothing to search them by)."""
-    orphans = [a for a in addresses if not a["street"]]
-    kept = [a for a in addresses if a["street"]]
-    if not orphans or not street_names:
-        return kept
-    lines, owner = [], []
-    for name, multi in street_names.values():
-        for part in multi.geoms:
-            arr = np.asarray(part.coords)
-            x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-            lines.append(LineString(np.column_stack([x, y])))
-            owner.append(name)
-    tree = shapely.STRtree(lines)
-    for a in orphans:
-        x, y = proj.to_xy(a["lat"], a["lng"])
-        p = Point(float(x), float(y))
-        i = tree.nearest(p)
-        if i is not None and lines[int(i)].distance(p) <= ORPHAN_M:
-            a["street"] = owner[int(i)]
-            kept.append(a)
-    return kept
-
-
-def _footprint_wkb(coords, proj: LocalProjection):
-    """The building outline of an address in the index's metric projection (meta 'proj'):
-    reverse geocoding measures distances to it in metres, 0 inside."""
-    if not coords:
-        return None
-    arr = np.asarray(coords)
-    x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-    poly = Polygon(np.column_stack([x, y]))
-    return shapely.to_wkb(poly) if poly.is_valid and poly.area > 0 else None
-
-
-def _country(code: str | None) -> str | None:
-    from engine.countries import to_alpha3  # noqa: PLC0415
-
-    return to_alpha3(code)
 
 
 def run(ctx: ImportContext) -> dict[str, int]:
