@@ -18,23 +18,31 @@ Such areas are flagged ``clipped``. Puts ``shared["admin_areas"]`` (list of Admi
 from __future__ import annotations
 
 import json
+import logging
+import math
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import osmium
 import shapely
-from shapely.geometry import LineString, MultiPolygon, Point, box
+from shapely.geometry import LinearRing, LineString, MultiPolygon, Point, Polygon, box
+from shapely.geometry.base import BaseGeometry
 from shapely.ops import linemerge, polygonize, unary_union
 
 from engine import layout
 from engine.admin import AdminArea
 from engine.countries import to_alpha3
+from engine.geo import EARTH_RADIUS_M
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import admin_level, names_of
 
 MAX_LEVEL = 11
+LonLat = tuple[float, float]
 
 
-def _is_admin(tags) -> bool:
+def _is_admin(tags: osmium.osm.TagList) -> bool:
     return (
         tags.get("boundary") == "administrative"
         and tags.get("type") in ("boundary", "multipolygon")
@@ -42,7 +50,7 @@ def _is_admin(tags) -> bool:
     )
 
 
-def extract_bbox(pbf_path) -> list[float] | None:
+def extract_bbox(pbf_path: Path | str) -> list[float] | None:
     """[min_lng, min_lat, max_lng, max_lat] from the PBF header, or from the node extent."""
     fp = osmium.FileProcessor(str(pbf_path), osmium.osm.NODE)
     box_ = fp.header.box()
@@ -58,7 +66,8 @@ def extract_bbox(pbf_path) -> list[float] | None:
     return None if min_lng > max_lng else [min_lng, min_lat, max_lng, max_lat]
 
 
-def _valid_polygonal(geom):
+def _valid_polygonal(geom: BaseGeometry | None) -> BaseGeometry | None:
+    """The polygonal part of a geometry, made valid; None when there is none."""
     if geom is None or geom.is_empty:
         return None
     if not geom.is_valid:
@@ -71,11 +80,13 @@ def _valid_polygonal(geom):
     return geom
 
 
-def _as_multi(geom):
+def _as_multi(geom: BaseGeometry) -> BaseGeometry:
     return MultiPolygon([geom]) if geom.geom_type == "Polygon" else geom
 
 
-def _extend_to_frame(end, prev, bbox_poly, frame):
+def _extend_to_frame(end: LonLat, prev: LonLat, bbox_poly: Polygon, frame: LinearRing) -> LonLat | None:
+    """Where a loose end, carried on in the direction of its last segment, meets the bbox
+    outline (the nearest outline point when the ray misses); None when it is on the outline."""
     p = Point(end)
     if p.distance(frame) < 1e-9:
         return None
@@ -94,7 +105,9 @@ def _extend_to_frame(end, prev, bbox_poly, frame):
     return (edge.x, edge.y)
 
 
-def _partial_area(way_lines, bbox_poly, anchors, outside=()):
+def _partial_area(
+    way_lines: list[list[LonLat]], bbox_poly: Polygon, anchors: list[Point], outside: Sequence[Point] = ()
+) -> BaseGeometry | None:
     """Area of a relation inside the extract from the member lines that are present."""
     frame = bbox_poly.exterior
     lines = []
@@ -148,148 +161,210 @@ def _partial_area(way_lines, bbox_poly, anchors, outside=()):
     return _valid_polygonal(unary_union(inside)) if inside else None
 
 
-def build_areas(pbf_path, bbox: list[float] | None, log=None) -> list[AdminArea]:
-    # pass 1: admin relations and what they reference
-    rels: dict[int, dict] = {}
-    for r in osmium.FileProcessor(str(pbf_path), osmium.osm.RELATION):
-        if _is_admin(r.tags):
-            rels[r.id] = {
-                "tags": dict(r.tags),
-                "ways": [m.ref for m in r.members if m.type == "w"],
-                "nodes": [(m.ref, m.role) for m in r.members if m.type == "n"],
-                "rels": [m.ref for m in r.members if m.type == "r"],
-            }
-    if not rels:
-        return []
-    want_ways = {w for r in rels.values() for w in r["ways"]}
-    want_nodes = {n for r in rels.values() for n, _ in r["nodes"]}
-    rel_names = {r["tags"].get("name") for r in rels.values()}
+@dataclass(frozen=True)
+class AdminRelation:
+    """A boundary=administrative relation and the members the builders use."""
 
-    # pass 2: member geometries, place nodes, assembled areas
+    id: int
+    tags: dict[str, str]
+    ways: list[int]
+    nodes: list[int]  # admin_centre, label, ...: points inside the area
+    rels: list[int]  # sub-areas
+
+    @property
+    def level(self) -> int:
+        level = admin_level(self.tags)
+        assert level is not None  # _is_admin
+        return level
+
+    @property
+    def iso1(self) -> str | None:
+        """The ISO 3166-1 code as tagged (alpha-2)."""
+        return self.tags.get("ISO3166-1:alpha2") or self.tags.get("ISO3166-1")
+
+    @property
+    def alpha3(self) -> str | None:
+        return to_alpha3(self.tags.get("ISO3166-1:alpha3")) or to_alpha3(self.iso1)
+
+
+def _read_relations(pbf_path: Path | str) -> dict[int, AdminRelation]:
+    rels: dict[int, AdminRelation] = {}
+    for r in osmium.FileProcessor(str(pbf_path), osmium.osm.RELATION):
+        if isinstance(r, osmium.osm.Relation) and _is_admin(r.tags):
+            rels[r.id] = AdminRelation(
+                id=r.id,
+                tags=dict(r.tags),
+                ways=[m.ref for m in r.members if m.type == "w"],
+                nodes=[m.ref for m in r.members if m.type == "n"],
+                rels=[m.ref for m in r.members if m.type == "r"],
+            )
+    return rels
+
+
+@dataclass
+class MemberData:
+    """What the second pass finds for the relations: member geometry, points known to be inside
+    an area, and the areas osmium could assemble whole."""
+
+    way_coords: dict[int, list[list[LonLat]]] = field(default_factory=dict)  # runs of located nodes
+    node_locs: dict[int, LonLat] = field(default_factory=dict)
+    place_nodes: dict[str | None, list[LonLat]] = field(default_factory=dict)  # a relation's name -> place nodes
+    country_nodes: dict[str, list[LonLat]] = field(default_factory=dict)  # addr:country -> a few points
+    assembled: dict[int, BaseGeometry] = field(default_factory=dict)
+
+    def take_node(self, o: osmium.osm.Node, want_nodes: set[int], rel_names: set[str | None]) -> None:
+        loc = o.location
+        if o.id in want_nodes and loc.valid():
+            self.node_locs[o.id] = (loc.lon, loc.lat)
+        cc = o.tags.get("addr:country")
+        if cc and loc.valid() and len(self.country_nodes.setdefault(cc.upper(), [])) < 5:
+            self.country_nodes[cc.upper()].append((loc.lon, loc.lat))
+        name = o.tags.get("name")
+        if name in rel_names and "place" in o.tags and loc.valid():
+            self.place_nodes.setdefault(name, []).append((loc.lon, loc.lat))
+
+
+def _located_runs(way: osmium.osm.Way) -> list[list[LonLat]]:
+    """The way's runs of at least two located nodes (a way cut by the extract has several)."""
+    pieces, cur = [], []
+    for n in way.nodes:
+        if n.location.valid():
+            cur.append((n.location.lon, n.location.lat))
+        else:
+            if len(cur) >= 2:
+                pieces.append(cur)
+            cur = []
+    if len(cur) >= 2:
+        pieces.append(cur)
+    return pieces
+
+
+def _assembled_geometry(area: osmium.osm.Area, wkb: osmium.geom.WKBFactory) -> BaseGeometry | None:
+    try:
+        geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(area)))
+    except Exception:  # noqa: BLE001 - a broken ring: fall back to the partial builder
+        return None
+    return _valid_polygonal(geom)
+
+
+def _read_members(pbf_path: Path | str, rels: dict[int, AdminRelation]) -> MemberData:
+    want_ways = {w for r in rels.values() for w in r.ways}
+    want_nodes = {n for r in rels.values() for n in r.nodes}
+    rel_names = {r.tags.get("name") for r in rels.values()}
+    members = MemberData()
     wkb = osmium.geom.WKBFactory()
-    way_coords: dict[int, list[list[tuple[float, float]]]] = {}
-    node_locs: dict[int, tuple[float, float]] = {}
-    place_nodes: dict[str, list[tuple[float, float]]] = {}
-    country_nodes: dict[str, list[tuple[float, float]]] = {}  # addr:country -> a few points
-    assembled: dict[int, object] = {}
     fp = (
         osmium.FileProcessor(str(pbf_path))
         .with_locations()
         .with_areas(osmium.filter.TagFilter(("boundary", "administrative")))
     )
     for o in fp:
-        if o.is_node():
-            if o.id in want_nodes and o.location.valid():
-                node_locs[o.id] = (o.location.lon, o.location.lat)
-            cc = o.tags.get("addr:country")
-            if cc and o.location.valid() and len(country_nodes.setdefault(cc.upper(), [])) < 5:
-                country_nodes[cc.upper()].append((o.location.lon, o.location.lat))
-            name = o.tags.get("name")
-            if name in rel_names and "place" in o.tags and o.location.valid():
-                place_nodes.setdefault(name, []).append((o.location.lon, o.location.lat))
-        elif o.is_way():
+        if isinstance(o, osmium.osm.Node):
+            members.take_node(o, want_nodes, rel_names)
+        elif isinstance(o, osmium.osm.Way):
             if o.id in want_ways:
-                pieces, cur = [], []
-                for n in o.nodes:
-                    if n.location.valid():
-                        cur.append((n.location.lon, n.location.lat))
-                    else:
-                        if len(cur) >= 2:
-                            pieces.append(cur)
-                        cur = []
-                if len(cur) >= 2:
-                    pieces.append(cur)
-                way_coords[o.id] = pieces
-        elif o.is_area() and not o.from_way() and o.orig_id() in rels:
-            try:
-                geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(o)))
-            except Exception:  # noqa: BLE001 - a broken ring: fall back to the partial builder
-                continue
-            geom = _valid_polygonal(geom)
+                members.way_coords[o.id] = _located_runs(o)
+        elif isinstance(o, osmium.osm.Area) and not o.from_way() and o.orig_id() in rels:
+            geom = _assembled_geometry(o, wkb)
             if geom is not None:
-                assembled[o.orig_id()] = geom
+                members.assembled[o.orig_id()] = geom
+    return members
 
-    bbox_poly = box(*bbox) if bbox else None
-    geoms: dict[int, object] = {}
-    clipped: set[int] = set()
-    # deepest levels first: an assembled sub-area anchors its parents. Relations with nothing
-    # known inside them come last, placed against the countries already built (disjoint).
-    order = sorted(rels, key=lambda rid: -(admin_level(rels[rid]["tags"]) or 0))
-    deferred: list[int] = []
-    for phase in (0, 1):
-        for rid in order if phase == 0 else deferred:
-            if rid in assembled:
-                geoms[rid] = assembled[rid]
-                continue
-            if bbox_poly is None:
-                continue
-            rel = rels[rid]
-            tags = rel["tags"]
-            anchors = [Point(node_locs[n]) for n, role in rel["nodes"] if n in node_locs]
-            anchors += [Point(c) for c in place_nodes.get(tags.get("name"), [])]
-            anchors += [geoms[c].representative_point() for c in rel["rels"] if c in geoms]
-            iso = tags.get("ISO3166-1:alpha2") or tags.get("ISO3166-1")
-            if admin_level(tags) == 2 and iso:
-                anchors += [Point(c) for c in country_nodes.get(iso.upper(), [])]
-            anchors = [a for a in anchors if bbox_poly.contains(a)]
-            outside = []
-            if phase == 1:
-                # disjoint from it: built areas of the same level, then complete areas lying in
-                # another country
-                level = admin_level(tags)
-                own = to_alpha3(tags.get("ISO3166-1:alpha3")) or to_alpha3(iso)
-                for other, g in geoms.items():
-                    if admin_level(rels[other]["tags"]) == level:
-                        outside.append(g.representative_point())
-                foreign = []
-                for other, g in geoms.items():
-                    otags = rels[other]["tags"]
-                    o_iso = otags.get("ISO3166-1:alpha2") or otags.get("ISO3166-1")
-                    if admin_level(otags) == 2 and o_iso and to_alpha3(o_iso) != own:
-                        foreign.append(g)
-                for other, g in geoms.items():
-                    if other in assembled and admin_level(rels[other]["tags"]) > level:
-                        rep = g.representative_point()
-                        if any(f.covers(rep) for f in foreign):
-                            outside.append(rep)
-            elif not anchors:
-                deferred.append(rid)
-                continue
-            lines = [piece for w in rel["ways"] for piece in way_coords.get(w, [])]
-            if lines:  # noqa: SIM108 (a nested conditional expression reads worse)
-                geom = _partial_area(lines, bbox_poly, anchors, outside)
-            else:  # no boundary crosses the extract: it covers all of it or none of it
-                geom = bbox_poly if anchors else None
-            if geom is not None:
-                geoms[rid] = geom
-                clipped.add(rid)
-            elif log:
-                log.info("admin relation %s (%s) not placed in the extract", rid, tags.get("name"))
 
-    areas: list[AdminArea] = []
-    for i, rid in enumerate(sorted(geoms, key=lambda r: (admin_level(rels[r]["tags"]), r))):
-        tags = rels[rid]["tags"]
-        iso1 = tags.get("ISO3166-1:alpha2") or tags.get("ISO3166-1")
-        level = admin_level(tags)
-        country = None
-        if level == 2:
-            country = to_alpha3(tags.get("ISO3166-1:alpha3")) or to_alpha3(iso1)
-        areas.append(
-            AdminArea(
-                id=i + 1,
-                osm_type="relation",
-                osm_id=rid,
-                name=tags.get("name") or str(rid),
-                names=names_of(tags, all_langs=True),
-                level=level,
-                iso3166_1=iso1,
-                iso3166_2=tags.get("ISO3166-2"),
-                country=country,
-                geometry=_as_multi(geoms[rid]),
-                clipped=rid in clipped,
-            )
-        )
-    # country of every area: the level-2 area (with a code) holding its representative point
+class _AreaPlacer:
+    """The geometry of every relation: assembled by osmium when complete, else rebuilt for the
+    part of the extract it covers (flagged clipped)."""
+
+    def __init__(
+        self,
+        rels: dict[int, AdminRelation],
+        members: MemberData,
+        bbox_poly: Polygon | None,
+        log: logging.Logger | None,
+    ) -> None:
+        self.rels, self.members, self.bbox_poly, self.log = rels, members, bbox_poly, log
+        self.geoms: dict[int, BaseGeometry] = {}
+        self.clipped: set[int] = set()
+
+    def place_all(self) -> None:
+        """Deepest levels first: an assembled sub-area anchors its parents. Relations with
+        nothing known inside them come last, placed against the areas already built."""
+        deferred: list[AdminRelation] = []
+        for rid in sorted(self.rels, key=lambda rid: -self.rels[rid].level):
+            if rid in self.members.assembled:
+                self.geoms[rid] = self.members.assembled[rid]
+                continue
+            if self.bbox_poly is None:
+                continue
+            rel = self.rels[rid]
+            anchors = self._anchors(rel, self.bbox_poly)
+            if anchors:
+                self._place(rel, self.bbox_poly, anchors, [])
+            else:
+                deferred.append(rel)
+        for rel in deferred:
+            assert self.bbox_poly is not None  # nothing is deferred without a bbox
+            self._place(rel, self.bbox_poly, self._anchors(rel, self.bbox_poly), self._outside(rel))
+
+    def _anchors(self, rel: AdminRelation, bbox_poly: Polygon) -> list[Point]:
+        """Points in the extract known to be inside the area: its member nodes, place nodes of
+        its name, its placed sub-areas, addresses of its country."""
+        m = self.members
+        anchors = [Point(m.node_locs[n]) for n in rel.nodes if n in m.node_locs]
+        anchors += [Point(c) for c in m.place_nodes.get(rel.tags.get("name"), [])]
+        anchors += [self.geoms[c].representative_point() for c in rel.rels if c in self.geoms]
+        if rel.level == 2 and rel.iso1:
+            anchors += [Point(c) for c in m.country_nodes.get(rel.iso1.upper(), [])]
+        return [a for a in anchors if bbox_poly.contains(a)]
+
+    def _outside(self, rel: AdminRelation) -> list[Point]:
+        """Points known to be outside the area: in built areas of the same level, and in
+        complete areas lying in another country."""
+        outside = [g.representative_point() for other, g in self.geoms.items() if self.rels[other].level == rel.level]
+        own = rel.alpha3
+        foreign = [
+            g
+            for other, g in self.geoms.items()
+            if self.rels[other].level == 2 and self.rels[other].iso1 and to_alpha3(self.rels[other].iso1) != own
+        ]
+        for other, g in self.geoms.items():
+            if other in self.members.assembled and self.rels[other].level > rel.level:
+                rep = g.representative_point()
+                if any(f.covers(rep) for f in foreign):
+                    outside.append(rep)
+        return outside
+
+    def _place(self, rel: AdminRelation, bbox_poly: Polygon, anchors: list[Point], outside: list[Point]) -> None:
+        lines = [piece for w in rel.ways for piece in self.members.way_coords.get(w, [])]
+        if lines:  # noqa: SIM108 (a nested conditional expression reads worse)
+            geom = _partial_area(lines, bbox_poly, anchors, outside)
+        else:  # no boundary crosses the extract: it covers all of it or none of it
+            geom = bbox_poly if anchors else None
+        if geom is not None:
+            self.geoms[rel.id] = geom
+            self.clipped.add(rel.id)
+        elif self.log:
+            self.log.info("admin relation %s (%s) not placed in the extract", rel.id, rel.tags.get("name"))
+
+
+def _admin_area(i: int, rel: AdminRelation, geom: BaseGeometry, clipped: bool) -> AdminArea:
+    return AdminArea(
+        id=i,
+        osm_type="relation",
+        osm_id=rel.id,
+        name=rel.tags.get("name") or str(rel.id),
+        names=names_of(rel.tags, all_langs=True),
+        level=rel.level,
+        iso3166_1=rel.iso1,
+        iso3166_2=rel.tags.get("ISO3166-2"),
+        country=rel.alpha3 if rel.level == 2 else None,
+        geometry=_as_multi(geom),
+        clipped=clipped,
+    )
+
+
+def _assign_countries(areas: list[AdminArea]) -> None:
+    """The country of every area: the level-2 area (with a code) holding its representative point."""
     countries = [a for a in areas if a.level == 2 and a.country]
     for a in areas:
         if a.country is None:
@@ -298,10 +373,24 @@ def build_areas(pbf_path, bbox: list[float] | None, log=None) -> list[AdminArea]
                 if c.geometry.covers(rep):
                     a.country = c.country
                     break
+
+
+def build_areas(pbf_path: Path | str, bbox: list[float] | None, log: logging.Logger | None = None) -> list[AdminArea]:
+    """The admin areas of the extract, by level then relation id (ids from 1)."""
+    rels = _read_relations(pbf_path)
+    if not rels:
+        return []
+    placer = _AreaPlacer(
+        rels, _read_members(pbf_path, rels), box(bbox[0], bbox[1], bbox[2], bbox[3]) if bbox else None, log
+    )
+    placer.place_all()
+    ranked = sorted(placer.geoms, key=lambda rid: (rels[rid].level, rid))
+    areas = [_admin_area(i + 1, rels[rid], placer.geoms[rid], rid in placer.clipped) for i, rid in enumerate(ranked)]
+    _assign_countries(areas)
     return areas
 
 
-def write_db(path, areas: list[AdminArea]) -> None:
+def write_db(path: Path, areas: list[AdminArea]) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -316,10 +405,6 @@ def write_db(path, areas: list[AdminArea]) -> None:
         CREATE VIRTUAL TABLE admin_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
         """
     )
-    import math  # noqa: PLC0415
-
-    from engine.geo import EARTH_RADIUS_M  # noqa: PLC0415
-
     for a in areas:
         minx, miny, maxx, maxy = a.geometry.bounds
         k = (math.pi * EARTH_RADIUS_M / 180) ** 2 * math.cos(math.radians((miny + maxy) / 2))

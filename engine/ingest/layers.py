@@ -43,6 +43,8 @@ import json
 import sqlite3
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import osmium
@@ -332,121 +334,168 @@ def assemble_sea(
     return sea if not sea.is_empty else None
 
 
-def run(ctx: ImportContext) -> dict[str, int]:
-    t0 = time.perf_counter()
-    pbf = str(ctx.pbf_path)
+def _header_bbox(pbf: str) -> tuple[float, float, float, float] | None:
+    """The bounding box the PBF's header declares (an extract's cut), if any."""
     reader = osmium.io.Reader(pbf, osmium.osm.NOTHING)
     try:
         box = reader.header().box()
-        header_bbox = (
-            (box.bottom_left.lon, box.bottom_left.lat, box.top_right.lon, box.top_right.lat) if box.valid() else None
-        )
+        if not box.valid():
+            return None
+        return (box.bottom_left.lon, box.bottom_left.lat, box.top_right.lon, box.top_right.lat)
     finally:
         reader.close()
 
+
+@dataclass
+class _DrawnRows:
+    """The features as read from the PBF, one list per column (geometry as hex WKB, lng/lat), and
+    the coastline ways the sea is assembled from."""
+
+    layer: list[str] = field(default_factory=list)
+    cls: list[str] = field(default_factory=list)
+    name: list[str | None] = field(default_factory=list)
+    flags: list[int] = field(default_factory=list)
+    wkb: list[str] = field(default_factory=list)
+    coast: list[str] = field(default_factory=list)
+
+    def add(self, layer: str, cls: str, name: str | None, flags: int, geom_hex: str) -> None:
+        self.layer.append(layer)
+        self.cls.append(cls)
+        self.name.append(name)
+        self.flags.append(flags)
+        self.wkb.append(geom_hex)
+
+
+def _line_wkb(wkb: osmium.geom.WKBFactory, way: osmium.osm.Way) -> str | None:
+    """The way's linestring; for a way cut by the extract (nodes without a location), the runs of
+    located nodes as a multilinestring, so edge roads and coastline still draw."""
+    try:
+        return wkb.create_linestring(way)
+    except osmium.InvalidLocationError:
+        pass
+    runs: list[list[tuple[float, float]]] = [[]]
+    for node in way.nodes:
+        loc = node.location
+        if loc.valid():
+            runs[-1].append((loc.lon, loc.lat))
+        elif runs[-1]:
+            runs.append([])
+    runs = [r for r in runs if len(r) >= 2]
+    if not runs:
+        return None
+    return shapely.to_wkb(shapely.MultiLineString(runs), hex=True)
+
+
+def _way_admin_level(way: osmium.osm.Way, admin_ways: dict[int, int]) -> int | None:
+    """The admin level a way bounds (as a relation member or tagged itself); maritime: none."""
+    tags = way.tags
+    level = admin_ways.get(way.id)
+    if level is None and tags.get("boundary") == "administrative":
+        level = _admin_level(tags.get("admin_level"))
+    if level is not None and tags.get("maritime") == "yes":
+        return None
+    return level
+
+
+def _read_way(rows: _DrawnRows, way: osmium.osm.Way, wkb: osmium.geom.WKBFactory, admin_ways: dict[int, int]) -> None:
+    """A coastline, or a way drawn as a line (road, rail, waterway) and/or as an admin boundary."""
+    tags = way.tags
+    if tags.get("natural") == "coastline":
+        geom_hex = _line_wkb(wkb, way)
+        if geom_hex:
+            rows.coast.append(geom_hex)
+        return
+    line = classify_line(tags) if len(tags) else None
+    level = _way_admin_level(way, admin_ways)
+    if not line and level is None:
+        return
+    geom_hex = _line_wkb(wkb, way)
+    if geom_hex is None:
+        return
+    if line:
+        rows.add(line[0], line[1], tags.get("name"), line[2], geom_hex)
+    if level is not None:
+        rows.add("admin", str(level), None, 0, geom_hex)
+
+
+def _read_rows(pbf: str) -> _DrawnRows:
+    """One pass over the PBF: areas, lines, admin boundaries, place nodes and the coastline."""
     admin_ways = _admin_member_ways(pbf)
     wkb = osmium.geom.WKBFactory()
-    rows_layer: list[str] = []
-    rows_class: list[str] = []
-    rows_name: list[str | None] = []
-    rows_flags: list[int] = []
-    rows_wkb: list[str] = []
-    coast: list[str] = []
-
-    def add(layer: str, cls: str, name: str | None, flags: int, geom_hex: str) -> None:
-        rows_layer.append(layer)
-        rows_class.append(cls)
-        rows_name.append(name)
-        rows_flags.append(flags)
-        rows_wkb.append(geom_hex)
-
+    rows = _DrawnRows()
     area_filter = osmium.filter.KeyFilter(
         "building", "landuse", "natural", "leisure", "water", "waterway", "amenity", "highway"
     )
-    node_filter = osmium.filter.KeyFilter("place").enable_for(osmium.osm.NODE)
-
-    def line_wkb(way) -> str | None:
-        """The way's linestring; for a way cut by the extract (nodes without a location), the
-        runs of located nodes as a multilinestring, so edge roads and coastline still draw."""
-        try:
-            return wkb.create_linestring(way)
-        except osmium.InvalidLocationError:
-            pass
-        runs: list[list[tuple[float, float]]] = [[]]
-        for node in way.nodes:
-            loc = node.location
-            if loc.valid():
-                runs[-1].append((loc.lon, loc.lat))
-            elif runs[-1]:
-                runs.append([])
-        runs = [r for r in runs if len(r) >= 2]
-        if not runs:
-            return None
-        return shapely.to_wkb(shapely.MultiLineString(runs), hex=True)
-
+    node_filter = osmium.filter.KeyFilter("place")
+    node_filter.enable_for(osmium.osm.NODE)  # ways, relations and areas pass unfiltered
     fp = osmium.FileProcessor(pbf).with_locations().with_areas(area_filter).with_filter(node_filter)
     for obj in fp:
         try:
-            if obj.is_area():
+            if isinstance(obj, osmium.osm.Area):
                 found = classify_area(obj.tags)
                 if found:
-                    add(found[0], found[1], obj.tags.get("name"), 0, wkb.create_multipolygon(obj))
-            elif obj.is_way():
-                tags = obj.tags
-                if tags.get("natural") == "coastline":
-                    geom_hex = line_wkb(obj)
-                    if geom_hex:
-                        coast.append(geom_hex)
-                    continue
-                line = classify_line(tags) if len(tags) else None
-                level = admin_ways.get(obj.id)
-                if level is None and tags.get("boundary") == "administrative":
-                    level = _admin_level(tags.get("admin_level"))
-                if level is not None and tags.get("maritime") == "yes":
-                    level = None
-                if line or level is not None:
-                    geom_hex = line_wkb(obj)
-                    if geom_hex is None:
-                        continue
-                    if line:
-                        add(line[0], line[1], tags.get("name"), line[2], geom_hex)
-                    if level is not None:
-                        add("admin", str(level), None, 0, geom_hex)
-            elif obj.is_node():
+                    rows.add(found[0], found[1], obj.tags.get("name"), 0, wkb.create_multipolygon(obj))
+            elif isinstance(obj, osmium.osm.Way):
+                _read_way(rows, obj, wkb, admin_ways)
+            elif isinstance(obj, osmium.osm.Node):
                 place = obj.tags.get("place")
                 name = obj.tags.get("name")
                 if place in PLACE_CLASSES and name:
-                    add("place", place, name, 0, wkb.create_point(obj))
+                    rows.add("place", place, name, 0, wkb.create_point(obj))
         except (osmium.InvalidLocationError, RuntimeError):
             continue  # a way or area with nodes outside the extract, or a broken multipolygon
+    return rows
 
-    geoms = shapely.from_wkb(np.array(rows_wkb, dtype=object), on_invalid="ignore")
-    layer = np.array(rows_layer, dtype=object)
-    cls = np.array(rows_class, dtype=object)
 
-    data_bbox = header_bbox
-    if data_bbox is None and len(geoms):
-        data_bbox = tuple(float(v) for v in shapely.total_bounds(geoms))
-    sea_count = 0
-    if coast and data_bbox is not None:
-        coast_lines = list(shapely.from_wkb(np.array(coast, dtype=object), on_invalid="ignore"))
-        sea = assemble_sea([g for g in coast_lines if g is not None], data_bbox)
-        if sea is not None:
-            parts = shapely.get_parts(sea)
-            sea_count = len(parts)
-            geoms = np.concatenate([geoms, parts])
-            layer = np.concatenate([layer, np.array(["water"] * sea_count, dtype=object)])
-            cls = np.concatenate([cls, np.array(["sea"] * sea_count, dtype=object)])
-            rows_name.extend([None] * sea_count)
-            rows_flags.extend([0] * sea_count)
+@dataclass
+class LayerFeatures:
+    """Drawable features as numpy columns, geometries as shapely objects (lng/lat)."""
 
-    keep = ~shapely.is_missing(geoms) & ~shapely.is_empty(geoms)
-    geoms, layer, cls = geoms[keep], layer[keep], cls[keep]
-    names = np.array(rows_name, dtype=object)[keep]
-    flags = np.array(rows_flags, dtype=np.int64)[keep]
-    merc = shapely.transform(geoms, coords_to_mercator)
-    bounds = shapely.bounds(merc)
+    geoms: np.ndarray
+    layer: np.ndarray
+    cls: np.ndarray
+    names: np.ndarray
+    flags: np.ndarray
 
+    @classmethod
+    def of(cls, rows: _DrawnRows) -> LayerFeatures:
+        return cls(
+            geoms=shapely.from_wkb(np.array(rows.wkb, dtype=object), on_invalid="ignore"),
+            layer=np.array(rows.layer, dtype=object),
+            cls=np.array(rows.cls, dtype=object),
+            names=np.array(rows.name, dtype=object),
+            flags=np.array(rows.flags, dtype=np.int64),
+        )
+
+    def add_polygons(self, geoms: np.ndarray, layer: str, cls: str) -> None:
+        """Unnamed polygons of one class (the sea)."""
+        k = len(geoms)
+        self.geoms = np.concatenate([self.geoms, geoms])
+        self.layer = np.concatenate([self.layer, np.array([layer] * k, dtype=object)])
+        self.cls = np.concatenate([self.cls, np.array([cls] * k, dtype=object)])
+        self.names = np.concatenate([self.names, np.array([None] * k, dtype=object)])
+        self.flags = np.concatenate([self.flags, np.zeros(k, dtype=np.int64)])
+
+    def drawable(self) -> LayerFeatures:
+        """Without the geometries that failed to parse or are empty."""
+        keep = ~shapely.is_missing(self.geoms) & ~shapely.is_empty(self.geoms)
+        return LayerFeatures(self.geoms[keep], self.layer[keep], self.cls[keep], self.names[keep], self.flags[keep])
+
+
+def _add_sea(features: LayerFeatures, coast: list[str], bbox: tuple[float, float, float, float]) -> int:
+    """The sea within the bbox as water/sea polygons; returns how many."""
+    coast_lines = list(shapely.from_wkb(np.array(coast, dtype=object), on_invalid="ignore"))
+    sea = assemble_sea([g for g in coast_lines if g is not None], bbox)
+    if sea is None:
+        return 0
+    parts = shapely.get_parts(sea)
+    features.add_polygons(parts, "water", "sea")
+    return len(parts)
+
+
+def _minzooms(merc: np.ndarray, layer: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """First zoom each feature is drawn at: its class's floor (admin lines by level, places by
+    kind), later for polygons too small to see."""
     floor = np.array(
         [CLASS_MINZOOM.get((lay, c), LAYER_MINZOOM.get(lay, 12)) for lay, c in zip(layer, cls, strict=False)],
         dtype=float,
@@ -462,43 +511,65 @@ def run(ctx: ImportContext) -> dict[str, int]:
     polys = np.isin(shapely.get_type_id(merc), (3, 6))
     if polys.any():
         minzoom[polys] = _polygon_minzoom(shapely.area(merc[polys]), floor[polys])
+    return minzoom
 
-    out = ctx.out_dir / layout.LAYERS_DB
+
+def _write_layers(
+    out: Path, features: LayerFeatures, bbox: tuple[float, float, float, float] | None, has_sea: bool
+) -> dict[str, int]:
+    """Write layers.sqlite (features ordered by layer, then west to east) and return the count
+    per layer."""
+    merc = shapely.transform(features.geoms, coords_to_mercator)
+    bounds = shapely.bounds(merc)
+    minzoom = _minzooms(merc, features.layer, features.cls)
+    layer, cls, names, flags = features.layer, features.cls, features.names, features.flags
+    counts: dict[str, int] = defaultdict(int)
+    for lay in layer:
+        counts[f"layers_{lay}"] += 1
     con = sqlite3.connect(out)
     try:
         con.executescript(SCHEMA)
         order = np.lexsort((bounds[:, 1], bounds[:, 0], layer.astype(str)))
         wkbs = shapely.to_wkb(merc, output_dimension=2)
-        ids = np.arange(1, len(merc) + 1)
         con.executemany(
             "INSERT INTO features (id, layer, class, name, flags, minzoom, geom) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                (int(ids[k]), layer[i], cls[i], names[i], int(flags[i]), int(minzoom[i]), wkbs[i])
-                for k, i in enumerate(order)
-            ),
+            ((k + 1, layer[i], cls[i], names[i], int(flags[i]), int(minzoom[i]), wkbs[i]) for k, i in enumerate(order)),
         )
         con.executemany(
             "INSERT INTO features_rtree (id, minx, maxx, miny, maxy) VALUES (?, ?, ?, ?, ?)",
             (
-                (int(ids[k]), float(bounds[i, 0]), float(bounds[i, 2]), float(bounds[i, 1]), float(bounds[i, 3]))
+                (k + 1, float(bounds[i, 0]), float(bounds[i, 2]), float(bounds[i, 1]), float(bounds[i, 3]))
                 for k, i in enumerate(order)
             ),
         )
-        counts: dict[str, int] = defaultdict(int)
-        for lay in layer:
-            counts[f"layers_{lay}"] += 1
         meta = {
-            "bbox": json.dumps(list(data_bbox) if data_bbox else None),
-            "has_sea": json.dumps(sea_count > 0),
+            "bbox": json.dumps(list(bbox) if bbox else None),
+            "has_sea": json.dumps(has_sea),
             "counts": json.dumps(counts),
         }
         con.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
         con.commit()
     finally:
         con.close()
-    if data_bbox is not None:
-        ctx.shared.setdefault("bbox", [round(v, 7) for v in data_bbox])
-    ctx.log.info("layers: %d features (%d sea polygons) in %.1fs", len(merc), sea_count, time.perf_counter() - t0)
+    return counts
+
+
+def run(ctx: ImportContext) -> dict[str, int]:
+    t0 = time.perf_counter()
+    pbf = str(ctx.pbf_path)
+    rows = _read_rows(pbf)
+    features = LayerFeatures.of(rows)
+    bbox = _header_bbox(pbf)
+    if bbox is None and len(features.geoms):
+        minx, miny, maxx, maxy = (float(v) for v in shapely.total_bounds(features.geoms))
+        bbox = (minx, miny, maxx, maxy)
+    sea_count = _add_sea(features, rows.coast, bbox) if rows.coast and bbox is not None else 0
+    features = features.drawable()
+    counts = _write_layers(ctx.out_dir / layout.LAYERS_DB, features, bbox, sea_count > 0)
+    if bbox is not None:
+        ctx.shared.setdefault("bbox", [round(v, 7) for v in bbox])
+    n = len(features.geoms)
+    ctx.log.info("layers: %d features (%d sea polygons) in %.1fs", n, sea_count, time.perf_counter() - t0)
     result = dict(sorted(counts.items()))
-    result["layers_features"] = int(len(merc))
+    result["layers_features"] = n
     return result
