@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -107,6 +107,86 @@ def read_manifest(version_dir: Path) -> dict:
         return json.load(fh)
 
 
+def _check_region_name(region: str) -> None:
+    if not region.replace("-", "").replace("_", "").isalnum():
+        raise DatasetError(f"region name must be letters, digits, '-' or '_': {region!r}")
+
+
+def _up_to_date(current: Path, source_hash: str, fingerprint: str, stages: tuple[Stage, ...]) -> dict | None:
+    """The current version's manifest when it was built from the same source by the same code,
+    format and stages (re-importing it would change nothing), else None."""
+    if not current.exists():
+        return None
+    previous = read_manifest(current.resolve())
+    same = (
+        previous.get("source", {}).get("sha256") == source_hash
+        and previous.get("format_version") == layout.FORMAT_VERSION
+        and previous.get("stages_run") == [s.name for s in stages]
+        and previous.get("code") == fingerprint
+    )
+    return previous if same else None
+
+
+@dataclass
+class StageRun:
+    """What the stages reported: per stage its timing, outputs and counts; all counts merged."""
+
+    reports: dict[str, dict] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
+    run = StageRun()
+    for stage in stages:
+        t0 = time.perf_counter()
+        log.info("region %s: stage %s", ctx.region, stage.name)
+        try:
+            stage_counts = stage.load()(ctx)
+        except DatasetError:
+            raise
+        except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
+            raise DatasetError(f"stage {stage.name} failed on {ctx.pbf_path.name}: {exc}") from exc
+        run.reports[stage.name] = {
+            "seconds": round(time.perf_counter() - t0, 3),
+            "writes": list(stage.writes),
+            "counts": stage_counts,
+        }
+        run.counts.update(stage_counts)
+    if not any(run.counts.values()):
+        raise DatasetError(f"empty extract: nothing to serve in {ctx.pbf_path.name}")
+    return run
+
+
+def _manifest(
+    ctx: ImportContext,
+    version: str,
+    source_hash: str,
+    fingerprint: str,
+    stages: tuple[Stage, ...],
+    run: StageRun,
+    started: float,
+) -> dict:
+    return {
+        "format_version": layout.FORMAT_VERSION,
+        "code": fingerprint,
+        "region": ctx.region,
+        "version": version,
+        "source": {
+            "path": str(ctx.pbf_path),
+            "file": ctx.pbf_path.name,
+            "sha256": source_hash,
+            "bytes": ctx.pbf_path.stat().st_size,
+        },
+        "bbox": ctx.shared.get("bbox"),
+        "counts": run.counts,
+        "stages": run.reports,
+        "stages_run": [s.name for s in stages],
+        "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "build_seconds": round(time.perf_counter() - started, 3),
+        "attribution": "© OpenStreetMap contributors, ODbL 1.0",
+    }
+
+
 def import_pbf(
     pbf_path: Path,
     data_dir: Path,
@@ -115,25 +195,20 @@ def import_pbf(
     force: bool = False,
     stages: tuple[Stage, ...] = STAGES,
 ) -> ImportResult:
+    """Import a PBF as a new version of ``region`` and make it current; a no-op when the current
+    version was built from the same file by the same code (unless ``force``)."""
     pbf_path = Path(pbf_path).resolve()
     region = region or region_name_for(pbf_path)
-    if not region.replace("-", "").replace("_", "").isalnum():
-        raise DatasetError(f"region name must be letters, digits, '-' or '_': {region!r}")
+    _check_region_name(region)
     check_source(pbf_path)
     source_hash = sha256_file(pbf_path)
     fingerprint = code_fingerprint()
 
     current = layout.current_link(data_dir, region)
-    if current.exists() and not force:
-        previous = read_manifest(current.resolve())
-        if (
-            previous.get("source", {}).get("sha256") == source_hash
-            and previous.get("format_version") == layout.FORMAT_VERSION
-            and previous.get("stages_run") == [s.name for s in stages]
-            and previous.get("code") == fingerprint
-        ):
-            log.info("region %s is up to date (version %s)", region, previous["version"])
-            return ImportResult(region, previous["version"], current.resolve(), previous, True)
+    previous = None if force else _up_to_date(current, source_hash, fingerprint, stages)
+    if previous is not None:
+        log.info("region %s is up to date (version %s)", region, previous["version"])
+        return ImportResult(region, previous["version"], current.resolve(), previous, True)
 
     started = time.perf_counter()
     version = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + source_hash[:8]
@@ -143,45 +218,9 @@ def import_pbf(
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
     ctx = ImportContext(pbf_path=pbf_path, region=region, out_dir=building, log=log)
-    stage_reports: dict[str, dict] = {}
-    counts: dict[str, int] = {}
     try:
-        for stage in stages:
-            t0 = time.perf_counter()
-            log.info("region %s: stage %s", region, stage.name)
-            try:
-                stage_counts = stage.load()(ctx)
-            except DatasetError:
-                raise
-            except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
-                raise DatasetError(f"stage {stage.name} failed on {pbf_path.name}: {exc}") from exc
-            stage_reports[stage.name] = {
-                "seconds": round(time.perf_counter() - t0, 3),
-                "writes": list(stage.writes),
-                "counts": stage_counts,
-            }
-            counts.update(stage_counts)
-        if not any(counts.values()):
-            raise DatasetError(f"empty extract: nothing to serve in {pbf_path.name}")
-        manifest = {
-            "format_version": layout.FORMAT_VERSION,
-            "code": fingerprint,
-            "region": region,
-            "version": version,
-            "source": {
-                "path": str(pbf_path),
-                "file": pbf_path.name,
-                "sha256": source_hash,
-                "bytes": pbf_path.stat().st_size,
-            },
-            "bbox": ctx.shared.get("bbox"),
-            "counts": counts,
-            "stages": stage_reports,
-            "stages_run": [s.name for s in stages],
-            "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "build_seconds": round(time.perf_counter() - started, 3),
-            "attribution": "© OpenStreetMap contributors, ODbL 1.0",
-        }
+        run = _run_stages(stages, ctx)
+        manifest = _manifest(ctx, version, source_hash, fingerprint, stages, run, started)
         with open(building / layout.MANIFEST, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, indent=2, ensure_ascii=False)
         final = versions / version
