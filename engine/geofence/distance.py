@@ -34,11 +34,6 @@ M_PER_DEG = math.pi * EARTH_RADIUS_M / 180.0
 _BBOX_SAFETY = 1.01
 
 
-def geodesic_m(lat1, lng1, lat2, lng2):
-    """WGS84 geodesic distance in metres (scalars or numpy arrays)."""
-    return GEOD.inv(lng1, lat1, lng2, lat2)[2]
-
-
 def circle_bbox(lat: float, lng: float, radius_m: float) -> tuple[float, float, float, float]:
     """A lon/lat box (min_lng, min_lat, max_lng, max_lat) that surely contains the circle.
 
@@ -105,12 +100,6 @@ class Frames:
         self.dx, self.dy = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
         len2 = self.dx**2 + self.dy**2
         self.len2 = np.where(len2 > 0, len2, 1.0)  # a zero-length segment: t = 0, its start point
-
-    def boundary_distance(self, idx: np.ndarray, lat: float, lng: float) -> np.ndarray:
-        """Geodesic metres from (lat, lng) to the boundary of each polygon ``idx`` (0 on it)."""
-        near_lng, near_lat = self.nearest_boundary_points(idx, lat, lng)
-        n = len(idx)
-        return GEOD.inv(np.full(n, lng), np.full(n, lat), near_lng, near_lat)[2]
 
     def nearest_boundary_points(self, idx: np.ndarray, lat: float, lng: float):
         """(lngs, lats) of the boundary point of each polygon ``idx`` nearest to (lat, lng)."""

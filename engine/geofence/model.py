@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,9 +59,6 @@ class Fence:
     @property
     def is_circle(self) -> bool:
         return self.kind == "circle"
-
-    def with_id(self, fence_id: str) -> Fence:
-        return replace(self, id=str(fence_id))
 
     def to_body(self) -> dict[str, Any]:
         """The canonical body: ``parse_fence(fence.to_body())`` gives the same fence back

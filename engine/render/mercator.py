@@ -94,11 +94,6 @@ class Viewport:
         (w, e), (s, n) = to_lnglat([minx, maxx], [miny, maxy])
         return (float(w), float(s), float(e), float(n))
 
-    @property
-    def center_latlng(self) -> tuple[float, float]:
-        lng, lat = to_lnglat(self.cx, self.cy)
-        return float(lat), float(lng)
-
     def to_pixel(self, lat, lng):
         """lat/lng -> image pixel (col, row) in device pixels, origin top-left."""
         x, y = to_mercator(lng, lat)

@@ -236,9 +236,6 @@ class RoadGraph:
     def out_edges(self, node: int) -> np.ndarray:
         return np.arange(self.node_first_out[node], self.node_first_out[node + 1])
 
-    def in_edges_of(self, node: int) -> np.ndarray:
-        return self.in_edges[self.node_first_in[node] : self.node_first_in[node + 1]]
-
     def turns(self, edge: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.turn_first_out[edge], self.turn_first_out[edge + 1]
         return self.turn_to[a:b], self.turn_cost_s[a:b]
@@ -249,10 +246,6 @@ class RoadGraph:
 
     def name(self, edge: int) -> str:
         return self.names[int(self.edge_name[edge])]
-
-    def component_edges(self, edge: int) -> int:
-        """Size (in edges) of the turn-graph component of ``edge``."""
-        return int(self.edge_component_size[self.edge_component[edge]])
 
     def point_along(self, edge: int, fraction: float) -> tuple[float, float]:
         """(lat, lng) at ``fraction`` (0..1) of the edge's length."""

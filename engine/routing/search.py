@@ -61,36 +61,3 @@ def path_to(par: np.ndarray, edge: int) -> list[int]:
         out.append(int(par[out[-1]]))
     out.reverse()
     return out
-
-
-def route_p2p(graph, srcs, sd, tgts, tfrac_cost, edge_cost=None, turn_cost=None):
-    """Reference point-to-point search: sources as in :func:`dijkstra` (the router passes the
-    *successors* of the origin's edge, so that a target on the origin's own edge is reached by
-    going round); each target edge ``t`` is reached at ``dist[t] - edge_cost[t] + tfrac_cost``
-    (the part of ``t`` up to the point).
-
-    Returns (best cost, edge path) or (inf, None).
-    """
-    ec = np.asarray(graph.edge_weight if edge_cost is None else edge_cost, dtype=np.float64)
-    tc = np.asarray(graph.turn_weight if turn_cost is None else turn_cost, dtype=np.float64)
-    dist, par = dijkstra(
-        np.asarray(graph.turn_first_out),
-        np.asarray(graph.turn_to),
-        tc,
-        ec,
-        np.asarray(srcs, dtype=np.int64),
-        np.asarray(sd, dtype=np.float64),
-        INF,
-        -1,
-    )
-    best, best_t = INF, -1
-    for t, c in zip(tgts, tfrac_cost, strict=True):
-        if dist[t] == INF:
-            continue
-        # reaching t means having paid all of edge t (unless t is a source edge itself)
-        val = dist[t] - ec[t] + c
-        if val < best:
-            best, best_t = val, t
-    if best_t < 0:
-        return INF, None
-    return best, path_to(par, best_t)

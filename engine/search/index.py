@@ -199,21 +199,6 @@ class SearchIndex:
                 self._street_geoms[street_id] = geom
         return geom
 
-    def points_in_box(self, min_lng, min_lat, max_lng, max_lat, types=None, limit=None):
-        sql = (
-            f"SELECT {', '.join('f.' + c for c in _FIELDS)} FROM points_rtree r "
-            "JOIN features f ON f.id = r.id "
-            "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ?"
-        )
-        args: list = [max_lng, min_lng, max_lat, min_lat]
-        if types:
-            sql += f" AND f.type IN ({','.join('?' * len(types))})"
-            args += list(types)
-        if limit:
-            sql += " LIMIT ?"
-            args.append(limit)
-        return [self.row_to_feature(r) for r in self.execute(sql, args)]
-
     def footprints(self, ids) -> dict[int, object]:
         """Building outlines of address features, in metres of ``self.proj`` (see ingest)."""
         ids = list(ids)
@@ -224,13 +209,6 @@ class SearchIndex:
             ids,
         )
         return {fid: shapely.from_wkb(g) for fid, g in rows}
-
-    def street_parts_in_box(self, min_lng, min_lat, max_lng, max_lat):
-        sql = (
-            "SELECT p.street_id, p.geom FROM parts_rtree r JOIN street_parts p ON p.id = r.id "
-            "WHERE r.min_lng <= ? AND r.max_lng >= ? AND r.min_lat <= ? AND r.max_lat >= ?"
-        )
-        return list(self.execute(sql, (max_lng, min_lng, max_lat, min_lat)))
 
     def category_counts(self) -> dict[str, int]:
         rows = self.execute(

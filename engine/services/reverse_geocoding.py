@@ -4,7 +4,6 @@ an empty result."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,12 +20,6 @@ class ReverseParams:
     lng: float
     radius: float = 100.0  # metres
     limit: int = 1
-
-
-def _box(lat, lng, radius):
-    dlat = radius / 111_000.0
-    dlng = dlat / max(0.05, math.cos(math.radians(lat)))
-    return lng - dlng, lat - dlat, lng + dlng, lat + dlat
 
 
 def _address(f: dict) -> dict:
