@@ -11,10 +11,8 @@
    on a grid in the local metric projection as the minimum cost over the cells within
    ``buffer_m`` (a disk): cell value = cheapest road point within the buffer. Cells are
    ``buffer_m / 2`` (50 m by default), larger when the reached area is wide (at most
-   ``max_cells`` across). Against Valhalla's polygons (bench/isochrone.py, 30 origins) 50 m
-   cells score the same IoU as 33 m cells (Monaco 5/10/15 min 0.727/0.727/0.823 against
-   0.728/0.726/0.824; Helsinki 0.763/0.839/0.848 against 0.759/0.836/0.849) in 26 % less time
-   (Monaco p50 5.35 against 7.23 ms).
+   ``max_cells`` across): against Valhalla's polygons (``bench/isochrone.py``) finer cells score
+   no better and cost more time (``docs/engineering-history.md``).
 3. **Polygons**: for each budget, the region ``cost <= budget`` is traced with contourpy
    (filled contours keep holes where nothing is reachable, holes under ``min_hole_m2`` are
    raster specks and filled), simplified (Douglas-Peucker, 3/4 of a cell) and turned back to

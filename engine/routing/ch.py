@@ -6,65 +6,29 @@ edge entered). A restriction is a missing arc, so every CH answer respects it wi
 case in the query (OSRM does the same). The price is a graph about 2-3 times larger than the
 node graph, which at city scale is a few tens of thousands of CH nodes.
 
-Why a CH (numbers, 2026-11-22, 1000 seeded pairs between random edges of the largest component,
-``CHQuery.route`` from Python, path unpacked): a leg takes p50/p95 14.5/31 us on Monaco and
-11/16 us on Helsinki, against 375/515 us and 113/178 us with plain numba Dijkstra over the same
-turn graph (earlier measurement). The gap grows with the graph (Dijkstra settles the whole city,
-the CH a few hundred nodes).
+Why a CH: a query settles a few hundred nodes where a plain Dijkstra over the same turn graph
+settles the whole city, so a leg is answered in microseconds and the gap grows with the graph.
 
 Contraction: :mod:`engine.routing.contraction` (rounds of independent local minima of edge
 difference + level, refreshing only the dirty nodes of each round's front; witness searches
 bounded by ``sim_limit`` settled nodes while estimating and ``settle_limit`` while contracting).
-Measured on ``bench/synthetic.py`` grid cities ("arcs/node": up + down arcs per CH node of a
-*full* contraction; queries between random edges; this 2-core machine; ``contract`` timed alone
-on graphs built without a CH):
+The searches use :mod:`engine.routing.heap` (fixed capacity, never rebound), the witness search
+and the query are compiled without reference counting (``_nrt=False``: they allocate nothing),
+and the contraction grows its pools only between nodes: in numba, a loop in which an array
+variable may be rebound pays two atomic reference-count updates per iteration.
 
-==========================================  =============================  ====================
-full contraction                            10k-node city (11.9k CH nodes)  100k (116k CH nodes)
-==========================================  =============================  ====================
-lazy priority heap, exact neighbour updates  16-37 s, 15.3 arcs/node,        250-290 s, 15.5,
-sim 10 / settle 200 (before 2026-11-22)      query p50 0.21 ms               0.64 ms
-rounds of local minima, same kernels         31 s, 15.8, 0.24 ms
-rounds + indexed heap, no array rebinding    5.5 s, 15.8, 0.08 ms            84 s, 17.8, 0.55 ms
-in numba loops, one thread
-the same on two threads                      4.0 s, 16.1, 0.08 ms            49.5 s, 18.2, 0.49 ms
-+ 5 % front (20 %: 35.9 s, 19.3)                                             34.9 s, 19.6
-+ sim 30 / settle 500 (sim 3: 100 s, 22.1;                                   27.6 s, 17.3
-sim 100 / settle 1000: 43 s, 16.3)
-+ new arcs counted with marks (now)                                          26.7 s, 17.4
-nested dissection order (geometric           25 s, 30.2, 1.2 ms
-bisection), no priorities
-==========================================  =============================  ====================
+Limits: a grid city has little hierarchy and a turn cost at every crossing, so there are almost
+no witnesses at first (going round a block costs two extra turns): contracting a directed edge
+adds its 3 x 3 entry/exit combinations and the top of the hierarchy densifies. The edge-based
+blow-up, not the grid, is the cost; a turn-aware node-based CH (Geisberger & Vetter 2011) or a
+multi-level overlay would scale further. ``core_shortcuts`` bounds the work per node: a node that
+would need more shortcuts is never contracted, and when only such nodes remain they form an
+uncontracted core, whose arcs go into both graphs and are searched as a plain graph. The default
+only stops the densest top of very large graphs, if at all; real extracts (Monaco, Helsinki)
+contract fully.
 
-The 1M-node city (1.17M CH nodes): full contraction 318.7 s (18.2 arcs/node), where the same
-code refreshing every dirty node each round took over 20 minutes; its whole import is in
-``bench/results/scaling.json`` (``python -m bench.scaling``). Before the front, three quarters
-of the time went to priority simulations: in the upper levels almost every remaining node is
-next to one contracted in the last round, and each round contracts only a few percent of them.
-
-Most of the earlier time was numba bookkeeping, not search: a loop in which an array variable
-may be rebound (a growable heap, a pool that may move) pays two atomic reference-count updates
-per iteration, and functions taking or returning arrays paid them per call (``perf`` showed
-55-85 % of the build in ``NRT_incref``/``NRT_decref``). The searches now use
-:mod:`engine.routing.heap` (fixed capacity, never rebound), the witness search and the query are
-compiled without reference counting (``_nrt=False``: they allocate nothing), and the contraction
-grows its pools only between nodes. Earlier parameter studies on the lazy-heap contractor (10k
-city): sim 30 / settle 500 11.7 s, 13.3 arcs/node; sim 3 / 200 13 s, 17.7; 100 / 1000 20 s,
-12.6; 300 / 2000 30 s, 12.1; lazy neighbour updates only 23 s, 25 arcs/node; the priority terms
-of Geisberger / OSRM / RoutingKit 15.6-16.1 arcs/node; the order of a node-based CH 21-33.
-
-Limits (measured): the grid city has little hierarchy and a turn cost at every crossing, so
-there are almost no witnesses at first (going round a block costs two extra turns): contracting
-a directed edge adds its 3 x 3 entry/exit combinations and the top of the hierarchy densifies
-(degree 250 in the last few hundred nodes of the 1M city). A node-based CH of the same 100k
-network (turn costs ignored) takes 3.7 s with 6.2 arcs/node: the edge-based blow-up, not the
-grid, is the cost; a turn-aware node-based CH (Geisberger & Vetter 2011) or a multi-level overlay
-would scale further. ``core_shortcuts`` bounds the work per node: a node that would need more
-shortcuts is never contracted, and when only such nodes remain they form an uncontracted core,
-whose arcs go into both graphs and are searched as a plain graph. Earlier, with every dirty node
-refreshed each round, the bound had to be low to fit the 1M import in 10 minutes (96: 351 s,
-core of 133k nodes, query 137 ms); now the default of 4096 only stops the densest top, if at all.
-Real extracts never reach it (Monaco and Helsinki contract fully).
+The measurements behind these choices (CH against Dijkstra, the contraction variants and their
+parameters, the 1M-node city) are in ``docs/engineering-history.md``.
 
 Query: bidirectional Dijkstra on the upward (forward) and downward (backward) graphs, multiple
 sources and targets with initial costs (a snapped point sits on up to two directed edges),
@@ -121,7 +85,7 @@ def build(
     front: float = 0.05,
     priority: tuple[float, float, float, float, float] = PRIORITY,
 ) -> dict[str, np.ndarray]:
-    """Contract the turn graph (see the module docstring for the parameters' measured effect).
+    """Contract the turn graph (the parameters' measured effect: ``docs/engineering-history.md``).
 
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and

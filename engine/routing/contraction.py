@@ -1,5 +1,5 @@
 """Contraction of the turn graph into a contraction hierarchy (the import half of
-:mod:`engine.routing.ch`, which documents the arrays it produces and the measured variants).
+:mod:`engine.routing.ch`, which documents the arrays it produces).
 
 The dynamic graph keeps, per node, an out list and an in list (target, weight, middle node, hop
 count = original arcs represented) in two growable pools; a list holds only arcs between
@@ -12,25 +12,26 @@ its neighbours' (hashed tie-break) is contracted. A node next to a contracted on
 *dirty*; a round simulates again only the dirty nodes in its *front* (priority among the lowest
 ``front`` share of the remaining nodes, from a sample), and only clean nodes may be chosen. The
 others keep their last priority until the front reaches them: in the dense upper levels almost
-every node is dirty after every round, and re-simulating all of them was three quarters of the
-build (grid city, 100k nodes: 1.43M simulations, 58 s, 18.2 arcs/node; with a 5 % front 0.50M,
-35 s, 19.6; and with sim 30 / settle 500, 0.47M, 28 s, 17.3). Witness searches settle at most
-``sim_limit`` nodes while estimating and ``settle_limit`` while contracting (a missed witness
-only adds a shortcut, never a wrong answer).
+every node is dirty after every round, and re-simulating all of them dominated the build. Witness
+searches settle at most ``sim_limit`` nodes while estimating and ``settle_limit`` while
+contracting (a missed witness only adds a shortcut, never a wrong answer).
 
 Threads: the searches only read the graph, so both the priority simulations and the shortcut
 searches of a round's nodes run on all threads (one search workspace each); the shortcuts are
 then inserted one node after the other. The round's nodes are independent (no two adjacent), and
 their witness searches avoid all of them, so a node's shortcuts are right whatever the others
-add (a witness through another node of the round could vanish with it). Grid city, 100k nodes:
-84 s on one thread, 49.5 s on two; the blocked witnesses cost 2 % more arcs.
+add (a witness through another node of the round could vanish with it); the witnesses so blocked
+cost a few percent more arcs.
 
 numba note: no kernel here returns or rebinds an array inside a loop. A loop in which an array
 variable may be rebound pays two atomic reference-count updates per iteration for it, even on a
-branch never taken; that cost was most of the build time (12k-node grid, one thread: 31 s ->
-8.4 s with the indexed heap of :mod:`engine.routing.heap`, -> 5.5 s with the witness search
-compiled without reference counting, ``_nrt=False``). Pools and output buffers are therefore grown
-by the round loop, before a node is contracted, by the most that contracting it can use.
+branch never taken, which would dominate the build. Pools and output buffers are therefore grown
+by the round loop, before a node is contracted, by the most that contracting it can use; the
+witness search uses the indexed heap of :mod:`engine.routing.heap` and is compiled without
+reference counting (``_nrt=False``).
+
+The measurements (front size, limits, threads, reference counting) are in
+``docs/engineering-history.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from engine.routing import heap
 INF = np.inf
 
 # priority weights: edge difference, added/removed arcs, added/removed hops, deleted neighbours,
-# level (hop depth); measured alternatives in the engine.routing.ch docstring
+# level (hop depth); the alternatives measured are in docs/engineering-history.md
 PRIORITY = (1.0, 0.0, 0.0, 0.0, 1.0)
 
 

@@ -3,8 +3,8 @@
 Each node is in the heap at most once (``push`` lowers the key of a node already there), so
 arrays of the graph's size always have room: the search loops never grow or rebind an array.
 That matters in numba: a loop that may rebind an array variable pays two atomic reference-count
-updates per iteration, which took most of the contraction's time before this module (12k-node
-turn graph: contracting it in a given order 8.4 s -> 2.1 s, the whole build 31 s -> 8.4 s).
+updates per iteration, which would dominate the contraction's time (measured:
+``docs/engineering-history.md``).
 
 A heap is three arrays made by :func:`new_heap`: keys and nodes by heap slot, and ``pos``, the
 slot of each node or -1. A search that stops early calls :func:`clear` so the next one starts

@@ -48,19 +48,14 @@ two-way roads (``width`` <= 3 m or ``lanes=1``: x2, width < 4/5/6 m: x1.67/1.33/
 ``lane_markings=no``: x1.33) weigh more too. ``surface`` caps the speed (:data:`SURFACE_MAX_KMH`:
 sett 40, cobblestone 30, paving_stones 60, ...).
 
-Known difference from OSRM (``bench/outliers.py`` on Monaco, 2026-11-23): a turn is priced from
-the bearings of the two segments that meet at the junction, so a U-turn made *through a loop of
-one-way ways* counts only as its separate slight turns. OSRM treats one-way pieces of one street
-that meet at a sharp angle as one divided road (its guidance calls the move from one carriageway
-to the other a "continue uturn") and prices that move as a U-turn: 27 s measured (its 20 s U-turn
-penalty plus a sharp turn), sometimes twice on one loop, even where the junction itself is
-nearly straight. Rond-Point Sainte-Dévote (Avenue d'Ostende westbound, two one-way arcs turning
-about 150 degrees in 45 m, then Avenue John F. Kennedy eastbound, none of it tagged as a
-roundabout) and Tunnel Rocher Antoine 1er are the two places: we charge about 1 s there. All six Monaco distance outliers that OSRM rates more than
-5 % slower pass through one of them, and without those charges OSRM's own prices put our path
-within 5 % of its route. Reproducing the charge would mean reproducing OSRM's road-merging
-heuristics, which we do not; a realistic price for such loops (speed limited by curvature) would
-differ from OSRM elsewhere.
+Known difference from OSRM: a turn is priced from the bearings of the two segments that meet at
+the junction, so a U-turn made *through a loop of one-way ways* counts only as its separate
+slight turns. OSRM treats one-way pieces of one street that meet at a sharp angle as one divided
+road and prices the move from one carriageway to the other as a U-turn, even where the junction
+itself is nearly straight; on Monaco this explains the routes OSRM rates clearly slower than
+ours (the places and numbers: ``docs/engineering-history.md``). Reproducing the charge would mean
+reproducing OSRM's road-merging heuristics, which we do not; a realistic price for such loops
+(speed limited by curvature) would differ from OSRM elsewhere.
 """
 
 from __future__ import annotations

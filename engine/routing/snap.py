@@ -4,10 +4,9 @@
 every road piece (one directed edge per piece; the twin shares it) in a local metric projection,
 bucketed in a uniform grid of :data:`CELL_M` metre cells (CSR: cell -> segments overlapping it).
 A query scans rings of cells around the point, projecting it exactly on each segment, and stops
-as soon as the best distance is below the distance to the next ring: the exact nearest segment.
-Measured on Monaco (~16k segments): the grid + numba snap takes 5-10 us per call from Python; the
-first version, a scipy ``cKDTree`` over densified segment points with exact re-projection in
-numpy, took 48 us, a third of the whole route budget. Building the grid takes a few ms.
+as soon as the best distance is below the distance to the next ring: the exact nearest segment,
+in a few microseconds per call (a k-d tree over densified segment points is several times
+slower: ``docs/engineering-history.md``). Building the grid takes a few ms.
 
 Well-connected first: ``snap`` prefers road pieces in a *big* strongly connected component of
 the turn graph (at least ``min(BIG_COMPONENT, largest component)`` edges; turn restrictions,
