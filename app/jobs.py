@@ -8,9 +8,10 @@ submission:
                                 so a redelivered chunk does not count twice)
 - ``<ns>:job:<id>:chunk:<i>``   JSON list: chunk i's results (batch)
 - ``<ns>:job:<id>:failed``      hash: chunk index -> message (batch)
-- ``<ns>:job:<id>:result``      the packed result (``tasks/results.py`` format) of a heavy job
+- ``<ns>:job:<id>:result``      the result record of a heavy job
 
-Workers write these keys directly (``tasks/batch.py``); the web process only reads them, so any
+(key names and the record format: ``queueing/protocol.py``). Workers write these keys directly
+(``tasks/batch.py``); the web process only reads them, so any
 number of web processes answer ``GET /v1/jobs/{id}`` without a result backend. A job belongs to
 the account of the key that submitted it: another account's key gets 404, like an unknown id.
 
@@ -39,17 +40,17 @@ from marshmallow import fields as ma_fields
 from marshmallow import post_load
 
 from app.calls import gateway_answer, json_body
-from app.dispatch import HeavyCall, _as_result
 from app.functions import Function
-from app.results import BinaryResult
 from app.runtime import runtime
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
 from engine.errors import ErrorKind, InvalidParameter, MeridianError, NotFound, Unavailable
+from engine.results import BinaryResult
+from queueing import protocol
+from queueing.protocol import HeavyCall
 
 JOB_TTL_S = 24 * 3600  # every key of a job expires 24 h after submission
 BATCH_CHUNK = 50  # addresses per meridian.geocode_chunk task
-BATCH_QUEUE = "batch"
 JOB_ID_BYTES = 16  # 128 random bits, URL-safe
 
 _ASYNC_FIELD = ma_fields.Boolean()
@@ -94,7 +95,7 @@ def _ns() -> str:
 
 
 def job_key(job_id: str, ns: str | None = None) -> str:
-    return f"{ns or _ns()}:job:{job_id}"
+    return protocol.job_key(ns or _ns(), job_id)
 
 
 def new_job_id() -> str:
@@ -139,13 +140,8 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
             },
         )
         rt.redis.expire(key, JOB_TTL_S)
-        for index, chunk in enumerate(chunks):
-            rt.celery.send_task(
-                "meridian.geocode_chunk",
-                args=[key, index, chunk, limit, JOB_TTL_S],
-                queue=BATCH_QUEUE,
-                ignore_result=True,
-            )  # progress is kept in the job hash
+        for index, chunk in enumerate(chunks):  # progress is kept in the job hash
+            protocol.send_geocode_chunk(rt.celery, key, index, chunk, limit, JOB_TTL_S)
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
     return {"job_id": job_id, "status": "queued", "total": len(addresses), "status_url": status_url(job_id)}
@@ -234,8 +230,8 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
     key = job_key(job_id)
     total, chunks = int(record["total"]), int(record["chunks"])
     pipe = client.pipeline(transaction=False)
-    pipe.hgetall(f"{key}:progress")
-    pipe.hgetall(f"{key}:failed")
+    pipe.hgetall(protocol.job_progress_key(key))
+    pipe.hgetall(protocol.job_failed_key(key))
     progress, failed = pipe.execute()
     done = sum(int(v) for v in progress.values())
     body = {
@@ -256,7 +252,7 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
     elif len(progress) >= chunks:
         body["status"] = "done"
         if with_results:
-            parts = client.mget([f"{key}:chunk:{i}" for i in range(chunks)])
+            parts = client.mget([protocol.job_chunk_key(key, i) for i in range(chunks)])
             if any(p is None for p in parts):
                 body["status"] = "failed"
                 body["error"] = {"statusCode": 500, "code": "INTERNAL_ERROR", "message": "results expired"}
@@ -271,7 +267,7 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
 
 
 def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
-    raw = runtime().redis.get(f"{job_key(job_id)}:result")
+    raw = runtime().redis.get(protocol.job_result_key(job_key(job_id)))
     body = {"job_id": job_id, "kind": "heavy", "function": record.get("function"), "created": record.get("created")}
     value = None
     if raw is None:
@@ -280,7 +276,7 @@ def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
         return body, None
     body["progress"] = {"done": 1, "total": 1}
     try:
-        value = _as_result(raw)
+        value = protocol.read_result(raw)
     except MeridianError as err:
         body["status"] = "failed"
         body["error"] = _error_body(err)

@@ -17,6 +17,8 @@ Series:
   path otherwise (``/metrics``, ``/v1/health/ready``...); unmatched paths are ``unmatched``.
 - ``meridian_queue_depth{queue}``: messages waiting in each Celery queue (Redis LLEN).
 - ``meridian_workers_active``: workers whose heartbeat is younger than 15 s (``tasks/signals.py``).
+
+The layout of the hashes is ``queueing/metrics.py``.
 - ``meridian_task_duration_seconds{task,queue,state}`` (histogram), ``meridian_task_runs_total``,
   ``meridian_task_failures_total{task,exception}``.
 """
@@ -33,8 +35,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from app.metrics_buffer import MetricsBuffer
-from tasks.signals import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, tasks_key, workers_key
-from workers.celery_app import QUEUES
+from queueing.metrics import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, http_key, tasks_key, workers_key
+from queueing.protocol import QUEUES
 
 log = logging.getLogger("meridian.metrics")
 
@@ -45,10 +47,6 @@ HTTP_LABELS = ["function", "face", "method", "status"]
 PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 bp = Blueprint("metrics", __name__)
-
-
-def http_key(ns: str) -> str:
-    return f"{ns}:metrics:http"
 
 
 def _labels(req: Request) -> tuple[str, str]:

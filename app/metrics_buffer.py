@@ -21,7 +21,7 @@ from collections.abc import Callable
 import redis
 
 from config.ticker import ProcessTicker
-from tasks.signals import histogram_fields
+from queueing.metrics import histogram_fields
 
 log = logging.getLogger("meridian.metrics")
 

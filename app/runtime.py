@@ -15,9 +15,11 @@ from accounts.quota import QuotaCounter
 from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore
 from app.backend import RemoteCore
-from app.dispatch import Dispatcher, HeavyCall
+from app.dispatch import Dispatcher
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
+from queueing.protocol import HeavyCall
+from workers.celery_app import make_celery
 
 DATASET_RECHECK_S = 10.0
 
@@ -54,9 +56,7 @@ class Runtime:
             fail_open=settings.quota_fail_open,
         )
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
-        from workers.celery_app import make_celery
-
-        celery = make_celery(settings)
+        celery = make_celery(settings)  # this process's one Celery app: it sends, never runs, tasks
         dispatcher = Dispatcher(client, celery, settings.service_name, settings.task_wait_timeout_s)
         return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend, celery, dispatcher)
 

@@ -72,7 +72,7 @@ def start_worker(env: dict, concurrency: int, log: Path) -> subprocess.Popen:
             "-m",
             "celery",
             "-A",
-            "workers.celery_app",
+            "workers.main",
             "worker",
             "-Q",
             "batch",

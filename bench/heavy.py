@@ -42,7 +42,7 @@ def start_worker(env: dict) -> subprocess.Popen:
             "-m",
             "celery",
             "-A",
-            "workers.celery_app",
+            "workers.main",
             "worker",
             "-Q",
             "isochrone,staticmap,geometry,default",

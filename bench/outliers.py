@@ -49,9 +49,9 @@ from urllib.parse import quote
 import numpy as np
 
 from bench.http_client import Http
-from config.settings import DEFAULT_LIMITS
 from engine.errors import MeridianError
 from engine.geo import haversine_m
+from engine.limits import DEFAULT_LIMITS
 from engine.routing.turns import leg_turn_costs
 from engine.services.routing import RoutingParams, run
 

@@ -106,7 +106,7 @@ def _measure(datasets, params_list) -> dict:
     wall, cpu, sizes = [], [], []
     for params in params_list:
         t0, c0 = time.perf_counter(), time.process_time()
-        body = run(datasets, params)["body"]
+        body = run(datasets, params).body
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
         sizes.append(len(body))
@@ -132,9 +132,9 @@ def write_renders(datasets, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, params in RENDERS.items():
         result = run(datasets, params)
-        ext = "png" if result["content_type"] == "image/png" else "jpg"
+        ext = "png" if result.content_type == "image/png" else "jpg"
         path = out_dir / f"{name}.{ext}"
-        path.write_bytes(result["body"])
+        path.write_bytes(result.body)
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from config.settings import PROJECT_ROOT, ConfigError, Settings
+from queueing.protocol import QUEUES
 
 
 def _settings() -> Settings:
@@ -108,18 +109,19 @@ def serve_cmd(port: int | None, workers: int | None) -> None:
 
 
 @main.command("worker")
-@click.option("--queues", default="default,isochrone,staticmap,geometry,batch", show_default=True)
+@click.option("--queues", default=",".join(QUEUES), show_default=True)
 @click.option("--concurrency", type=int, help="Processes (default: $WORKER_CONCURRENCY or 2).")
 @click.option("--loglevel", default="INFO")
 def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
-    """Run a Celery worker (heavy functions: isochrones, static maps, geometry, batch geocoding)."""
+    """Run a Celery worker (heavy functions: isochrones, static maps, geometry, batch geocoding;
+    webhooks). Its app is ``workers.main``'s, built from the environment."""
     settings = _settings()
     args = [
         sys.executable,
         "-m",
         "celery",
         "-A",
-        "workers.celery_app",
+        "workers.main",
         "worker",
         "-Q",
         queues,
@@ -139,7 +141,7 @@ def monitor_cmd(port: int) -> None:
     """Run Flower, the Celery queue monitor."""
     os.execvp(
         sys.executable,
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "flower", f"--port={port}", "--address=127.0.0.1"],
+        [sys.executable, "-m", "celery", "-A", "workers.main", "flower", f"--port={port}", "--address=127.0.0.1"],
     )
 
 

@@ -1,5 +1,5 @@
 """Configuration from the environment; see :mod:`config.settings`."""
 
-from config.settings import ConfigError, Limits, Settings
+from config.settings import ConfigError, Settings
 
-__all__ = ["ConfigError", "Limits", "Settings"]
+__all__ = ["ConfigError", "Settings"]

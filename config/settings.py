@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
+from engine.limits import Limits
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -73,41 +75,6 @@ def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Every size a client controls has a maximum here (400 beyond it)."""
-
-    geocode_limit: int = 50
-    suggest_limit: int = 20
-    poi_limit: int = 100
-    search_radius_m: float = 50_000.0
-    query_length: int = 500
-    routing_waypoints: int = 25
-    routing_alternatives: int = 3
-    snap_max_distance_m: float = 1_000.0  # a point farther than this from any road -> 400
-    snaptoroad_points: int = 1000
-    snaptoroad_max_radius_m: float = 200.0  # GPS accuracy (sigma) a client may declare
-    isochrone_contours: int = 4
-    isochrone_max_minutes: float = 60.0
-    isochrone_max_distance_m: float = 50_000.0
-    staticmap_max_size: int = 1280
-    staticmap_markers: int = 100
-    staticmap_path_points: int = 1000
-    geometry_simplify_max_m: float = 10_000.0
-    batch_geocode_max: int = 1000
-    geofence_max_vertices: int = 10_000
-    geofence_max_per_account: int = 10_000
-    geofence_max_radius_m: float = 100_000.0
-    geofence_batch_points: int = 1000
-    geofence_metadata_bytes: int = 4096  # fence metadata, serialized as compact JSON
-    geofence_name_chars: int = 200
-    request_line_bytes: int = 32_768
-    request_body_bytes: int = 4 * 1024 * 1024
-
-
-DEFAULT_LIMITS = Limits()  # frozen: one shared instance for the engine's defaults
-
-
-@dataclass(frozen=True)
 class Settings:
     port: int = 3000
     service_name: str = "meridian"
@@ -130,7 +97,9 @@ class Settings:
     quota_fail_open: bool = True  # Redis unreachable: serve (and log) rather than refuse
     web_workers: int = 2
     worker_concurrency: int = 2
-    limits: Limits = field(default_factory=Limits)
+    webhook_max_retries: int = 6  # geofence webhooks: retries after the first attempt
+    webhook_backoff_s: float = 2.0  # the first retry's delay; doubled at each retry
+    limits: Limits = field(default_factory=Limits)  # the engine's; the defaults for now
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -177,6 +146,9 @@ class Settings:
             quota_fail_open=_bool(env, "QUOTA_FAIL_OPEN", True),
             web_workers=_int(env, "WEB_CONCURRENCY", 2, 1, 64),
             worker_concurrency=_int(env, "WORKER_CONCURRENCY", 2, 1, 64),
+            webhook_max_retries=_int(env, "MERIDIAN_WEBHOOK_MAX_RETRIES", 6, 0, 20),
+            webhook_backoff_s=_float(env, "MERIDIAN_WEBHOOK_BACKOFF_S", 2.0, 0.0),
+            limits=Limits(),
         )
         if database_url:
             values["database_url"] = database_url

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
+
+import redis
 
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
 
 _lock = threading.Lock()
-_state: dict = {}
+_state: dict[str, Any] = {}
 
 
 def settings() -> Settings:
+    """The worker process's settings, read from the environment on first use."""
     if "settings" not in _state:
         _state["settings"] = Settings.from_env()
-    return _state["settings"]
+    value: Settings = _state["settings"]
+    return value
 
 
-def redis_client():
+def redis_client() -> redis.Redis:
     """The worker process's Redis client (results cache), created once."""
     if "redis" not in _state:
-        import redis
-
         _state["redis"] = redis.Redis.from_url(settings().redis_url, socket_timeout=5, socket_connect_timeout=2)
-    return _state["redis"]
+    client: redis.Redis = _state["redis"]
+    return client
 
 
 def datasets(expected_versions: str | None = None) -> DatasetRegistry:

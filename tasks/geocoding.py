@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from engine.errors import MeridianError
@@ -10,10 +12,10 @@ from tasks.base import datasets
 
 
 @shared_task(name="meridian.geocode_many", acks_late=True)
-def geocode_many(queries: list[str], limit: int = 1) -> list[dict]:
+def geocode_many(queries: list[str], limit: int = 1) -> list[dict[str, Any]]:
     """Geocode each query; one failing query yields an error entry, never a failed task."""
     registry = datasets()
-    out = []
+    out: list[dict[str, Any]] = []
     for query in queries:
         try:
             result = geocoding.run(registry, geocoding.GeocodeParams(query=query, limit=limit))

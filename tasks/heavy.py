@@ -1,44 +1,42 @@
 """The one task behind every heavy function (isochrones, static maps, geometry downloads).
 
 The web process (``app/dispatch.py``) sends the service function's name, its encoded parameters
-and the cache key; the task computes, stores the result under the cache key (so identical
-requests are answered from Redis without the queue) and returns a small status. Idempotent: a
-redelivered task recomputes the same value into the same key.
+and the cache key (``queueing.protocol.send_heavy``); the task computes, stores the result record
+under the cache key (so identical requests are answered from Redis without the queue) and returns
+a small status. Idempotent: a redelivered task recomputes the same value into the same key.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from engine.codec import decode
 from engine.errors import ErrorKind, MeridianError
+from queueing.protocol import ERROR_TTL_S, HEAVY_TASK, INTERNAL_ERROR_TTL_S, ErrorRecord, store_result
 from tasks.base import datasets, redis_client, settings
-from tasks.results import store_result
 
 log = logging.getLogger("meridian.tasks")
 ALLOWED_SERVICES = ("engine.services.",)
 
 
-def _resolve(ref: str):
+def _resolve(ref: str) -> Callable[..., Any]:
     module, _, name = ref.partition(":")
     if not module.startswith(ALLOWED_SERVICES):
         raise ValueError(f"not a service function: {ref}")
-    return getattr(importlib.import_module(module), name)
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function
 
 
-ERROR_TTL_S = 30
-
-
-def _error(kind: ErrorKind, message: str, parameter: str | None = None) -> dict:
-    return {"__error__": {"kind": kind.name, "message": message, "parameter": parameter}}
-
-
-@shared_task(name="meridian.heavy", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_heavy(service_ref: str, encoded_params: dict, cache_key: str, dataset_versions: str | None = None) -> dict:
+@shared_task(name=HEAVY_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_heavy(
+    service_ref: str, encoded_params: dict[str, Any], cache_key: str, dataset_versions: str | None = None
+) -> dict[str, Any]:
     """``dataset_versions``: what the web process keyed the cache with (None from older senders)."""
     client = redis_client()
     try:
@@ -46,14 +44,15 @@ def run_heavy(service_ref: str, encoded_params: dict, cache_key: str, dataset_ve
         store_result(client, cache_key, result, settings().cache_ttl_s)
         return {"ok": True}
     except MeridianError as exc:
-        store_result(client, cache_key, _error(exc.kind, exc.message, exc.parameter), ERROR_TTL_S)
+        store_result(client, cache_key, ErrorRecord.of(exc), ERROR_TTL_S)
         return {"ok": False, "kind": exc.kind.name}
     except SoftTimeLimitExceeded:
-        store_result(
-            client, cache_key, _error(ErrorKind.UNAVAILABLE, "the computation ran over its time limit"), ERROR_TTL_S
-        )
+        timeout = ErrorRecord(ErrorKind.UNAVAILABLE, "the computation ran over its time limit")
+        store_result(client, cache_key, timeout, ERROR_TTL_S)
         return {"ok": False, "kind": ErrorKind.UNAVAILABLE.name}
     except Exception:
         log.exception("heavy task %s failed", service_ref)
-        store_result(client, cache_key, _error(ErrorKind.INTERNAL, "internal error in a worker"), 10)
+        store_result(
+            client, cache_key, ErrorRecord(ErrorKind.INTERNAL, "internal error in a worker"), INTERNAL_ERROR_TTL_S
+        )
         raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import shared_task
 
@@ -10,6 +11,6 @@ from tasks.base import datasets
 
 
 @shared_task(name="meridian.ping")
-def ping() -> dict:
+def ping() -> dict[str, Any]:
     """The worker's pid and the regions it has loaded."""
     return {"pid": os.getpid(), "regions": sorted(datasets().regions())}

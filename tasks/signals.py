@@ -1,17 +1,8 @@
-"""Worker metrics, kept in Redis so the web's ``/metrics`` (``app/metrics.py``) can read them:
-Celery workers are separate processes (often on other hosts) that Prometheus does not scrape.
-
-- ``<ns>:metrics:tasks``    hash: task run time histogram and counts per task, queue and state
-                            (from ``task_prerun``/``task_postrun`` in the pool process), failures per
-                            task and exception type (``task_failure``).
-- ``<ns>:metrics:workers``  sorted set: worker hostname -> last heartbeat (unix s), written every
-                            ``HEARTBEAT_S`` by each worker's main process; a worker counts as active
-                            while its heartbeat is younger than ``ACTIVE_WINDOW_S``.
-
-The histogram layout is shared with the web's request metrics (:func:`observe`): fields
-``n|<labels>`` (count), ``s|<labels>`` (sum of seconds), ``b|<labels>|<i>`` (observations in
-bucket ``i`` of the bounds, not cumulative; ``inf`` past the last bound). Recording never fails a
-task: a Redis error is logged at debug level and dropped.
+"""Worker metrics, kept in Redis so the web's ``/metrics`` (``app/metrics.py``) can read them (the
+layout is ``queueing/metrics.py``): task run time and state from ``task_prerun``/``task_postrun`` in
+the pool process, failures per task and exception type (``task_failure``), and a heartbeat per
+worker written by its main process. Recording never fails a task: a Redis error is logged at
+debug level and dropped.
 """
 
 from __future__ import annotations
@@ -20,75 +11,42 @@ import contextlib
 import logging
 import threading
 import time
+from typing import Any
 
+import redis
 from celery import signals
 
+from queueing.metrics import HEARTBEAT_S, TASK_BUCKETS, failure_field, observe, tasks_key, workers_key
+from tasks.base import redis_client, settings
+
 log = logging.getLogger("meridian.metrics")
-
-TASK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-HEARTBEAT_S = 5.0
-ACTIVE_WINDOW_S = 15.0
-SEP = "|"
-
-
-def tasks_key(ns: str) -> str:
-    return f"{ns}:metrics:tasks"
-
-
-def workers_key(ns: str) -> str:
-    return f"{ns}:metrics:workers"
-
-
-def bucket_index(seconds: float, bounds: tuple[float, ...]) -> str:
-    for i, bound in enumerate(bounds):
-        if seconds <= bound:
-            return str(i)
-    return "inf"
-
-
-def histogram_fields(labels: tuple[str, ...], seconds: float, bounds: tuple[float, ...]) -> tuple[str, str, str]:
-    """Hash fields of one observation: (count field, sum field, bucket field)."""
-    lab = SEP.join(labels)
-    return f"n{SEP}{lab}", f"s{SEP}{lab}", f"b{SEP}{lab}{SEP}{bucket_index(seconds, bounds)}"
-
-
-def observe(pipe, key: str, labels: tuple[str, ...], seconds: float, bounds: tuple[float, ...]) -> None:
-    """Queue one histogram observation on a Redis pipeline (three commands)."""
-    count, total, bucket = histogram_fields(labels, seconds, bounds)
-    pipe.hincrby(key, count, 1)
-    pipe.hincrbyfloat(key, total, round(seconds, 6))
-    pipe.hincrby(key, bucket, 1)
-
 
 # ---------------------------------------------------------------------------- task signals
 _started: dict[str, float] = {}
 
 
 def _ns() -> str:
-    from tasks.base import settings
-
     return settings().service_name
 
 
-def _queue(task) -> str:
+def _queue(task: Any) -> str:
     info = getattr(task.request, "delivery_info", None) or {}
     return str(info.get("routing_key") or "unknown")
 
 
 @signals.task_prerun.connect
-def _on_prerun(task_id=None, task=None, **_kw):
-    _started[task_id] = time.perf_counter()
+def _on_prerun(task_id: str | None = None, task: Any = None, **_kw: Any) -> None:
+    if task_id is not None:
+        _started[task_id] = time.perf_counter()
 
 
 @signals.task_postrun.connect
-def _on_postrun(task_id=None, task=None, state=None, **_kw):
-    t0 = _started.pop(task_id, None)
+def _on_postrun(task_id: str | None = None, task: Any = None, state: str | None = None, **_kw: Any) -> None:
+    t0 = _started.pop(task_id, None) if task_id is not None else None
     if t0 is None or task is None:
         return
     seconds = time.perf_counter() - t0
     try:
-        from tasks.base import redis_client
-
         pipe = redis_client().pipeline(transaction=False)
         observe(pipe, tasks_key(_ns()), (task.name, _queue(task), str(state or "UNKNOWN")), seconds, TASK_BUCKETS)
         pipe.execute()
@@ -97,25 +55,19 @@ def _on_postrun(task_id=None, task=None, state=None, **_kw):
 
 
 @signals.task_failure.connect
-def _on_failure(sender=None, exception=None, **_kw):
+def _on_failure(sender: Any = None, exception: BaseException | None = None, **_kw: Any) -> None:
     try:
-        from tasks.base import redis_client
-
         name = getattr(sender, "name", "unknown")
-        redis_client().hincrby(tasks_key(_ns()), f"f{SEP}{name}{SEP}{type(exception).__name__}", 1)
+        redis_client().hincrby(tasks_key(_ns()), failure_field(name, type(exception).__name__), 1)
     except Exception as exc:
         log.debug("task failure not recorded: %s", exc)
 
 
 # ---------------------------------------------------------------------------- heartbeat
-_heartbeat: dict = {}
+_heartbeat: dict[str, Any] = {}
 
 
 def _beat(hostname: str, stop: threading.Event) -> None:
-    import redis
-
-    from tasks.base import settings
-
     client = redis.Redis.from_url(settings().redis_url, socket_timeout=2, socket_connect_timeout=2)
     key = workers_key(settings().service_name)
     while not stop.is_set():
@@ -133,7 +85,7 @@ def _beat(hostname: str, stop: threading.Event) -> None:
 
 
 @signals.worker_ready.connect
-def _on_worker_ready(sender=None, **_kw):
+def _on_worker_ready(sender: Any = None, **_kw: Any) -> None:
     hostname = getattr(sender, "hostname", None) or "worker"
     stop = threading.Event()
     thread = threading.Thread(target=_beat, args=(hostname, stop), name="meridian-heartbeat", daemon=True)
@@ -142,8 +94,8 @@ def _on_worker_ready(sender=None, **_kw):
 
 
 @signals.worker_shutdown.connect
-def _on_worker_shutdown(**_kw):
+def _on_worker_shutdown(**_kw: Any) -> None:
     stop, thread = _heartbeat.get("stop"), _heartbeat.get("thread")
-    if stop is not None:
+    if stop is not None and thread is not None:
         stop.set()
         thread.join(3)

@@ -5,6 +5,7 @@ map of a process does not pay ~1 s of index building and kernel loading."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from celery import signals
 
@@ -12,5 +13,5 @@ from tasks.base import datasets
 
 
 @signals.worker_process_init.connect
-def _warm_in_background(**_kwargs) -> None:
+def _warm_in_background(**_kwargs: Any) -> None:
     threading.Thread(target=lambda: datasets().warm(), name="meridian-warmup", daemon=True).start()

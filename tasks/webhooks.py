@@ -1,57 +1,62 @@
-"""Geofence webhooks: deliver one enter/exit transition to the fence's webhook URL.
+"""Geofence webhooks: the task that delivers one enter/exit to a fence's webhook URL, and the one
+definition of its name, queue and message (:func:`enqueue`, which the web's ``FenceService``
+calls for every :class:`~engine.geofence.webhooks.Delivery`).
 
-The web process sends ``meridian.geofence_webhook`` (queue ``default``) once per transition of a
-fence that has a ``webhook_url``, with a fresh delivery id. The task:
+What a receiver sees (body, headers, signature, retries, at-least-once) is documented once, in the
+README ("Geofencing and webhooks"). The task:
 
 1. records the event in SQL on its first run (``geofence_events``, unique by delivery id, so a
-   redelivered task reuses it) and returns at once if it was already delivered;
-2. POSTs the JSON body -- byte-for-byte the same on every attempt -- with the headers
-   ``Content-Type: application/json``,
-   ``X-Meridian-Delivery: <delivery id>`` (idempotency key, stable across retries),
-   ``X-Meridian-Event: geofence.enter | geofence.exit``,
-   ``X-Meridian-Timestamp: <unix seconds of this attempt>``,
-   ``X-Meridian-Signature: sha256=<hex HMAC-SHA256 of the raw body>``, keyed with the SHA-256 hex
-   digest of the API Secret of the key that created the fence (``sha256(secret).hexdigest()``,
-   which the client computes from its secret and the server stores instead of the secret);
+   redelivered task reuses it) and returns at once if it was already delivered, or if the fence
+   was deleted meanwhile;
+2. POSTs the recorded body (:func:`post`: the one HTTP request) signed with the key that created
+   the fence;
 3. records the attempt (``geofence_webhook_attempts``); a 2xx answer marks the event
-   ``delivered``; anything else (other status, connection error, timeout) is retried with
-   exponential backoff (``BACKOFF_BASE_S * 2**n``, capped, with +-20 % jitter) up to
-   ``MAX_RETRIES`` times, then the event is ``failed``.
+   ``delivered``; anything else is retried with exponential backoff (``webhook_backoff_s * 2**n``,
+   capped, with +-20 % jitter) up to ``webhook_max_retries`` times (``MERIDIAN_WEBHOOK_*``), then
+   the event is ``failed``.
 
-At-least-once: the task is acknowledged late and rejected on worker loss, so a receiver may see
-a delivery id twice and must treat ``X-Meridian-Delivery`` as an idempotency key. A fence deleted
-before its delivery ran is not called any more.
+The task is acknowledged late and rejected on worker loss: a delivery id may arrive twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
-import os
 import random
 import threading
 import time
 from datetime import datetime
+from typing import Any
 
 import requests
-from celery import shared_task
+from celery import Task, shared_task
 
 from accounts.fences import DELIVERED, FenceStore
+from engine.geofence.webhooks import Delivery
+from queueing.protocol import DEFAULT_QUEUE, TaskSender
 from tasks.base import settings
 
 log = logging.getLogger("meridian.webhooks")
 
 TASK_NAME = "meridian.geofence_webhook"
-QUEUE = "default"
-MAX_RETRIES = int(os.environ.get("MERIDIAN_WEBHOOK_MAX_RETRIES", "6"))  # 7 attempts in all
-BACKOFF_BASE_S = float(os.environ.get("MERIDIAN_WEBHOOK_BACKOFF_S", "2.0"))
+QUEUE = DEFAULT_QUEUE
 BACKOFF_CAP_S = 600.0
 TIMEOUT_S = (3.05, 10.0)  # connect, read
 USER_AGENT = "Meridian-Webhooks/1"
 
 _lock = threading.Lock()
-_state: dict = {}
+_state: dict[str, Any] = {}
+
+
+def enqueue(sender: TaskSender, delivery: Delivery) -> None:
+    """Queue the delivery; the message is the :class:`Delivery`'s fields as a JSON object. A
+    broker outage is logged, not raised: the check that caused the transition has succeeded."""
+    try:
+        sender.send_task(TASK_NAME, args=[dataclasses.asdict(delivery)], queue=QUEUE)
+    except Exception:  # noqa: BLE001 - whatever the broker client raises
+        log.exception("could not queue webhook %s of fence %s", delivery.id, delivery.fence_id)
 
 
 def fence_store() -> FenceStore:
@@ -61,7 +66,8 @@ def fence_store() -> FenceStore:
             store.create_schema()
             _state["store"] = store
             _state["http"] = requests.Session()
-        return _state["store"]
+        store_: FenceStore = _state["store"]
+        return store_
 
 
 def sign(body: bytes, secret_hash: str) -> str:
@@ -70,32 +76,41 @@ def sign(body: bytes, secret_hash: str) -> str:
 
 
 def backoff_s(retries: int) -> float:
-    base = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**retries)
+    base = min(BACKOFF_CAP_S, settings().webhook_backoff_s * 2.0**retries)
     return round(base * random.uniform(0.8, 1.2), 3)
 
 
-@shared_task(
-    name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=MAX_RETRIES, ignore_result=True
-)
-def deliver(self, delivery: dict) -> dict:
-    """``delivery``: ``{id, fence_id, account_id, device, transition, lat, lng, url, payload,
-    occurred_at}`` (``payload`` is the JSON body as text)."""
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str | None]:
+    """One HTTP attempt: (status code or None, error text or None when it answered 2xx)."""
+    try:
+        resp = _state["http"].post(url, data=body, headers=headers, timeout=TIMEOUT_S, allow_redirects=False)
+    except requests.RequestException as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:500]
+    status = int(resp.status_code)
+    resp.close()
+    return status, None if 200 <= status < 300 else f"HTTP {status}"
+
+
+@shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def deliver(self: Task[Any, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """``message``: a :class:`Delivery` as sent by :func:`enqueue`."""
+    delivery = Delivery(**message)
     store = fence_store()
-    secret_hash, exists = store.signing_key(delivery["fence_id"])
+    secret_hash, exists = store.signing_key(delivery.fence_id)
     if not exists:
-        log.info("webhook %s dropped: fence %s was deleted", delivery["id"], delivery["fence_id"])
+        log.info("webhook %s dropped: fence %s was deleted", delivery.id, delivery.fence_id)
         return {"ok": False, "reason": "fence deleted"}
     event = store.open_event(
-        delivery_id=delivery["id"],
-        fence_id=delivery["fence_id"],
-        account_id=int(delivery["account_id"]),
-        device=delivery["device"],
-        transition=delivery["transition"],
-        lat=float(delivery["lat"]),
-        lng=float(delivery["lng"]),
-        url=delivery["url"],
-        payload=delivery["payload"],
-        occurred_at=datetime.fromisoformat(delivery["occurred_at"].replace("Z", "+00:00")),
+        delivery_id=delivery.id,
+        fence_id=delivery.fence_id,
+        account_id=int(delivery.account_id),
+        device=delivery.device,
+        transition=delivery.transition,
+        lat=float(delivery.lat),
+        lng=float(delivery.lng),
+        url=delivery.url,
+        payload=delivery.payload,
+        occurred_at=datetime.fromisoformat(delivery.occurred_at.replace("Z", "+00:00")),
     )
     if event.status == DELIVERED:
         return {"ok": True, "duplicate": True}
@@ -108,19 +123,12 @@ def deliver(self, delivery: dict) -> dict:
         "X-Meridian-Timestamp": str(int(time.time())),
         "X-Meridian-Signature": sign(body, secret_hash or ""),
     }
-    status, error = None, None
     t0 = time.perf_counter()
-    try:
-        resp = _state["http"].post(event.url, data=body, headers=headers, timeout=TIMEOUT_S, allow_redirects=False)
-        status = resp.status_code
-        resp.close()
-        ok = 200 <= status < 300
-        if not ok:
-            error = f"HTTP {status}"
-    except requests.RequestException as exc:
-        ok, error = False, f"{type(exc).__name__}: {exc}"[:500]
+    status, error = post(event.url, body, headers)
     duration_ms = (time.perf_counter() - t0) * 1000
-    final = not ok and self.request.retries >= self.max_retries
+    ok = error is None
+    max_retries = settings().webhook_max_retries
+    final = not ok and self.request.retries >= max_retries
     attempt = store.record_attempt(
         event.delivery_id, status_code=status, error=error, duration_ms=duration_ms, delivered=ok, final=final
     )
@@ -131,4 +139,4 @@ def deliver(self, delivery: dict) -> dict:
         return {"ok": False, "attempt": attempt, "error": error}
     countdown = backoff_s(self.request.retries)
     log.info("webhook %s attempt %d failed (%s); retry in %.1f s", event.delivery_id, attempt, error, countdown)
-    raise self.retry(countdown=countdown)
+    raise self.retry(countdown=countdown, max_retries=max_retries)

@@ -146,7 +146,7 @@ def start_worker(
             "-m",
             "celery",
             "-A",
-            "workers.celery_app",
+            "workers.main",
             "worker",
             "-Q",
             queues,

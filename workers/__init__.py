@@ -1,1 +1,1 @@
-"""The Celery application (broker and result backend on Redis), configured from ``config/``."""
+"""The Celery application: the factory (``celery_app.py``) and the worker's entry point (``main.py``)."""

@@ -1,4 +1,12 @@
-"""Celery on Redis. Worker entry point: ``celery -A workers.celery_app worker`` (``meridian worker``).
+"""The Celery application factory: ``make_celery(settings)``, nothing built at import time.
+
+The web process builds one app from its Settings (``app/runtime.py``) to send tasks; a worker
+builds its own in ``workers/main.py``, the module ``celery -A workers.main`` loads
+(``meridian worker``, ``meridian monitor``, the tests' fixtures).
+
+Tasks are declared with ``@shared_task(name=...)`` in the modules of ``TASK_MODULES`` (a new task
+module is added there), so they never import an app; queue names and time limits are the queue
+protocol's (``queueing/protocol.py``).
 
 Heavy kinds get a queue each so a flood of one cannot starve another; workers prefetch one task
 at a time (CPU-bound work), acknowledge late and reject on worker loss so that a killed worker's
@@ -16,17 +24,29 @@ from celery import Celery
 from kombu import Queue
 
 from config.settings import Settings
+from queueing.protocol import (
+    DEFAULT_QUEUE,
+    HARD_TIME_LIMIT_S,
+    QUEUES,
+    SOFT_TIME_LIMIT_S,
+    VISIBILITY_TIMEOUT_S,
+)
 
-QUEUES = ("default", "isochrone", "staticmap", "geometry", "batch")
-SOFT_TIME_LIMIT_S = 60
-HARD_TIME_LIMIT_S = 90
-VISIBILITY_TIMEOUT_S = 300
+TASK_MODULES = (
+    "tasks.heavy",
+    "tasks.batch",
+    "tasks.geocoding",
+    "tasks.webhooks",
+    "tasks.ops",
+    "tasks.warmup",
+    "tasks.signals",
+)
 
 
 def make_celery(settings: Settings) -> Celery:
-    app = Celery("meridian", broker=settings.redis_url, backend=settings.redis_url, include=["tasks"])
+    app = Celery("meridian", broker=settings.redis_url, backend=settings.redis_url, include=list(TASK_MODULES))
     app.conf.update(
-        task_default_queue="default",
+        task_default_queue=DEFAULT_QUEUE,
         task_queues=[Queue(name) for name in QUEUES],
         task_serializer="json",
         result_serializer="json",
@@ -46,6 +66,3 @@ def make_celery(settings: Settings) -> Celery:
         worker_hijack_root_logger=False,
     )
     return app
-
-
-app = make_celery(Settings.from_env())

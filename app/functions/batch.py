@@ -37,8 +37,8 @@ from app.functions import Function
 from app.gateway.base import GatewayBlueprint, gateway_call
 from app.runtime import runtime
 from app.validation import MeridianParser, ParamsSchema
-from config.settings import DEFAULT_LIMITS
 from engine.errors import InvalidParameter
+from engine.limits import DEFAULT_LIMITS
 
 LIMITS = DEFAULT_LIMITS
 MAX = LIMITS.batch_geocode_max

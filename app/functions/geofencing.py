@@ -1,4 +1,6 @@
-"""Geofencing: fences per account, point checks, device transitions, webhooks.
+"""Geofencing on both faces: schemas, views and the adaptor from a request (its key's account) to
+the engine's :class:`~engine.services.geofencing.FenceService`, which holds the logic (checks,
+transitions, webhook deliveries, fence management).
 
 Core commands (``GET /services/json?cmd=...``, ``Authorization: Bearer <key>``):
 
@@ -15,142 +17,66 @@ Fences belong to the account of the key (``g.api_key.account_id``) and are invis
 accounts: their ids answer 404 on get/delete/events and 400 (``fences``) in a check. Every answer
 is ``Cache-Control: private, no-store``. Geofencing always runs in this process, also on a
 gateway with a remote core (``SERVICE_BASE_URL``): fences live in the shared SQL database.
-
-Per process, one :class:`~engine.geofence.registry.FenceIndexCache` (in ``app.extensions``)
-holds an index per account, built from SQL; a create/delete bumps the account's version counter
-in Redis, which every process reads at most every ``REFRESH_S`` seconds, so a change is served by
-every gunicorn worker within a second.
+One ``FenceService`` per app (``app.extensions["geofencing"]``); its webhook deliveries go to
+``tasks.webhooks.enqueue`` with this process's Celery app.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import logging
 import math
 import threading
-import uuid
-from datetime import UTC, datetime
+from typing import Any
 
 from flask import current_app, g, request
 from flask.views import MethodView
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
-from accounts.fences import FenceStore, iso
+from accounts.fences import FenceStore
 from app.calls import json_body
 from app.functions import Function, register
 from app.gateway.base import GatewayBlueprint, gateway_call
-from app.runtime import runtime
+from app.runtime import Runtime, runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema, invalid_from
-from config.settings import DEFAULT_LIMITS
-from engine.errors import NotFound
-from engine.geo import round_coord
-from engine.geofence.model import parse_fence
-from engine.geofence.registry import FenceIndexCache, RedisFenceVersions
-from engine.geofence.transitions import ENTER, EXIT, DeviceTransitions
-from engine.services import geofencing
-from engine.services.geofencing import DEVICE_MAX_CHARS, GeofenceBatchParams, GeofenceCheckParams, GeofencePoint
-
-log = logging.getLogger("meridian.geofencing")
+from engine.limits import DEFAULT_LIMITS
+from engine.services.geofencing import (
+    DEVICE_MAX_CHARS,
+    FenceService,
+    GeofenceBatchParams,
+    GeofenceCheckParams,
+    GeofencePoint,
+)
+from tasks import webhooks
 
 LIMITS = DEFAULT_LIMITS
-REFRESH_S = 0.5  # how often a process re-reads an account's fence version (change visible < 1 s)
-WEBHOOK_TASK = "meridian.geofence_webhook"  # tasks/webhooks.py
-WEBHOOK_QUEUE = "default"
 PAGE_MAX = 100
 BATCH_POINTS_PER_UNIT = 100  # quota: one unit per started 100 points of a batch
 
 SIGNATURE_DOC = """**Webhooks.** A fence may carry `webhook_url` (http or https). On every `enter` or `exit`
-of a device (a check with `device`), a worker POSTs a JSON body
-`{"id", "event": "geofence.enter|geofence.exit", "occurred_at", "fence": {"id", "name"}, "device",
-"transition", "point": {"lat", "lng"}, "distance"}` with the headers
-`X-Meridian-Delivery` (the delivery id = `id` of the body: an idempotency key, the same on every retry),
-`X-Meridian-Event`, `X-Meridian-Timestamp` (unix seconds of the attempt) and
-`X-Meridian-Signature: sha256=<hex HMAC-SHA256 of the raw body>`, whose key is the **SHA-256 hex
-digest of the API Secret** of the key that created the fence (`hashlib.sha256(secret.encode()).hexdigest()`;
-the server stores only that digest). Verify it in constant time over the raw bytes. Any answer other
-than 2xx, a timeout or a connection error is retried with exponential backoff (about 2, 4, 8, 16, 32,
-64 s; 7 attempts in all); delivery is at least once, so deduplicate on `X-Meridian-Delivery`. Every
-delivery and attempt is listed by `GET /v1/geofences/{fence_id}/events`."""
+of a device (a check with `device`), a worker POSTs a signed JSON body describing the transition, with
+`X-Meridian-Delivery` (an idempotency key, the same on every retry), `X-Meridian-Event`, `X-Meridian-Timestamp`
+and `X-Meridian-Signature: sha256=<hex HMAC-SHA256 of the raw body>` keyed with the SHA-256 hex digest of the
+API Secret of the key that created the fence; failures are retried with exponential backoff, at least once.
+The body's fields, how to verify the signature and the retry schedule: README, "Geofencing and webhooks".
+Every delivery and attempt is listed by `GET /v1/geofences/{fence_id}/events`."""
 
 
-# ------------------------------------------------------------------------------ per-process state
-
-
-class FenceService:
-    """Per-app state: the fence store, the per-account index cache, device transitions."""
-
-    def __init__(self, rt) -> None:
-        self.rt = rt
-        self.store = FenceStore(rt.store.engine)
-        self.prefix = f"{rt.settings.service_name}:geofence:"
-        self.versions = RedisFenceVersions(rt.redis, prefix=self.prefix)
-        self.cache = FenceIndexCache(self._load, self.versions.get, check_interval_s=REFRESH_S)
-        self.hooks: dict[str, dict[str, str]] = {}  # account -> fence id -> webhook URL
-        self._transitions: dict[str, DeviceTransitions] = {}
-
-    def _load(self, account_id: str):
-        records = self.store.load(int(account_id))
-        self.hooks[account_id] = {r.id: r.webhook_url for r in records if r.webhook_url}
-        return [r.fence() for r in records]
-
-    def index(self, account_id: str):
-        return self.cache.get(account_id)
-
-    def transitions(self, account_id: str) -> DeviceTransitions:
-        tr = self._transitions.get(account_id)
-        if tr is None:
-            tr = self._transitions[account_id] = DeviceTransitions(self.rt.redis, account_id, prefix=self.prefix)
-        return tr
-
-    def changed(self, account_id: str) -> None:
-        """After a create/delete: every process rebuilds the account's index within REFRESH_S."""
-        self.versions.bump(account_id)
-        self.cache.invalidate(account_id)
-
-    def notify(self, account_id: str, device: str, lat: float, lng: float, changes) -> None:
-        """Queue one webhook delivery per (fence with a webhook, enter/exit) in ``changes``:
-        iterable of (fence_id, name, transition, distance)."""
-        hooks = self.hooks.get(account_id)
-        if not hooks:
-            return
-        lat, lng = round_coord(lat), round_coord(lng)
-        for fence_id, name, transition, distance in changes:
-            url = hooks.get(fence_id)
-            if url is None or transition not in (ENTER, EXIT):
-                continue
-            delivery_id = uuid.uuid4().hex
-            occurred = iso(datetime.now(UTC))
-            payload = {
-                "id": delivery_id,
-                "event": f"geofence.{transition}",
-                "occurred_at": occurred,
-                "fence": {"id": fence_id, "name": name},
-                "device": device,
-                "transition": transition,
-                "point": {"lat": lat, "lng": lng},
-                "distance": distance,
-            }
-            delivery = {
-                "id": delivery_id,
-                "fence_id": fence_id,
-                "account_id": int(account_id),
-                "device": device,
-                "transition": transition,
-                "lat": lat,
-                "lng": lng,
-                "url": url,
-                "occurred_at": occurred,
-                "payload": json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
-            }
-            try:
-                self.rt.celery.send_task(WEBHOOK_TASK, args=[delivery], queue=WEBHOOK_QUEUE)
-            except Exception:  # noqa: BLE001 - the check itself succeeded; the broker is down
-                log.exception("could not queue webhook %s of fence %s", delivery_id, fence_id)
-
-
+# ------------------------------------------------------------------------------ adaptor
 _LOCK = threading.Lock()
+
+
+def _build_service(rt: Runtime) -> FenceService:
+    return FenceService(
+        FenceStore(rt.store.engine),
+        rt.redis,
+        rt.datasets,
+        functools.partial(webhooks.enqueue, rt.celery),
+        prefix=f"{rt.settings.service_name}:geofence:",
+        limits=rt.settings.limits,
+    )
 
 
 def service() -> FenceService:
@@ -159,7 +85,7 @@ def service() -> FenceService:
         with _LOCK:
             state = current_app.extensions.get("geofencing")
             if state is None:
-                state = current_app.extensions["geofencing"] = FenceService(runtime())
+                state = current_app.extensions["geofencing"] = _build_service(runtime())
     return state
 
 
@@ -167,106 +93,32 @@ def account() -> str:
     return str(g.api_key.account_id)
 
 
-def _resolve_admin(osm_id: int):
-    for ds in runtime().datasets.all():
-        area = ds.admin.by_osm_id(osm_id)
-        if area is not None:
-            return area.geometry
-    return None
+def check(rt: Runtime, params: GeofenceCheckParams) -> dict[str, Any]:
+    return service().check(account(), params)
 
 
-# ------------------------------------------------------------------------------ operations
+def check_batch(rt: Runtime, params: GeofenceBatchParams) -> dict[str, Any]:
+    return service().check_batch(account(), params)
 
 
-def check(rt, params: GeofenceCheckParams) -> dict:
-    svc, acct = service(), account()
-    index = svc.index(acct)
-    tr = svc.transitions(acct) if params.device is not None else None
-    result = geofencing.run(index, params, tr, limits=rt.settings.limits)
-    if params.device is not None:
-        svc.notify(
-            acct,
-            params.device,
-            params.lat,
-            params.lng,
-            ((x["id"], x["name"], x["transition"], x["distance"]) for x in result["fences"]),
-        )
-    return result
+def create(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    return service().create(account(), params, key_id=g.api_key.id)
 
 
-def check_batch(rt, params: GeofenceBatchParams) -> dict:
-    svc, acct = service(), account()
-    index = svc.index(acct)
-    tr = svc.transitions(acct) if any(p.device is not None for p in params.points) else None
-    result = geofencing.run_batch(index, params, tr, limits=rt.settings.limits)
-    if svc.hooks.get(acct):
-        for item, point in zip(result["results"], params.points, strict=True):
-            if item["transitions"]:
-                changes = []
-                for t in item["transitions"]:
-                    fence = index.get(t["id"])
-                    st = index.check(point.lat, point.lng, [t["id"]])[0] if fence is not None else None
-                    changes.append(
-                        (t["id"], fence.name if fence else None, t["transition"], round(st.distance, 2) if st else None)
-                    )
-                svc.notify(acct, point.device, point.lat, point.lng, changes)
-    return result
+def list_fences(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    return service().list_fences(account(), limit=params["limit"], offset=params["offset"])
 
 
-def create(rt, params: dict) -> dict:
-    svc, acct = service(), account()
-    body = dict(params)
-    webhook_url = body.pop("webhook_url", None)
-    body.pop("id", None)
-    body.pop("bbox", None)
-    fence = parse_fence(body, resolve_admin=_resolve_admin, limits=rt.settings.limits)
-    record = svc.store.create(
-        int(acct),
-        fence,
-        key_id=g.api_key.id,
-        webhook_url=webhook_url,
-        max_fences=rt.settings.limits.geofence_max_per_account,
-    )
-    svc.changed(acct)
-    return record.as_dict()
+def get_fence(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    return service().get_fence(account(), params["id"])
 
 
-def list_fences(rt, params: dict) -> dict:
-    records, total = service().store.list(int(account()), limit=params["limit"], offset=params["offset"])
-    return {
-        "fences": [r.as_dict(geometry=False) for r in records],
-        "total": total,
-        "limit": params["limit"],
-        "offset": params["offset"],
-    }
+def delete_fence(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    return service().delete_fence(account(), params["id"])
 
 
-def get_fence(rt, params: dict) -> dict:
-    record = service().store.get(int(account()), params["id"])
-    if record is None:
-        raise NotFound(f"no fence {params['id']!r} in this account")
-    return record.as_dict()
-
-
-def delete_fence(rt, params: dict) -> dict:
-    svc, acct = service(), account()
-    if not svc.store.delete(int(acct), params["id"]):
-        raise NotFound(f"no fence {params['id']!r} in this account")
-    svc.changed(acct)
-    return {"id": params["id"], "deleted": True}
-
-
-def fence_events(rt, params: dict) -> dict:
-    svc, acct = service(), account()
-    if svc.store.get(int(acct), params["id"]) is None:
-        raise NotFound(f"no fence {params['id']!r} in this account")
-    events, total = svc.store.events(int(acct), params["id"], limit=params["limit"], offset=params["offset"])
-    return {
-        "events": [e.as_dict() for e in events],
-        "total": total,
-        "limit": params["limit"],
-        "offset": params["offset"],
-    }
+def fence_events(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    return service().fence_events(account(), params["id"], limit=params["limit"], offset=params["offset"])
 
 
 # ------------------------------------------------------------------------------ schemas

@@ -10,7 +10,7 @@ from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
-from config.settings import DEFAULT_LIMITS
+from engine.limits import DEFAULT_LIMITS
 from engine.services import geometry
 
 LIMITS = DEFAULT_LIMITS

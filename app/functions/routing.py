@@ -9,7 +9,7 @@ from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema
-from config.settings import DEFAULT_LIMITS
+from engine.limits import DEFAULT_LIMITS
 from engine.services import routing
 
 LIMITS = DEFAULT_LIMITS

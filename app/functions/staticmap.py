@@ -10,7 +10,7 @@ from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
 from app.schemas import fields as f
 from app.validation import ParamsSchema
-from config.settings import DEFAULT_LIMITS
+from engine.limits import DEFAULT_LIMITS
 from engine.render.overlays import parse_markers, parse_path
 from engine.services import staticmap
 

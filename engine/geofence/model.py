@@ -33,8 +33,8 @@ from shapely.geometry import MultiPolygon, Polygon, mapping, shape
 from shapely.geometry.base import BaseGeometry
 from shapely.validation import explain_validity
 
-from config.settings import DEFAULT_LIMITS, Limits
 from engine.errors import InvalidParameter
+from engine.limits import DEFAULT_LIMITS, Limits
 
 KINDS = ("polygon", "circle", "admin")
 

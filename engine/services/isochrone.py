@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from config.settings import DEFAULT_LIMITS, Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.geo import round_coord
 from engine.isochrone.compute import IsoOptions, contours, reach
+from engine.limits import DEFAULT_LIMITS, Limits
 
 PROFILES = ("car",)
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from config.settings import DEFAULT_LIMITS, Limits
 from engine import polyline
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
+from engine.limits import DEFAULT_LIMITS, Limits
 from engine.routing.directions import build_steps
 from engine.routing.router import avoid_mask
 

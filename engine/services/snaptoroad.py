@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config.settings import DEFAULT_LIMITS, Limits
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
+from engine.limits import DEFAULT_LIMITS, Limits
 from engine.matching.hmm import MatchedSegment, MatchOptions, match
 from engine.matching.network import RoadNetwork
 

@@ -4,8 +4,8 @@ The window is, in order of precedence: ``center`` + ``zoom``; ``bbox`` (centred 
 given ``zoom`` or the largest zoom that shows all of it); or the markers and paths (plus
 ``center`` when given, kept in the middle) fitted at the largest zoom that shows them all, at
 most 17. ``width`` x ``height`` are CSS pixels (each at most ``Limits.staticmap_max_size``); the
-image is ``scale`` times larger. Result: ``{"content_type": "image/png" | "image/jpeg",
-"body": bytes}``.
+image is ``scale`` times larger. Result: a :class:`~engine.results.BinaryResult`
+(``content_type`` ``image/png`` | ``image/jpeg``, ``body`` bytes).
 
 The web layer parses ``size=<w>x<h>``, ``center=<lat>,<lng>``, ``bbox=<minlng>,<minlat>,<maxlng>,
 <maxlat>`` and uses :func:`engine.render.overlays.parse_markers` / ``parse_path`` for the
@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config.settings import DEFAULT_LIMITS, Limits
 from engine.errors import DatasetError, InvalidParameter
+from engine.limits import DEFAULT_LIMITS, Limits
 from engine.render.mercator import MAX_LAT, MAX_ZOOM, MIN_ZOOM, Viewport, fit_zoom, to_mercator
 from engine.render.overlays import Marker, Path, parse_color
 from engine.render.staticmap import FORMATS, render
+from engine.results import BinaryResult
 
 __all__ = ["Marker", "Path", "StaticMapParams", "run", "viewport_for"]
 
@@ -146,9 +147,9 @@ def _stores(datasets) -> list:
     return stores
 
 
-def run(datasets, params: StaticMapParams) -> dict:
+def run(datasets, params: StaticMapParams) -> BinaryResult:
     validate(params)
     fmt = params.format.lower()
     vp = viewport_for(params)
     body = render(_stores(datasets), vp, params.markers, params.paths, fmt)
-    return {"content_type": FORMATS[fmt], "body": body}
+    return BinaryResult(FORMATS[fmt], body)

@@ -48,7 +48,7 @@ CASES: dict[str, StaticMapParams] = {
 
 
 def render_case(datasets, name: str) -> bytes:
-    return run(datasets, CASES[name])["body"]
+    return run(datasets, CASES[name]).body
 
 
 def similarity(a: bytes, b: bytes) -> float:

@@ -13,11 +13,11 @@ import pytest
 import shapely
 from shapely.geometry import Point
 
-from config.settings import Limits
 from engine.errors import InvalidParameter
 from engine.geofence.distance import GEOD, circle_bbox
 from engine.geofence.index import FenceIndex
 from engine.geofence.model import parse_fence
+from engine.limits import Limits
 from engine.services.geofencing import GeofenceCheckParams, run
 
 CELL_M = 10.0

@@ -9,10 +9,11 @@ import osmium
 import pytest
 from PIL import Image
 
-from config.settings import PROJECT_ROOT, Limits
+from config.settings import PROJECT_ROOT
 from engine import polyline
 from engine.errors import InvalidParameter
 from engine.geo import haversine_m
+from engine.limits import Limits
 from engine.render import style
 from engine.render.mercator import Viewport, metres_per_pixel, to_lnglat, to_mercator
 from engine.render.overlays import Marker, Path, parse_color, parse_markers, parse_path
@@ -28,7 +29,7 @@ def _rgb(hex_colour: str) -> np.ndarray:
 
 
 def _image(result: dict) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(result["body"])).convert("RGB"), dtype=np.int16)
+    return np.asarray(Image.open(io.BytesIO(result.body)).convert("RGB"), dtype=np.int16)
 
 
 def _near(img: np.ndarray, col: float, row: float, colour: np.ndarray, tol: int = 28, radius: int = 1) -> bool:
@@ -58,8 +59,8 @@ def test_mercator_round_trip_and_zoom_scale():
 @pytest.mark.parametrize("zoom", [13, 15, 17])
 def test_png_decodes_with_size_and_content(datasets, center, zoom):
     result = run(datasets, StaticMapParams(center=center, zoom=zoom, width=320, height=240))
-    assert result["content_type"] == "image/png"
-    img = Image.open(io.BytesIO(result["body"]))
+    assert result.content_type == "image/png"
+    img = Image.open(io.BytesIO(result.body))
     assert img.format == "PNG" and img.size == (320, 240)
     arr = np.asarray(img.convert("RGB"), dtype=np.int16)
     data_area = arr[60:180, 80:240]  # the middle of the image, inside coverage for both samples
@@ -73,15 +74,15 @@ def test_png_decodes_with_size_and_content(datasets, center, zoom):
 
 def test_scale_2_and_jpeg(datasets):
     result = run(datasets, StaticMapParams(center=MONACO, zoom=16, width=300, height=200, scale=2, format="jpg"))
-    assert result["content_type"] == "image/jpeg"
-    img = Image.open(io.BytesIO(result["body"]))
+    assert result.content_type == "image/jpeg"
+    img = Image.open(io.BytesIO(result.body))
     assert img.format == "JPEG" and img.size == (600, 400)
 
 
 def test_max_size_renders(datasets):
     top = Limits().staticmap_max_size
     result = run(datasets, StaticMapParams(center=HELSINKI, zoom=15, width=top, height=top))
-    assert Image.open(io.BytesIO(result["body"])).size == (top, top)
+    assert Image.open(io.BytesIO(result.body)).size == (top, top)
 
 
 def test_outside_coverage_is_a_neutral_valid_image(datasets):
@@ -200,7 +201,7 @@ def test_fit_to_markers_and_paths(datasets):
     assert one.zoom == 15
     path_only = viewport_for(StaticMapParams(paths=(Path(pts),)))
     assert path_only.zoom >= vp.zoom
-    img = Image.open(io.BytesIO(run(datasets, params)["body"]))
+    img = Image.open(io.BytesIO(run(datasets, params).body))
     assert img.size == (600, 400)
 
 
@@ -317,7 +318,7 @@ def test_concurrent_renders_are_identical_to_serial(datasets):
 
     params = [StaticMapParams(center=MONACO, zoom=z, width=200, height=150) for z in (14, 15, 16)]
     params += [StaticMapParams(center=HELSINKI, zoom=z, width=200, height=150) for z in (15, 17)]
-    serial = [run(datasets, p)["body"] for p in params]
+    serial = [run(datasets, p).body for p in params]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        parallel = list(pool.map(lambda p: run(datasets, p)["body"], params * 2))
+        parallel = list(pool.map(lambda p: run(datasets, p).body, params * 2))
     assert parallel == serial * 2

@@ -56,6 +56,8 @@ def test_values_are_read():
         ({"DATABASE_URL": "meridian.db"}, "DATABASE_URL"),
         ({"SERVICE_NAME": "a b"}, "SERVICE_NAME"),
         ({"BACKEND_RETRIES": "-1"}, "BACKEND_RETRIES"),
+        ({"MERIDIAN_WEBHOOK_MAX_RETRIES": "many"}, "MERIDIAN_WEBHOOK_MAX_RETRIES"),
+        ({"MERIDIAN_WEBHOOK_BACKOFF_S": "-1"}, "MERIDIAN_WEBHOOK_BACKOFF_S"),
     ],
 )
 def test_invalid_settings_name_the_variable(env, variable):
@@ -74,3 +76,70 @@ def test_serve_fails_fast_with_message():
     )
     assert proc.returncode != 0
     assert "configuration error" in proc.stderr and "SERVICE_API_KEY" in proc.stderr
+
+
+def test_webhook_retry_policy_is_read():
+    s = Settings.from_env({"MERIDIAN_WEBHOOK_MAX_RETRIES": "1", "MERIDIAN_WEBHOOK_BACKOFF_S": "0.5"})
+    assert (s.webhook_max_retries, s.webhook_backoff_s) == (1, 0.5)
+    assert (Settings.from_env({}).webhook_max_retries, Settings.from_env({}).webhook_backoff_s) == (6, 2.0)
+
+
+# Modules the web process imports: none may read the environment when imported, so a bad value
+# fails where the Settings are built (create_app, `meridian serve`), with its message.
+WEB_MODULES = [
+    "app.runtime",
+    "app.dispatch",
+    "app.jobs",
+    "app.metrics",
+    "app.functions.geofencing",
+    "app.functions.staticmap",
+    "app.functions.batch",
+    "app.functions.jobs",
+    "workers.celery_app",
+    "tasks.webhooks",
+]
+BAD_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "WEB_CONCURRENCY": "lots",
+    "WORKER_CONCURRENCY": "0",
+    "REDIS_URL": "http://not-redis",
+    "MERIDIAN_WEBHOOK_MAX_RETRIES": "many",
+}
+
+
+def _python(code: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_importing_route_modules_with_a_bad_environment_does_not_fail():
+    code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)"
+    proc = _python(code, BAD_ENV, *WEB_MODULES)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the same environment stops the web where its Settings are built, naming the variable
+    proc = _python("import app.wsgi", BAD_ENV)
+    assert proc.returncode != 0 and "ConfigError" in proc.stderr
+
+
+def test_the_worker_entry_point_fails_fast_naming_the_variable():
+    proc = _python("import workers.main", {"PATH": "/usr/bin:/bin", "WEB_CONCURRENCY": "lots"})
+    assert proc.returncode != 0
+    assert "ConfigError" in proc.stderr and "WEB_CONCURRENCY" in proc.stderr
+
+
+def test_the_worker_entry_point_registers_every_task():
+    proc = _python(
+        "import workers.main as m; m.app.loader.import_default_modules(); "
+        "print(' '.join(sorted(t for t in m.app.tasks if t.startswith('meridian.'))))",
+        {"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [
+        "meridian.geocode_chunk",
+        "meridian.geocode_many",
+        "meridian.geofence_webhook",
+        "meridian.heavy",
+        "meridian.heavy_job",
+        "meridian.ping",
+    ]

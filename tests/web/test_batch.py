@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from config.settings import PROJECT_ROOT, Limits
+from config.settings import PROJECT_ROOT
+from engine.limits import Limits
 
 pytestmark = pytest.mark.integration
 

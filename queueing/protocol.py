@@ -1,0 +1,254 @@
+"""The queue protocol: everything a web process and a Celery worker agree on, in one place.
+
+A queued request, followed through one module per side:
+
+- web side, ``app/dispatch.py`` (synchronous heavy functions) and ``app/jobs.py`` (jobs): compute
+  :func:`cache_key`, answer from it when a record is stored; else register a wake-up list in
+  :func:`waiters_key`, claim the :func:`inflight_key` marker (an identical request in flight is
+  joined, not queued twice), send the task with :func:`send_heavy` (or :func:`send_heavy_job`,
+  :func:`send_geocode_chunk`) and read the record back with :func:`read_result`;
+- worker side, ``tasks/heavy.py`` and ``tasks/batch.py``: compute, then :func:`store_result`
+  (stores the record, wakes every waiter, clears the in-flight marker in one script), or write the
+  job keys below.
+
+Redis keys (``<ns>`` is ``SERVICE_NAME``):
+
+- ``<ns>:cache:<kind>:<sha256>``  a result record (below), kept ``CACHE_TTL`` (errors
+                                  ``ERROR_TTL_S``);
+- ``<key>:inflight``              a task computing ``<key>`` is queued or running (``SET NX``);
+- ``<key>:waiters``               set of the wake-up lists of the requests waiting for ``<key>``;
+- ``<key>:wake:<random>``         one waiting request's wake-up list (the worker RPUSHes to it);
+- ``<ns>:job:<id>``               hash: a job's record (``app/jobs.py`` lists the fields);
+- ``<ns>:job:<id>:progress``      hash: chunk index -> addresses done (batch geocoding);
+- ``<ns>:job:<id>:chunk:<i>``     JSON list: chunk ``i``'s results (batch geocoding);
+- ``<ns>:job:<id>:failed``        hash: chunk index -> message (batch geocoding);
+- ``<ns>:job:<id>:result``        a heavy job's result record.
+
+A result record is one of three, told apart by its first byte:
+
+- a JSON document: ``J<json>`` -- read as :class:`JsonText` (the bytes, sent as stored);
+- a binary body: ``B<content type>\\n<bytes>`` -- :class:`~engine.results.BinaryResult`;
+- an error: ``J{"__error__": {"kind", "message", "parameter"}}`` -- :class:`ErrorRecord`, which
+  :func:`read_result` raises as the :class:`~engine.errors.MeridianError` the worker caught.
+
+No Flask and no Celery here: the web sends tasks through any object with Celery's ``send_task``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+import redis
+
+from engine.codec import canonical, encode, json_bytes
+from engine.errors import ErrorKind, MeridianError
+from engine.results import BinaryResult
+
+# ---------------------------------------------------------------------------- queues and tasks
+DEFAULT_QUEUE = "default"
+BATCH_QUEUE = "batch"
+QUEUES = (DEFAULT_QUEUE, "isochrone", "staticmap", "geometry", BATCH_QUEUE)  # heavy kinds get a queue each
+SOFT_TIME_LIMIT_S = 60  # a task gets SoftTimeLimitExceeded (stored as an UNAVAILABLE error) ...
+HARD_TIME_LIMIT_S = 90  # ... and is killed past this
+VISIBILITY_TIMEOUT_S = 300  # the broker redelivers an unacknowledged task after this
+INFLIGHT_TTL_S = HARD_TIME_LIMIT_S + 10  # the in-flight marker outlives any run of its task
+
+HEAVY_TASK = "meridian.heavy"
+HEAVY_JOB_TASK = "meridian.heavy_job"
+GEOCODE_CHUNK_TASK = "meridian.geocode_chunk"
+
+ERROR_TTL_S = 30  # a data error (bad parameter, time limit) is cached briefly
+INTERNAL_ERROR_TTL_S = 10  # an unexpected failure even more briefly
+WAKE_TTL_S = 60  # wake-up lists and the waiters set outlive a waiting request
+
+
+class TaskSender(Protocol):
+    """What the web needs of its Celery app: ``Celery.send_task``."""
+
+    def send_task(self, name: str, args: Any = None, **options: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class HeavyCall:
+    """One call of a heavy service function: ``kind`` is its queue (isochrone | staticmap |
+    geometry), ``service_ref`` is ``"engine.services.<module>:run"``."""
+
+    kind: str
+    service_ref: str
+    params: object
+
+
+# ---------------------------------------------------------------------------- keys
+def cache_key(namespace: str, call: HeavyCall, dataset_versions: str) -> str:
+    """Kind + service + normalised parameters + dataset versions: an identical request of the
+    same data has the same key."""
+    digest = hashlib.sha256(f"{call.service_ref}|{canonical(call.params)}|{dataset_versions}".encode()).hexdigest()
+    return f"{namespace}:cache:{call.kind}:{digest}"
+
+
+def kind_of(key: str) -> str:
+    """The kind (queue) named in a cache key."""
+    return key.split(":")[2]
+
+
+def inflight_key(key: str) -> str:
+    return f"{key}:inflight"
+
+
+def waiters_key(key: str) -> str:
+    return f"{key}:waiters"
+
+
+def new_wake_key(key: str) -> str:
+    return f"{key}:wake:{uuid.uuid4().hex}"
+
+
+def job_key(namespace: str, job_id: str) -> str:
+    return f"{namespace}:job:{job_id}"
+
+
+def job_result_key(job: str) -> str:
+    return f"{job}:result"
+
+
+def job_progress_key(job: str) -> str:
+    return f"{job}:progress"
+
+
+def job_failed_key(job: str) -> str:
+    return f"{job}:failed"
+
+
+def job_chunk_key(job: str, index: int) -> str:
+    return f"{job}:chunk:{index}"
+
+
+# ---------------------------------------------------------------------------- records
+class JsonText:
+    """A JSON document as stored: the gateway sends the bytes as they are (no parse and
+    re-encode of a large GeoJSON); ``data`` parses it when a face needs the object."""
+
+    __slots__ = ("body", "_data")
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self._data: Any = None
+
+    @property
+    def data(self) -> Any:
+        if self._data is None:
+            self._data = json.loads(self.body)
+        return self._data
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """A worker's :class:`MeridianError`, stored so that the waiting request raises it."""
+
+    kind: ErrorKind
+    message: str
+    parameter: str | None = None
+
+    @classmethod
+    def of(cls, exc: MeridianError) -> ErrorRecord:
+        return cls(exc.kind, exc.message, exc.parameter)
+
+    def exception(self) -> MeridianError:
+        return MeridianError(self.message, kind=self.kind, parameter=self.parameter)
+
+
+Record = JsonText | BinaryResult | ErrorRecord
+_JSON, _BINARY = b"J", b"B"
+_ERROR_FIELD = "__error__"
+_ERROR_PREFIX = b'J{"' + _ERROR_FIELD.encode() + b'"'
+
+
+def pack(result: dict[str, Any] | BinaryResult | ErrorRecord) -> bytes:
+    """A service function's result (a JSON document or a binary body), or an error, as stored."""
+    if isinstance(result, BinaryResult):
+        return _BINARY + result.content_type.encode() + b"\n" + result.body
+    if isinstance(result, ErrorRecord):
+        error = {"kind": result.kind.name, "message": result.message, "parameter": result.parameter}
+        return _JSON + json_bytes({_ERROR_FIELD: error})
+    return _JSON + json_bytes(result)
+
+
+def unpack(raw: bytes | str) -> Record:
+    if isinstance(raw, str):
+        raise TypeError("result records are bytes: use a Redis client without decode_responses")
+    if raw[:1] == _BINARY:
+        content_type, _, body = raw[1:].partition(b"\n")
+        return BinaryResult(content_type.decode(), body)
+    if raw.startswith(_ERROR_PREFIX):
+        error = orjson.loads(raw[1:])[_ERROR_FIELD]
+        return ErrorRecord(ErrorKind[error["kind"]], error["message"], error.get("parameter"))
+    return JsonText(raw[1:])
+
+
+def read_result(raw: bytes | str) -> JsonText | BinaryResult:
+    """A stored record for the web layer: an error is raised, a result returned."""
+    record = unpack(raw)
+    if isinstance(record, ErrorRecord):
+        raise record.exception()
+    return record
+
+
+# Store, wake every registered waiter, forget the waiters and clear the in-flight marker: one
+# round trip. The wake-up lists are not declared in KEYS (fine on one Redis; not for Cluster).
+_STORE_SCRIPT = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+local waiters = redis.call('SMEMBERS', KEYS[2])
+for _, wake in ipairs(waiters) do
+  redis.call('RPUSH', wake, 1)
+  redis.call('EXPIRE', wake, tonumber(ARGV[3]))
+end
+redis.call('DEL', KEYS[2], KEYS[3])
+return #waiters
+"""
+
+
+def store_result(client: redis.Redis, key: str, result: dict[str, Any] | BinaryResult | ErrorRecord, ttl_s: int) -> int:
+    """Store the record, then wake every web request waiting for it; returns how many waited.
+
+    A waiter adds its own wake-up list to ``<key>:waiters`` *before* it looks at the cache, and the
+    record is stored *before* the waiters are read here (atomically, in one script): whichever
+    comes first, no waiter sleeps past a stored result. The in-flight marker goes with it, so an
+    identical request that comes later is answered from the cache, not joined to a finished task."""
+    script = client.register_script(_STORE_SCRIPT)  # EVALSHA, loaded on first use by redis-py
+    waiters = script(keys=[key, waiters_key(key), inflight_key(key)], args=[pack(result), max(1, ttl_s), WAKE_TTL_S])
+    return int(waiters)
+
+
+# ---------------------------------------------------------------------------- messages
+# The web sends these tasks by name; the tasks (tasks/heavy.py, tasks/batch.py) take the same
+# arguments in the same order.
+def send_heavy(sender: TaskSender, call: HeavyCall, key: str, dataset_versions: str) -> None:
+    """``meridian.heavy`` on the kind's queue: compute ``call`` into ``key``."""
+    sender.send_task(
+        HEAVY_TASK,
+        args=[call.service_ref, encode(call.params), key, dataset_versions],
+        queue=call.kind,
+        ignore_result=True,  # the result travels under the cache key, not Celery's backend
+    )
+
+
+def send_heavy_job(sender: TaskSender, call: HeavyCall, key: str, dataset_versions: str, job: str, ttl_s: int) -> None:
+    """``meridian.heavy_job``: as ``meridian.heavy``, and the record copied to the job's result."""
+    sender.send_task(
+        HEAVY_JOB_TASK,
+        args=[call.service_ref, encode(call.params), key, job, ttl_s, dataset_versions],
+        queue=call.kind,
+        ignore_result=True,
+    )
+
+
+def send_geocode_chunk(sender: TaskSender, job: str, index: int, queries: list[str], limit: int, ttl_s: int) -> None:
+    """``meridian.geocode_chunk`` on queue ``batch``: one chunk of a batch geocoding job."""
+    sender.send_task(
+        GEOCODE_CHUNK_TASK, args=[job, index, queries, limit, ttl_s], queue=BATCH_QUEUE, ignore_result=True
+    )
