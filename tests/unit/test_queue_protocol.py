@@ -83,7 +83,9 @@ def test_cache_key_depends_on_every_part():
     call = HeavyCall("isochrone", "engine.services.isochrone:run", GeocodeParams(query="a", limit=1))
     key = protocol.cache_key("ns", call, "v1")
     assert key.startswith("ns:cache:isochrone:") and protocol.kind_of(key) == "isochrone"
-    assert key == protocol.cache_key("ns", HeavyCall(call.kind, call.service_ref, GeocodeParams(query="a", limit=1)), "v1")
+    assert key == protocol.cache_key(
+        "ns", HeavyCall(call.kind, call.service_ref, GeocodeParams(query="a", limit=1)), "v1"
+    )
     others = [
         protocol.cache_key("other", call, "v1"),
         protocol.cache_key("ns", call, "v2"),
