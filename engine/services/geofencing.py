@@ -43,7 +43,7 @@ from engine.errors import InvalidParameter, NotFound
 from engine.geofence.index import FenceIndex
 from engine.geofence.model import Fence, parse_fence
 from engine.geofence.registry import FenceIndexCache, RedisFenceVersions
-from engine.geofence.transitions import ENTER, EXIT, DeviceTransitions
+from engine.geofence.transitions import ENTER, EXIT, CheckResult, DeviceTransitions
 from engine.geofence.webhooks import Delivery, delivery
 from engine.limits import DEFAULT_LIMITS, Limits
 
@@ -79,7 +79,7 @@ def run(
     transitions: DeviceTransitions | None = None,
     *,
     limits: Limits | None = None,
-) -> dict:
+) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     _check_point(params.lat, params.lng)
     _check_fence_ids(params.fence_ids, limits)
@@ -89,7 +89,7 @@ def run(
             raise ValueError("a device was given but no DeviceTransitions store")
     statuses = index.check(params.lat, params.lng, params.fence_ids)
     result = None
-    if params.device is not None:
+    if params.device is not None and transitions is not None:
         inside = [s.id for s in statuses if s.inside]
         checked = None if params.fence_ids is None else [s.id for s in statuses]
         result = transitions.update(params.device, inside, checked)
@@ -107,7 +107,7 @@ def run_batch(
     transitions: DeviceTransitions | None = None,
     *,
     limits: Limits | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Many points (a fleet) in one call. Per point: the ids of the fences containing it and, for
     points with a ``device``, only the changes (``enter``/``exit``) since that device's previous
     check; a device listed twice is updated in list order.
@@ -131,21 +131,22 @@ def run_batch(
     if transitions is None and any(p.device is not None for p in points):
         raise ValueError("devices were given but no DeviceTransitions store")
     subset = None
+    checked = None
     if params.fence_ids is not None:
         ids = index.ids
         subset = {ids[i] for i in index.positions(params.fence_ids).tolist()}
+        checked = list(dict.fromkeys(params.fence_ids))
     inside_lists = index.containing_many([p.lat for p in points], [p.lng for p in points])
     if subset is not None:
         inside_lists = [[f for f in lst if f in subset] for lst in inside_lists]
-    checked = None if subset is None else list(dict.fromkeys(params.fence_ids))
-    with_device = [i for i, p in enumerate(points) if p.device is not None]
-    updates = {}
-    if with_device:
-        res = transitions.update_many([(points[i].device, inside_lists[i], checked) for i in with_device])
-        updates = dict(zip(with_device, res, strict=True))
+    devices = {i: p.device for i, p in enumerate(points) if p.device is not None}
+    updates: dict[int, CheckResult] = {}
+    if devices and transitions is not None:
+        res = transitions.update_many([(device, inside_lists[i], checked) for i, device in devices.items()])
+        updates = dict(zip(devices, res, strict=True))
     results = []
     for i, p in enumerate(points):
-        item = {"index": i, "device": p.device, "inside": inside_lists[i]}
+        item: dict[str, Any] = {"index": i, "device": p.device, "inside": inside_lists[i]}
         if i in updates:
             changes = updates[i].changes
             if subset is None:  # fences deleted since the previous check are not reported
@@ -165,7 +166,7 @@ def _check_point(lat: float, lng: float, where: str = "") -> None:
         raise InvalidParameter("lng must be a number in [-180, 180]", parameter=f"{prefix}lng")
 
 
-def _check_fence_ids(fence_ids, limits: Limits) -> None:
+def _check_fence_ids(fence_ids: Sequence[str] | None, limits: Limits) -> None:
     if fence_ids is None:
         return
     if len(fence_ids) == 0:
@@ -337,7 +338,8 @@ class FenceService:
         for ds in self.datasets.all():
             area = ds.admin.by_osm_id(osm_id)
             if area is not None:
-                return area.geometry
+                geometry: BaseGeometry = area.geometry
+                return geometry
         return None
 
     @staticmethod
