@@ -27,7 +27,7 @@ from pathlib import Path
 
 import osmium
 import shapely
-from shapely.geometry import LinearRing, LineString, MultiPolygon, Point, Polygon, box
+from shapely.geometry import GeometryCollection, LinearRing, LineString, MultiPolygon, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 from shapely.ops import linemerge, polygonize, unary_union
 
@@ -59,8 +59,8 @@ def extract_bbox(pbf_path: Path | str) -> list[float] | None:
     min_lng = min_lat = 1e9
     max_lng = max_lat = -1e9
     for n in fp:
-        loc = n.location
-        if loc.valid():
+        loc = n.location if isinstance(n, osmium.osm.Node) else None
+        if loc is not None and loc.valid():
             min_lng, max_lng = min(min_lng, loc.lon), max(max_lng, loc.lon)
             min_lat, max_lat = min(min_lat, loc.lat), max(max_lat, loc.lat)
     return None if min_lng > max_lng else [min_lng, min_lat, max_lng, max_lat]
@@ -72,7 +72,7 @@ def _valid_polygonal(geom: BaseGeometry | None) -> BaseGeometry | None:
         return None
     if not geom.is_valid:
         geom = shapely.make_valid(geom)
-    if geom.geom_type == "GeometryCollection":
+    if isinstance(geom, GeometryCollection):
         polys = [g for g in geom.geoms if g.geom_type in ("Polygon", "MultiPolygon")]
         geom = unary_union(polys) if polys else None
     if geom is None or geom.is_empty or geom.geom_type not in ("Polygon", "MultiPolygon"):
@@ -81,7 +81,7 @@ def _valid_polygonal(geom: BaseGeometry | None) -> BaseGeometry | None:
 
 
 def _as_multi(geom: BaseGeometry) -> BaseGeometry:
-    return MultiPolygon([geom]) if geom.geom_type == "Polygon" else geom
+    return MultiPolygon([geom]) if isinstance(geom, Polygon) else geom
 
 
 def _extend_to_frame(end: LonLat, prev: LonLat, bbox_poly: Polygon, frame: LinearRing) -> LonLat | None:
@@ -111,9 +111,9 @@ def _partial_area(
     """Area of a relation inside the extract from the member lines that are present."""
     frame = bbox_poly.exterior
     lines = []
-    for coords in way_lines:
-        if len(coords) >= 2:
-            lines.append(LineString(coords))
+    for run in way_lines:
+        if len(run) >= 2:
+            lines.append(LineString(run))
     merged = linemerge(lines) if lines else None
     parts = (
         list(merged.geoms)

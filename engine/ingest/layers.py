@@ -253,6 +253,8 @@ def _admin_member_ways(pbf: str) -> dict[int, int]:
         osmium.filter.TagFilter(("boundary", "administrative"))
     )
     for rel in fp:
+        if not isinstance(rel, osmium.osm.Relation):
+            continue
         level = _admin_level(rel.tags.get("admin_level"))
         if level is None:
             continue
@@ -284,7 +286,7 @@ def assemble_sea(
     merged = shapely.line_merge(shapely.union_all(coast))
     parts = list(getattr(merged, "geoms", [merged]))
     islands = [shapely.Polygon(p.coords) for p in parts if p.is_ring and len(p.coords) >= 4]
-    pieces: list[shapely.LineString] = []
+    pieces: list[shapely.Geometry] = []
     for part in parts:
         if part.is_ring:
             continue
@@ -301,7 +303,7 @@ def assemble_sea(
         clipped = shapely.intersection(shapely.LineString(coords), box)
         if not clipped.is_empty:
             pieces.append(clipped)
-    faces: list = []
+    faces: list[shapely.Geometry] = []
     if pieces:
         noded = shapely.union_all([box.exterior, *pieces])
         faces = list(shapely.get_parts(shapely.polygonize(shapely.get_parts(noded))))
