@@ -18,6 +18,7 @@ from app.backend import RemoteCore
 from app.dispatch import Dispatcher
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
+from engine.store_follower import follow_store
 from queueing.protocol import HeavyCall
 from workers.celery_app import make_celery
 
@@ -58,7 +59,9 @@ class Runtime:
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
         celery = make_celery(settings)  # this process's one Celery app: it sends, never runs, tasks
         dispatcher = Dispatcher(client, celery, settings.service_name, settings.task_wait_timeout_s)
-        return cls(settings, DatasetRegistry(settings.data_dir), store, client, access, backend, celery, dispatcher)
+        registry = DatasetRegistry(settings.data_dir)
+        follow_store(settings, on_change=registry.reload)  # DATASET_STORE: pull published versions
+        return cls(settings, registry, store, client, access, backend, celery, dispatcher)
 
     def dataset_versions(self) -> str:
         return self.datasets.versions()

@@ -300,5 +300,9 @@ def openapi_cmd(out_dir: Path) -> None:
     click.echo(f"wrote {out_dir / 'openapi.json'} and {out_dir / 'index.html'}")
 
 
+from cli.dataset import dataset  # noqa: E402  (the `meridian dataset` group)
+
+main.add_command(dataset)
+
 if __name__ == "__main__":
     main()

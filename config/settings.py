@@ -8,6 +8,7 @@ variable when a value is missing or invalid, so a process fails fast instead of 
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -74,6 +75,19 @@ def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
     return raw
 
 
+def _json_object(env: dict, name: str) -> dict:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a JSON object, got {raw!r}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a JSON object, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     port: int = 3000
@@ -99,6 +113,9 @@ class Settings:
     worker_concurrency: int = 2
     webhook_max_retries: int = 6  # geofence webhooks: retries after the first attempt
     webhook_backoff_s: float = 2.0  # the first retry's delay; doubled at each retry
+    dataset_store: str | None = None  # DATASET_STORE: follow this store (directory, file://, s3://)
+    dataset_poll_interval_s: float = 30.0  # DATASET_POLL_INTERVAL
+    dataset_store_options: dict = field(default_factory=dict, hash=False)  # DATASET_STORE_OPTIONS: JSON, fsspec
     limits: Limits = field(default_factory=Limits)  # the engine's; the defaults for now
 
     @classmethod
@@ -149,6 +166,9 @@ class Settings:
             webhook_max_retries=_int(env, "MERIDIAN_WEBHOOK_MAX_RETRIES", 6, 0, 20),
             webhook_backoff_s=_float(env, "MERIDIAN_WEBHOOK_BACKOFF_S", 2.0, 0.0),
             limits=Limits(),
+            dataset_store=(env.get("DATASET_STORE") or "").strip() or None,
+            dataset_poll_interval_s=_float(env, "DATASET_POLL_INTERVAL", 30.0, 0.5),
+            dataset_store_options=_json_object(env, "DATASET_STORE_OPTIONS"),
         )
         if database_url:
             values["database_url"] = database_url

@@ -40,6 +40,7 @@ TASK_MODULES = (
     "tasks.ops",
     "tasks.warmup",
     "tasks.signals",
+    "tasks.follow",  # follows DATASET_STORE from the worker's main process
 )
 
 

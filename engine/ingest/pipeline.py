@@ -229,13 +229,13 @@ def import_pbf(
         shutil.rmtree(building, ignore_errors=True)
         raise
 
-    _swap_current(current, final)
-    _prune_old_versions(versions, keep={final.name})
+    swap_current(current, final)
+    prune_old_versions(versions, keep={final.name})
     log.info("region %s: version %s ready in %.1fs", region, version, manifest["build_seconds"])
     return ImportResult(region, version, final, manifest, False)
 
 
-def _swap_current(current: Path, target: Path) -> None:
+def swap_current(current: Path, target: Path) -> None:
     """Point ``current`` at ``target`` atomically (rename of a fresh symlink over the old one)."""
     tmp = current.with_name(f".current-{os.getpid()}")
     if tmp.is_symlink() or tmp.exists():
@@ -244,7 +244,7 @@ def _swap_current(current: Path, target: Path) -> None:
     os.replace(tmp, current)
 
 
-def _prune_old_versions(versions: Path, keep: set[str], retain: int = 2) -> None:
+def prune_old_versions(versions: Path, keep: set[str], retain: int = 2) -> None:
     """Keep the newest ``retain`` versions (a process may still have the previous one open)."""
     done = sorted(
         (p for p in versions.iterdir() if p.is_dir() and not p.name.startswith(".")),
