@@ -7,6 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export REDIS_URL=$(bash scripts/ensure-redis.sh) || { echo "no Redis available" >&2; exit 1; }
 bash scripts/ensure-chromium.sh || echo "warning: chromium unavailable; browser tests will skip" >&2
+bash scripts/ensure-haproxy.sh || echo "warning: haproxy unavailable; the multi-node test will skip" >&2
 mkdir -p tests/artifacts
 .venv/bin/python -m pytest "$@"
 rc=$?
