@@ -33,6 +33,9 @@ def _resolve(ref: str) -> Callable[..., Any]:
     return function
 
 
+VERSION_SKEW_TTL_S = 30  # cache life of an answer computed from other dataset versions than its key's
+
+
 @shared_task(name=HEAVY_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_heavy(
     service_ref: str, encoded_params: dict[str, Any], cache_key: str, dataset_versions: str | None = None
@@ -40,8 +43,15 @@ def run_heavy(
     """``dataset_versions``: what the web process keyed the cache with (None from older senders)."""
     client = redis_client()
     try:
-        result = _resolve(service_ref)(datasets(dataset_versions), decode(encoded_params))
-        store_result(client, cache_key, result, settings().cache_ttl_s)
+        registry = datasets(dataset_versions)
+        ttl_s = settings().cache_ttl_s
+        if dataset_versions is not None and registry.versions() != dataset_versions:
+            # this worker has not (yet) pulled the versions the web keyed the cache with (a
+            # roll-out in progress): the waiting client gets the answer of the data it has, and the
+            # cache keeps that answer only until the worker has caught up
+            ttl_s = min(ttl_s, VERSION_SKEW_TTL_S)
+        result = _resolve(service_ref)(registry, decode(encoded_params))
+        store_result(client, cache_key, result, ttl_s)
         return {"ok": True}
     except MeridianError as exc:
         store_result(client, cache_key, ErrorRecord.of(exc), ERROR_TTL_S)
