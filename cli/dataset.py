@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from config.settings import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from engine.store import DatasetStore
 
 
 def _settings() -> Settings:
@@ -16,7 +20,7 @@ def _settings() -> Settings:
         raise click.ClickException(f"configuration error: {exc}") from exc
 
 
-def _store(url: str | None, settings: Settings):
+def _store(url: str | None, settings: Settings) -> DatasetStore:
     from engine.store import DatasetStore, StoreError
 
     url = url or settings.dataset_store

@@ -18,6 +18,7 @@ import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from config.settings import Settings
 from engine import layout
@@ -105,7 +106,7 @@ def follow(
     data_dir: Path,
     interval_s: float,
     on_change: Callable[[], None] | None = None,
-    options: dict | None = None,
+    options: dict[str, Any] | None = None,
 ) -> StoreFollower | None:
     """Start following ``store_url`` (None when no store is configured)."""
     if not store_url:
