@@ -80,7 +80,7 @@ class Traffic:
                 url, params = f"{self.base}/v1/routing", ROUTE
             phase = self.phase
             try:
-                resp = session.get(url, params=params, timeout=30)
+                resp = session.get(url, params=params, timeout=90)
                 status, detail = resp.status_code, ("" if resp.ok else resp.text[:200])
             except requests.RequestException as exc:
                 status, detail = 0, type(exc).__name__
