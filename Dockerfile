@@ -23,10 +23,11 @@ RUN python -m venv /opt/meridian \
     && /opt/meridian/bin/pip install .
 
 FROM python:3.11-slim-bookworm AS runtime
-# a fixed, unprivileged user: gunicorn and the Celery workers never run as root
+# a fixed, unprivileged user: gunicorn and the Celery workers never run as root; the directories
+# exist in the image so that named volumes mounted on them start owned by that user
 RUN groupadd --system --gid 10001 meridian \
     && useradd --system --uid 10001 --gid meridian --home-dir /var/lib/meridian --create-home meridian \
-    && mkdir -p /var/lib/meridian/data /srv/datasets \
+    && mkdir -p /var/lib/meridian/data /var/lib/meridian/import /srv/datasets \
     && chown -R meridian:meridian /var/lib/meridian /srv/datasets
 COPY --from=build /opt/meridian /opt/meridian
 ENV PATH=/opt/meridian/bin:$PATH \
