@@ -214,10 +214,11 @@ def test_follower_thread_converges_within_its_interval(source, tmp_path):
     try:
         v1 = publisher.publish(layout.current_link(source, REGION).resolve()).version
         t0 = time.monotonic()
-        while local_version(node, REGION) != v1 and time.monotonic() - t0 < 10:
+        while local_version(node, REGION) != v1 and time.monotonic() - t0 < 30:
             time.sleep(0.05)
         assert local_version(node, REGION) == v1
-        assert time.monotonic() - t0 < 0.5 * 1.1 + 2.0  # one interval (+ jitter) plus the pull
+        # one interval (+ jitter) plus the pull of 2.5 MB, with room for a busy shared machine
+        assert time.monotonic() - t0 < 0.5 * 1.1 + 5.0
     finally:
         follower.stop()
 
