@@ -34,7 +34,8 @@ from tests.deploy.cluster import Backend, haproxy, haproxy_binary, postgres_clus
 from tests.deploy.versions import copy_region, derive_version
 from tests.fixtures_live import free_port, start_gunicorn, start_redis, start_worker, stop, wait_worker
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+# the first test of a session to use ``data_dir`` pays for the sample imports (minutes on a busy machine)
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(900)]
 
 REGION = "helsinki"
 POLL_S = 1.0
@@ -242,8 +243,8 @@ def test_three_nodes_behind_haproxy_publish_roll_out_kill_and_quota(data_dir, tm
                 derive_version(publisher, REGION, "2")
                 v2 = local_version(publisher, REGION)
                 traffic.phase = "rollout"
-                published_at = time.monotonic()
                 tr.say(f"publish v2: {publish(publisher, store, logs / 'publish.log')}")
+                published_at = time.monotonic()  # latest.json names v2 from here on
 
                 def seen() -> str:
                     versions = {n: node_version(b) for n, b in web.items()}
