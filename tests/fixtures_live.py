@@ -102,6 +102,7 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
         SERVICE_NAME=settings.service_name,
         NODE_ENV=settings.environment,
         AUTH_CACHE_TTL=str(settings.auth_cache_ttl_s),
+        TASK_WAIT_TIMEOUT=str(settings.task_wait_timeout_s),
         PYTHONPATH=str(PROJECT_ROOT),
     )
     env.update(extra)
