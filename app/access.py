@@ -38,9 +38,8 @@ def gateway_key() -> str:
 def admit(service: str, key: str, cost: int = 1) -> None:
     """Authenticate, authorize and count one request (raises 401/403/429)."""
     access = runtime().access
-    ctx = g._get_current_object()
-    record = ctx.api_key = access.authenticate(key)  # known before a 403/429, for the request log
-    ctx.quota = access.admit(record, service, cost)
+    record = g.api_key = access.authenticate(key)  # known before a 403/429, for the request log
+    g.quota = access.admit(record, service, cost)
 
 
 def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:

@@ -47,9 +47,8 @@ def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | 
 def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response | None]:
     if not function.cacheable:
         return None, None
-    req = request._get_current_object()
-    etag = _etag(rt, function, req)
-    if "HTTP_IF_NONE_MATCH" in req.environ and req.if_none_match.contains(etag):
+    etag = _etag(rt, function, request)
+    if "HTTP_IF_NONE_MATCH" in request.environ and request.if_none_match.contains(etag):
         return etag, _cache_headers(rt, Response(status=304), function, etag)
     return etag, None
 

@@ -15,7 +15,7 @@ from marshmallow import Schema
 from app.access import admit, core_key
 from app.calls import core_answer
 from app.functions import REGISTRY, Function
-from app.validation import load_params
+from app.validation import CORE_PARSER
 from engine.errors import InvalidParameter
 
 bp = Blueprint("core", __name__)
@@ -29,7 +29,7 @@ def _schema(schema_class: type[Schema]) -> Schema:
 
 def _serve(function: Function, key: str):
     admit(function.service, key)
-    params = load_params(_schema(function.core_schema), request.args)
+    params = CORE_PARSER.parse(_schema(function.core_schema), request, location="query")
     return core_answer(function, params)
 
 

@@ -6,9 +6,9 @@ _settings = Settings.from_env()
 
 bind = f"0.0.0.0:{_settings.port}"
 workers = _settings.web_workers
-# gthread, serving a kept-alive connection's next request in the same thread when it comes at
-# once (config/gunicorn_worker.py): saves two thread hand-offs per request.
-worker_class = "config.gunicorn_worker.LingeringThreadWorker"
+# gunicorn's threaded worker: a pool of threads per process, kept-alive connections waiting in
+# the worker's poller between requests.
+worker_class = "gthread"
 threads = 4
 # Long point lists (1000 points ~ 22 KB) must fit in a URL: gunicorn's own limit is lifted (0)
 # and the app enforces Limits.request_line_bytes with a 414 in the spec's error body.

@@ -49,28 +49,11 @@ class ErrorBodySchema(Schema):
     parameter = fields.String(metadata={"description": "The parameter at fault (400 only)."})
 
 
-def _documenting(decorator):
-    """A flask-smorest decorator that only documents (``doc``, ``alt_response``) wraps the view in
-    a function that calls straight through: one more call and ``current_app`` look-up on every
-    request, seven of them for the error responses of each view. Keep what it documents
-    (``_apidoc``) on the view itself instead."""
-
-    def apply(func):
-        func._apidoc = decorator(func)._apidoc
-        return func
-
-    return apply
-
-
 class GatewayBlueprint(flask_smorest.Blueprint):
+    """flask-smorest's Blueprint with Meridian's parser (400 in the spec's body, unknown parameters
+    rejected) and the standard view of a function (:meth:`function_route`)."""
+
     ARGUMENTS_PARSER = MeridianParser()
-
-    def alt_response(self, status_code, **kwargs):
-        return _documenting(super().alt_response(status_code, **kwargs))
-
-    @staticmethod
-    def doc(**kwargs):
-        return _documenting(flask_smorest.Blueprint.doc(**kwargs))
 
     def function_route(
         self,
@@ -109,18 +92,15 @@ class GatewayBlueprint(flask_smorest.Blueprint):
 
         handler = self.error_responses(*errors)(handler)
         if response_schema is not None:
-            # documented only: these handlers answer with a Response, which flask-smorest's
-            # response wrapper would pass through unchanged on every request
-            handler = _documenting(self.response(200, response_schema, example=example))(handler)
+            # the handlers answer with a Response (ETag, caching headers), which flask-smorest
+            # returns as it is: the schema documents the body
+            handler = self.response(200, response_schema, example=example)(handler)
         handler = self.doc(summary=summary, description=description, **({"responses": responses} if responses else {}))(
             handler
         )
         # An instance, not the class: webargs would build a new schema for every request.
         schema = args_schema() if isinstance(args_schema, type) else args_schema
-        # flask-smorest's arguments decorator documents the schema and wraps the parser's own
-        # wrapper in one more that only calls through: keep the documentation, call the parser's
-        handler = _documenting(self.arguments(schema, location=location, as_kwargs=False))(handler)
-        handler = self.ARGUMENTS_PARSER.use_args(schema, location=location, as_kwargs=False)(handler)
+        handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         # one view instance for every request: the handlers keep no state on it
         view = type(
