@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from typing import Any
 
 import flask_smorest
-from flask import Flask, g, request
+from flask import Flask, Response, g, request
 
 from app import errors, logs
 from app.access import rate_limit_headers
@@ -45,7 +46,7 @@ answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every respo
 Map data © OpenStreetMap contributors, ODbL 1.0."""
 
 
-def _openapi_config(settings: Settings) -> dict:
+def _openapi_config(settings: Settings) -> dict[str, Any]:
     return {
         "API_TITLE": "Meridian",
         "API_VERSION": "1.0.0",
@@ -110,7 +111,7 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
     rt = app.extensions["meridian"]
 
     @app.before_request
-    def _start():
+    def _start() -> None:
         g.t0 = time.perf_counter()
         g.request_id = logs.request_id_from(request.headers.get("X-Request-Id"))
         env = request.environ  # the raw lengths: no decoding of the path or the query string
@@ -121,7 +122,7 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         rt.refresh_datasets()
 
     @app.after_request
-    def _finish(resp):
+    def _finish(resp: Response) -> Response:
         request_id = g.get("request_id")
         resp.headers["X-Request-Id"] = request_id or ""
         quota = g.get("quota")
@@ -132,7 +133,7 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         method, path, status = request.method, request.path, resp.status_code
         key_prefix = key.prefix if key is not None else None
 
-        def log_line():  # after the last byte: the client does not wait for it (app/logs.py)
+        def log_line() -> None:  # after the last byte: the client does not wait for it (app/logs.py)
             logs.request_line(
                 log,
                 method=method,

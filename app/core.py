@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from flask import Blueprint, request
+from flask import Blueprint, Response, request
 from marshmallow import Schema
 
 from app.access import admit, core_key
@@ -27,7 +27,7 @@ def _schema(schema_class: type[Schema]) -> Schema:
     return schema_class()
 
 
-def _serve(function: Function, key: str):
+def _serve(function: Function, key: str) -> Response:
     admit(function.service, key)
     params = CORE_PARSER.parse(_schema(function.core_schema), request, location="query")
     return core_answer(function, params)
@@ -35,7 +35,7 @@ def _serve(function: Function, key: str):
 
 @bp.get("/services/json")
 @bp.get("/services/v2/json")
-def services():
+def services() -> Response:
     key = core_key()
     cmd = (request.args.get("cmd") or "").strip()
     if not cmd:
@@ -49,7 +49,7 @@ def services():
 
 
 @bp.get("/suggest/json")
-def suggest_servlet():
+def suggest_servlet() -> Response:
     key = core_key()
     function = REGISTRY.get("suggest")
     if function is None:

@@ -31,7 +31,7 @@ class JsonFormatter(OrjsonFormatter):
     """``{"ts", "level", "logger", "msg", **extra}`` per line; ``ts`` in UTC with milliseconds,
     ``exc`` the formatted exception when there is one."""
 
-    converter = time.gmtime
+    converter = staticmethod(time.gmtime)
     default_time_format = "%Y-%m-%dT%H:%M:%S"
     default_msec_format = "%s.%03dZ"
 

@@ -1,5 +1,7 @@
 """gunicorn settings for ``meridian serve`` (values from the environment via config.settings)."""
 
+from typing import Any
+
 from config.settings import Settings
 
 _settings = Settings.from_env()
@@ -23,7 +25,7 @@ accesslog = None  # the app writes one structured line per request
 control_socket_disable = True
 
 
-def post_worker_init(worker):
+def post_worker_init(worker: Any) -> None:
     """Open the datasets' indexes in the background as soon as a web worker starts; then move
     everything loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every
     full collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and
@@ -34,7 +36,7 @@ def post_worker_init(worker):
     app = worker.wsgi
     registry = app.extensions["meridian"].datasets
 
-    def warm():
+    def warm() -> None:
         registry.warm()
         gc.collect()
         gc.freeze()

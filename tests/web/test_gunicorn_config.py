@@ -5,6 +5,7 @@ poller) or pipelined, and more connections than pool threads are all served."""
 from __future__ import annotations
 
 import http.client
+import importlib
 import socket
 import time
 from urllib.parse import urlparse
@@ -27,8 +28,6 @@ def _get(conn: http.client.HTTPConnection, path: str = "/v1/health/live") -> int
 
 
 def test_the_standard_threaded_worker_is_configured(monkeypatch):
-    import importlib
-
     monkeypatch.setenv("WEB_CONCURRENCY", "3")
     config = importlib.import_module("config.gunicorn")
     config = importlib.reload(config)  # settings are read when the module is loaded
@@ -43,7 +42,6 @@ def test_back_to_back_and_paused_requests_share_one_connection(live_server):
     for _ in range(50):
         assert _get(conn) == 200
     time.sleep(0.5)  # idle: the connection waits in the worker's poller, then comes back
-
     assert _get(conn) == 200
     assert conn.sock is sock, "the connection was not kept alive"
     conn.close()
