@@ -71,6 +71,14 @@ class ParamsSchema(Schema):
         return self.params_class(**data) if self.params_class is not None else data
 
 
+def query_values(args: MultiDict[str, str], schema: Schema) -> dict[str, Any]:
+    """The query string as ``schema`` loads it, by webargs' rule for repeated parameters (every
+    value of a list field, the first of any other), in a plain dict: marshmallow then looks each
+    field up at C speed instead of through the proxy's Python ``__getitem__``."""
+    proxy = MultiDictProxy(args, schema)
+    return {key: proxy[key] for key in proxy}
+
+
 class MeridianParser(FlaskParser):
     """webargs parser of the gateway: 400 (not 422) in the spec's body, unknown parameters
     rejected in the query string and in JSON bodies."""
@@ -82,6 +90,9 @@ class MeridianParser(FlaskParser):
         "querystring": ma.RAISE,
         "json": ma.RAISE,
     }
+
+    def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
+        return query_values(req.args, schema)
 
     def handle_error(
         self,
@@ -102,9 +113,11 @@ class CoreParser(MeridianParser):
     """The core face's query string: the function's parameters plus the command selector, which
     the function's schema does not know."""
 
-    def load_querystring(self, req: Request, schema: Schema) -> MultiDictProxy:
-        args = MultiDict([(k, v) for k, v in req.args.items(multi=True) if k not in TRANSPORT_PARAMETERS])
-        return MultiDictProxy(args, schema)
+    def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
+        values = query_values(req.args, schema)
+        for name in TRANSPORT_PARAMETERS:
+            values.pop(name, None)
+        return values
 
 
 CORE_PARSER = CoreParser()
