@@ -13,6 +13,7 @@ parameter (``limt=3``) would otherwise be ignored silently and the client would 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar, NoReturn
 
@@ -71,12 +72,24 @@ class ParamsSchema(Schema):
         return self.params_class(**data) if self.params_class is not None else data
 
 
-def query_values(args: MultiDict[str, str], schema: Schema) -> dict[str, Any]:
+# The repeatable parameters of each schema instance, by webargs' rule (``MultiDictProxy.multiple_keys``):
+# worked out once per instance rather than on every request.
+_MULTIPLE_KEYS: weakref.WeakKeyDictionary[Schema, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def multiple_keys(schema: Schema) -> frozenset[str]:
+    keys = _MULTIPLE_KEYS.get(schema)
+    if keys is None:
+        keys = _MULTIPLE_KEYS[schema] = frozenset(MultiDictProxy(MultiDict(), schema).multiple_keys)
+    return keys
+
+
+def query_values(args: MultiDict[str, str], schema: Schema, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The query string as ``schema`` loads it, by webargs' rule for repeated parameters (every
-    value of a list field, the first of any other), in a plain dict: marshmallow then looks each
-    field up at C speed instead of through the proxy's Python ``__getitem__``."""
-    proxy = MultiDictProxy(args, schema)
-    return {key: proxy[key] for key in proxy}
+    value of a list field, the first of any other), in a plain dict (marshmallow then looks each
+    field up at C speed, not through a proxy's Python ``__getitem__``); ``skip`` left out."""
+    multiple = multiple_keys(schema)
+    return {key: (values if key in multiple else values[0]) for key, values in args.lists() if key not in skip}
 
 
 class MeridianParser(FlaskParser):
@@ -114,10 +127,7 @@ class CoreParser(MeridianParser):
     the function's schema does not know."""
 
     def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
-        values = query_values(req.args, schema)
-        for name in TRANSPORT_PARAMETERS:
-            values.pop(name, None)
-        return values
+        return query_values(req.args, schema, skip=TRANSPORT_PARAMETERS)
 
 
 CORE_PARSER = CoreParser()
