@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import time
+from typing import Any
 
 import flask_smorest
-from flask import Flask, g, request
+from flask import Flask, Response, g, request
 
 from app import errors, logs
 from app.access import rate_limit_headers
@@ -46,14 +46,7 @@ answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every respo
 Map data © OpenStreetMap contributors, ODbL 1.0."""
 
 
-class MeridianApi(flask_smorest.Api):
-    """flask-smorest Api whose errors go through ``app/errors.py`` (the spec's body)."""
-
-    def _register_error_handlers(self):
-        pass  # app/errors.py registers the handlers for every path
-
-
-def _openapi_config(settings: Settings) -> dict:
+def _openapi_config(settings: Settings) -> dict[str, Any]:
     return {
         "API_TITLE": "Meridian",
         "API_VERSION": "1.0.0",
@@ -75,22 +68,10 @@ def _openapi_config(settings: Settings) -> dict:
     }
 
 
-class MeridianFlask(Flask):
-    """Flask asks ``ensure_sync`` of every hook and view on every request (about 15 calls through
-    ``inspect``); a look at the code flags answers the same question for plain functions and
-    bound methods in a fraction of the time. Anything else still goes through Flask's check."""
-
-    def ensure_sync(self, func):
-        code = getattr(getattr(func, "__func__", func), "__code__", None)
-        if code is not None and not code.co_flags & inspect.CO_COROUTINE:
-            return func
-        return super().ensure_sync(func)
-
-
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Flask:
     settings = settings or Settings.from_env()
     logs.configure(settings.log_format, settings.debug)
-    app = MeridianFlask(__name__)
+    app = Flask(__name__)
     app.config.update(
         SERVICE_NAME=settings.service_name,
         DEBUG=settings.debug,
@@ -102,7 +83,6 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.extensions["meridian"] = rt
     app.extensions["celery"] = rt.celery
 
-    errors.register(app)
     _register_request_hooks(app, settings)
     from app import metrics
 
@@ -113,7 +93,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.register_blueprint(core.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(docs.bp)
-    api = MeridianApi(app)
+    api = flask_smorest.Api(app)
+    # after Api(app), which registers flask-smorest's own HTTPException handler: every error
+    # answers with the spec's body (app/errors.py)
+    errors.register(app)
     api.spec.options["tags"] = []
     for module_name in FUNCTION_MODULES:
         module = importlib.import_module(module_name)
@@ -128,12 +111,10 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
     rt = app.extensions["meridian"]
 
     @app.before_request
-    def _start():
-        ctx = g._get_current_object()  # one context look-up for the hook, not one per attribute
-        req = request._get_current_object()
-        ctx.t0 = time.perf_counter()
-        ctx.request_id = logs.request_id_from(req.headers.get("X-Request-Id"))
-        env = req.environ  # the raw lengths: no decoding of the path or the query string
+    def _start() -> None:
+        g.t0 = time.perf_counter()
+        g.request_id = logs.request_id_from(request.headers.get("X-Request-Id"))
+        env = request.environ  # the raw lengths: no decoding of the path or the query string
         if len(env.get("PATH_INFO", "")) + len(env.get("QUERY_STRING", "")) + 1 > max_uri:
             from werkzeug.exceptions import RequestURITooLarge
 
@@ -141,20 +122,18 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         rt.refresh_datasets()
 
     @app.after_request
-    def _finish(resp):
-        ctx = g._get_current_object()
-        req = request._get_current_object()
-        request_id = ctx.get("request_id")
+    def _finish(resp: Response) -> Response:
+        request_id = g.get("request_id")
         resp.headers["X-Request-Id"] = request_id or ""
-        quota = ctx.get("quota")
+        quota = g.get("quota")
         if quota is not None:
             resp.headers.extend(rate_limit_headers(quota))
-        key = ctx.get("api_key")
-        t0 = ctx.get("t0")
-        method, path, status = req.method, req.path, resp.status_code
+        key = g.get("api_key")
+        t0 = g.get("t0")
+        method, path, status = request.method, request.path, resp.status_code
         key_prefix = key.prefix if key is not None else None
 
-        def log_line():  # after the last byte: the client does not wait for it (app/logs.py)
+        def log_line() -> None:  # after the last byte: the client does not wait for it (app/logs.py)
             logs.request_line(
                 log,
                 method=method,
@@ -169,7 +148,7 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
         return resp
 
 
-def _document_health(app: Flask, api: MeridianApi) -> None:
+def _document_health(app: Flask, api: flask_smorest.Api) -> None:
     """Health and docs are plain Flask routes; describe them in the spec too."""
     ok = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
     not_ready = {

@@ -38,14 +38,13 @@ def gateway_key() -> str:
 def admit(service: str, key: str, cost: int = 1) -> None:
     """Authenticate, authorize and count one request (raises 401/403/429)."""
     access = runtime().access
-    ctx = g._get_current_object()
-    record = ctx.api_key = access.authenticate(key)  # known before a 403/429, for the request log
-    ctx.quota = access.admit(record, service, cost)
+    record = g.api_key = access.authenticate(key)  # known before a 403/429, for the request log
+    g.quota = access.admit(record, service, cost)
 
 
 def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:
-    window = decision.tightest if decision else None
-    if window is None:
+    window = decision.tightest if decision is not None else None
+    if decision is None or window is None:
         return {}
     values = {"Limit": str(window.limit), "Remaining": str(window.remaining), "Reset": str(window.reset_s)}
     headers = {f"RateLimit-{k}": v for k, v in values.items()}

@@ -9,6 +9,8 @@ of the dataset versions and the normalised parameters, and ``Cache-Control: publ
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from typing import Any
 
 from flask import Request, Response, g, request
 
@@ -47,19 +49,18 @@ def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | 
 def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response | None]:
     if not function.cacheable:
         return None, None
-    req = request._get_current_object()
-    etag = _etag(rt, function, req)
-    if "HTTP_IF_NONE_MATCH" in req.environ and req.if_none_match.contains(etag):
+    etag = _etag(rt, function, request)
+    if "HTTP_IF_NONE_MATCH" in request.environ and request.if_none_match.contains(etag):
         return etag, _cache_headers(rt, Response(status=304), function, etag)
     return etag, None
 
 
-def json_body(body, status: int = 200) -> Response:
+def json_body(body: Any, status: int = 200) -> Response:
     """A JSON answer (orjson: compact UTF-8, numpy scalars as numbers, NaN as null)."""
     return Response(json_bytes(body), status=status, mimetype="application/json")
 
 
-def _answer(rt: Runtime, function: Function, compute, render) -> Response:
+def _answer(rt: Runtime, function: Function, compute: Callable[[], Any], render: Callable[[Any], Response]) -> Response:
     """Both faces: 304 for a matching ``If-None-Match`` before any work, binary bodies as they
     are, caching headers on every answer; ``render`` shapes a JSON result for its face."""
     etag, early = _not_modified(rt, function)
@@ -71,16 +72,16 @@ def _answer(rt: Runtime, function: Function, compute, render) -> Response:
     return _cache_headers(rt, render(result), function, etag)
 
 
-def gateway_answer(function: Function, params) -> Response:
+def gateway_answer(function: Function, params: Any) -> Response:
     rt = runtime()
 
-    def compute():
+    def compute() -> Any:
         if rt.backend is None:
             return function.run(rt, params)
         args = [(k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS]
         return rt.backend.call(function, args, getattr(g, "request_id", None))
 
-    def render(result) -> Response:
+    def render(result: Any) -> Response:
         data = result.data if isinstance(result, JsonText) else result
         if function.empty_key is not None and not data.get(function.empty_key):
             raise NotFound(function.empty_message)
@@ -91,10 +92,10 @@ def gateway_answer(function: Function, params) -> Response:
     return _answer(rt, function, compute, render)
 
 
-def core_answer(function: Function, params) -> Response:
+def core_answer(function: Function, params: Any) -> Response:
     rt = runtime()
 
-    def render(result) -> Response:
+    def render(result: Any) -> Response:
         data = result.data if isinstance(result, JsonText) else result
         return json_body({rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}})
 

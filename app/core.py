@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from functools import cache
 
-from flask import Blueprint, request
+from flask import Blueprint, Response, request
 from marshmallow import Schema
 
 from app.access import admit, core_key
 from app.calls import core_answer
 from app.functions import REGISTRY, Function
-from app.validation import load_params
+from app.validation import CORE_PARSER
 from engine.errors import InvalidParameter
 
 bp = Blueprint("core", __name__)
@@ -27,15 +27,15 @@ def _schema(schema_class: type[Schema]) -> Schema:
     return schema_class()
 
 
-def _serve(function: Function, key: str):
+def _serve(function: Function, key: str) -> Response:
     admit(function.service, key)
-    params = load_params(_schema(function.core_schema), request.args)
+    params = CORE_PARSER.parse(_schema(function.core_schema), request, location="query")
     return core_answer(function, params)
 
 
 @bp.get("/services/json")
 @bp.get("/services/v2/json")
-def services():
+def services() -> Response:
     key = core_key()
     cmd = (request.args.get("cmd") or "").strip()
     if not cmd:
@@ -49,7 +49,7 @@ def services():
 
 
 @bp.get("/suggest/json")
-def suggest_servlet():
+def suggest_servlet() -> Response:
     key = core_key()
     function = REGISTRY.get("suggest")
     if function is None:

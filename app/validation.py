@@ -1,25 +1,32 @@
-"""One validation path for both faces: marshmallow errors become ``InvalidParameter`` naming the
-parameter and what was expected (400), before any backend or engine call.
+"""One validation path per face, both through webargs' public parser API: marshmallow errors
+become ``InvalidParameter`` naming the parameter and what was expected (400), before any backend
+or engine call.
 
-Unknown query parameters are rejected (400 ``unknown parameter 'x'``): a misspelt optional
+- Gateway (``/v1``): flask-smorest's ``@blp.arguments`` with :class:`MeridianParser`
+  (``GatewayBlueprint.ARGUMENTS_PARSER``).
+- Core (``/services/json``): :data:`CORE_PARSER`, the same rules without the command selector ``cmd``.
+
+Repeated parameters follow webargs' rule: every value of a list field, the first value of any
+other. Unknown query parameters are rejected (400 ``unknown parameter 'x'``): a misspelt optional
 parameter (``limt=3``) would otherwise be ignored silently and the client would never know.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
-from functools import wraps
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import marshmallow as ma
-from flask import request
+from flask import Request
 from marshmallow import Schema, ValidationError, post_load
 from webargs.flaskparser import FlaskParser
 from webargs.multidictproxy import MultiDictProxy
+from werkzeug.datastructures import MultiDict
 
 from engine.errors import InvalidParameter
 
-# Parameters every face accepts besides a function's own (the core's command selector).
+# Parameters the core face accepts besides a function's own (its command selector).
 TRANSPORT_PARAMETERS = frozenset({"cmd"})
 
 
@@ -37,9 +44,10 @@ def _first(messages: Any, path: str = "") -> tuple[str, str]:
 
 
 def invalid_from(error: ValidationError, location: str | None = None) -> InvalidParameter:
+    """The 400 for a marshmallow error; ``location`` unwraps webargs' ``{location: messages}``."""
     messages = error.messages
     if location and isinstance(messages, Mapping) and set(messages) == {location}:
-        messages = messages[location]  # webargs wraps the messages by location
+        messages = messages[location]
     name, message = _first(messages)
     if message == "Unknown field.":
         return InvalidParameter(f"unknown parameter '{name}'", parameter=name)
@@ -60,43 +68,33 @@ class ParamsSchema(Schema):
         unknown = ma.RAISE
 
     @post_load
-    def _build(self, data: dict, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> Any:
         return self.params_class(**data) if self.params_class is not None else data
 
 
-def _multiple_keys(schema: Schema) -> frozenset[str]:
-    """The parameters of ``schema`` that may repeat (its list fields), worked out once per schema
-    instance with webargs' own rule."""
-    keys = schema.__dict__.get("_meridian_multiple_keys")
+# The repeatable parameters of each schema instance, by webargs' rule (``MultiDictProxy.multiple_keys``):
+# worked out once per instance rather than on every request.
+_MULTIPLE_KEYS: weakref.WeakKeyDictionary[Schema, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def multiple_keys(schema: Schema) -> frozenset[str]:
+    keys = _MULTIPLE_KEYS.get(schema)
     if keys is None:
-        keys = schema._meridian_multiple_keys = frozenset(MultiDictProxy({}, schema)._collect_multiple_keys(schema))
+        keys = _MULTIPLE_KEYS[schema] = frozenset(MultiDictProxy(MultiDict(), schema).multiple_keys)
     return keys
 
 
-def query_dict(multidict, schema: Schema, skip: frozenset[str] = frozenset()) -> dict:
-    """A query string as ``schema`` loads it: every value of a repeated list parameter, the first
-    value of any other (webargs' rule), in a plain dict. webargs' ``MultiDictProxy`` gives the same
-    answers through a Python-level ``__getitem__`` per field, which was 40 % of parsing a routing
-    request."""
-    multiple = _multiple_keys(schema)
-    return {k: (v if k in multiple else v[0]) for k, v in multidict.lists() if k not in skip}
-
-
-def load_params(schema: Schema, args, skip: frozenset[str] = TRANSPORT_PARAMETERS):
-    """Validate query arguments with the rule for repeated parameters of ``query_dict``; the core
-    face skips its command selector (``TRANSPORT_PARAMETERS``), the gateway skips nothing."""
-    if hasattr(args, "lists"):
-        data = query_dict(args, schema, skip)
-    else:
-        data = {k: v for k, v in args.items() if k not in skip}
-    try:
-        return schema.load(data)
-    except ValidationError as exc:
-        raise invalid_from(exc) from None
+def query_values(args: MultiDict[str, str], schema: Schema, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The query string as ``schema`` loads it, by webargs' rule for repeated parameters (every
+    value of a list field, the first of any other), in a plain dict (marshmallow then looks each
+    field up at C speed, not through a proxy's Python ``__getitem__``); ``skip`` left out."""
+    multiple = multiple_keys(schema)
+    return {key: (values if key in multiple else values[0]) for key, values in args.lists() if key not in skip}
 
 
 class MeridianParser(FlaskParser):
-    """webargs parser for the gateway: 400 (not 422), unknown query parameters rejected."""
+    """webargs parser of the gateway: 400 (not 422) in the spec's body, unknown parameters
+    rejected in the query string and in JSON bodies."""
 
     DEFAULT_VALIDATION_STATUS = 400
     DEFAULT_UNKNOWN_BY_LOCATION = {
@@ -106,26 +104,30 @@ class MeridianParser(FlaskParser):
         "json": ma.RAISE,
     }
 
-    def load_querystring(self, req, schema):
-        return query_dict(req.args, schema)
+    def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
+        return query_values(req.args, schema)
 
-    def use_args(self, argmap, req=None, *, location=None, as_kwargs=False, **kwargs):
-        """Query parameters validated by one schema instance (every /v1 GET view): loaded by
-        ``load_params``, the core face's path, which gives the same answers and errors as webargs'
-        generic ``parse`` (location look-up, schema resolution, hooks) in half the time, 15 us of
-        a routing request. Anything else is webargs' own."""
-        if location != "query" or req is not None or as_kwargs or kwargs or not isinstance(argmap, Schema):
-            return super().use_args(argmap, req, location=location, as_kwargs=as_kwargs, **kwargs)
+    def handle_error(
+        self,
+        error: ValidationError,
+        req: Request,
+        schema: Schema,
+        *,
+        error_status_code: int | None,
+        error_headers: Mapping[str, str] | None,
+    ) -> NoReturn:
+        # webargs reports the messages under the location that produced them: {"query": {...}}
+        messages = error.messages
+        location = next(iter(messages)) if isinstance(messages, Mapping) and len(messages) == 1 else None
+        raise invalid_from(error, location)
 
-        def decorator(func):
-            @wraps(func)
-            def wrapper(*args, **kw):
-                return func(*args, load_params(argmap, request.args, skip=frozenset()), **kw)
 
-            return wrapper
+class CoreParser(MeridianParser):
+    """The core face's query string: the function's parameters plus the command selector, which
+    the function's schema does not know."""
 
-        return decorator
+    def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
+        return query_values(req.args, schema, skip=TRANSPORT_PARAMETERS)
 
-    def handle_error(self, error, req, schema, *, error_status_code, error_headers):
-        location = next(iter(error.messages), None) if isinstance(error.messages, Mapping) else None
-        raise invalid_from(error, location if location in self.__location_map__ else None)
+
+CORE_PARSER = CoreParser()

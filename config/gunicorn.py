@@ -1,14 +1,16 @@
 """gunicorn settings for ``meridian serve`` (values from the environment via config.settings)."""
 
+from typing import Any
+
 from config.settings import Settings
 
 _settings = Settings.from_env()
 
 bind = f"0.0.0.0:{_settings.port}"
 workers = _settings.web_workers
-# gthread, serving a kept-alive connection's next request in the same thread when it comes at
-# once (config/gunicorn_worker.py): saves two thread hand-offs per request.
-worker_class = "config.gunicorn_worker.LingeringThreadWorker"
+# gunicorn's threaded worker: a pool of threads per process, kept-alive connections waiting in
+# the worker's poller between requests.
+worker_class = "gthread"
 threads = 4
 # Long point lists (1000 points ~ 22 KB) must fit in a URL: gunicorn's own limit is lifted (0)
 # and the app enforces Limits.request_line_bytes with a 414 in the spec's error body.
@@ -23,7 +25,7 @@ accesslog = None  # the app writes one structured line per request
 control_socket_disable = True
 
 
-def post_worker_init(worker):
+def post_worker_init(worker: Any) -> None:
     """Open the datasets' indexes in the background as soon as a web worker starts; then move
     everything loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every
     full collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and
@@ -34,7 +36,7 @@ def post_worker_init(worker):
     app = worker.wsgi
     registry = app.extensions["meridian"].datasets
 
-    def warm():
+    def warm() -> None:
         registry.warm()
         gc.collect()
         gc.freeze()

@@ -17,14 +17,21 @@ are rejected with 400. Every error uses the spec's body (:class:`ErrorBodySchema
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import flask_smorest
+from flask.typing import ResponseReturnValue
+from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from app.access import admit, gateway_key
 from app.functions import Function
 from app.validation import MeridianParser
+
+View = Callable[..., ResponseReturnValue]
+Decorator = Callable[[View], View]
 
 COMMON_ERRORS = (400, 401, 403, 429, 500, 503)
 ERROR_DESCRIPTIONS = {
@@ -49,78 +56,59 @@ class ErrorBodySchema(Schema):
     parameter = fields.String(metadata={"description": "The parameter at fault (400 only)."})
 
 
-def _documenting(decorator):
-    """A flask-smorest decorator that only documents (``doc``, ``alt_response``) wraps the view in
-    a function that calls straight through: one more call and ``current_app`` look-up on every
-    request, seven of them for the error responses of each view. Keep what it documents
-    (``_apidoc``) on the view itself instead."""
+class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-smorest ships no type hints
+    """flask-smorest's Blueprint with Meridian's parser (400 in the spec's body, unknown parameters
+    rejected) and the standard view of a function (:meth:`function_route`)."""
 
-    def apply(func):
-        func._apidoc = decorator(func)._apidoc
-        return func
-
-    return apply
-
-
-class GatewayBlueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = MeridianParser()
-
-    def alt_response(self, status_code, **kwargs):
-        return _documenting(super().alt_response(status_code, **kwargs))
-
-    @staticmethod
-    def doc(**kwargs):
-        return _documenting(flask_smorest.Blueprint.doc(**kwargs))
 
     def function_route(
         self,
         path: str,
         function: Function,
-        args_schema,
+        args_schema: type[Schema] | Schema,
         *,
         summary: str,
         description: str,
-        response_schema=None,
-        example: dict | None = None,
+        response_schema: type[Schema] | Schema | None = None,
+        example: dict[str, Any] | None = None,
         errors: tuple[int, ...] = (),
-        responses: dict | None = None,
+        responses: dict[str, Any] | None = None,
         location: str = "query",
         method: str = "get",
-    ):
+    ) -> type[MethodView]:
         """Register the standard view of a function: admit, validate, answer (see module doc)."""
-        from flask.views import MethodView
-
         from app import jobs
         from app.calls import gateway_answer
         from app.dispatch import HeavyCall
 
-        if function.queue:
+        handler: View
+        if function.queue and function.service_ref:
+            queue, service_ref = function.queue, function.service_ref
 
-            def handler(self_view, params):
-                return jobs.answer(function, HeavyCall(function.queue, function.service_ref, params))
+            def handler(self_view: MethodView, params: Any) -> ResponseReturnValue:
+                answer: ResponseReturnValue = jobs.answer(function, HeavyCall(queue, service_ref, params))
+                return answer
 
             handler = self.alt_response(
                 202, schema=jobs.JobAcceptedSchema, description="`async=true`: the job, to poll at `/v1/jobs/{id}`."
             )(handler)
         else:
 
-            def handler(self_view, params):
+            def handler(self_view: MethodView, params: Any) -> ResponseReturnValue:
                 return gateway_answer(function, params)
 
         handler = self.error_responses(*errors)(handler)
         if response_schema is not None:
-            # documented only: these handlers answer with a Response, which flask-smorest's
-            # response wrapper would pass through unchanged on every request
-            handler = _documenting(self.response(200, response_schema, example=example))(handler)
+            # the handlers answer with a Response (ETag, caching headers), which flask-smorest
+            # returns as it is: the schema documents the body
+            handler = self.response(200, response_schema, example=example)(handler)
         handler = self.doc(summary=summary, description=description, **({"responses": responses} if responses else {}))(
             handler
         )
         # An instance, not the class: webargs would build a new schema for every request.
         schema = args_schema() if isinstance(args_schema, type) else args_schema
-        # flask-smorest's arguments decorator documents the schema and wraps the parser's own
-        # wrapper in one more that only calls through: keep the documentation, call the parser's
-        handler = _documenting(self.arguments(schema, location=location, as_kwargs=False))(handler)
-        handler = self.ARGUMENTS_PARSER.use_args(schema, location=location, as_kwargs=False)(handler)
+        handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         # one view instance for every request: the handlers keep no state on it
         view = type(
@@ -131,10 +119,11 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         self.route(path)(view)
         return view
 
-    def error_responses(self, *extra: int):
+    def error_responses(self, *extra: int) -> Decorator:
+        """Document the error answers of a view (the spec's body): the common ones and ``extra``."""
         statuses = sorted(set(COMMON_ERRORS) | set(extra))
 
-        def decorator(func):
+        def decorator(func: View) -> View:
             for status in reversed(statuses):
                 func = self.alt_response(
                     status, schema=ErrorBodySchema, description=ERROR_DESCRIPTIONS.get(status, "")
@@ -144,15 +133,15 @@ class GatewayBlueprint(flask_smorest.Blueprint):
         return decorator
 
 
-def gateway_call(function: Function, cost=None):
+def gateway_call(function: Function, cost: Callable[[], int] | None = None) -> Decorator:
     """Admit the request (key, plan/scopes, quota) before its parameters are parsed.
 
     ``cost`` may be a callable returning how many quota units the request spends (batch jobs).
     """
 
-    def decorator(view):
+    def decorator(view: View) -> View:
         @wraps(view)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> ResponseReturnValue:
             admit(function.service, gateway_key(), cost() if callable(cost) else 1)
             return view(*args, **kwargs)
 

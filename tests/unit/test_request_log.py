@@ -1,64 +1,103 @@
-"""app.logs.request_line: written straight by our handler when it is the only one, through logging
-otherwise, the same text either way."""
+"""app.logs: the request line through standard ``logging``, as JSON (python-json-logger) or text,
+with the same fields either way; ``configure`` owns one handler of the root logger."""
 
 from __future__ import annotations
 
+import calendar
 import io
+import json
 import logging
+import re
+import time
 
 import pytest
 
 from app import logs
 
 FIELDS = {"duration_ms": 0.412, "request_id": "rid-1", "key_prefix": "abcDEF123"}
-WHEN = 1_795_000_000.0471
 
 
 @pytest.fixture
-def only_our_handler(monkeypatch):
-    """The root logger with just a handler like the one ``logs.configure`` installs, on a buffer."""
-    root = logging.getLogger()
+def capture(monkeypatch):
+    """A logger of its own writing to a buffer through a handler with the formatter under test."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler._meridian = True
-    monkeypatch.setattr(root, "handlers", [handler])
-    monkeypatch.setattr(root, "level", logging.INFO)
-    monkeypatch.setattr(logs.time, "time", lambda: WHEN)
-    return handler, stream
+    logger = logging.getLogger("meridian.test.request")
+    monkeypatch.setattr(logger, "handlers", [handler])
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    return logger, handler, stream
 
 
-def _through_logging(formatter: logging.Formatter, logger: logging.Logger) -> str:
-    record = logger.makeRecord(
-        logger.name,
-        logging.INFO,
-        "",
-        0,
-        "%s %s %s",
-        ("GET", "/v1/routing", 200),
-        None,
-        extra={"method": "GET", "path": "/v1/routing", "status": 200, **FIELDS},
-    )
-    record.created, record.msecs = WHEN, logs._msecs(WHEN)
-    return formatter.format(record)
-
-
-@pytest.mark.parametrize("formatter_class", [logs.JsonFormatter, logs.TextFormatter])
-def test_the_direct_line_is_what_logging_would_write(only_our_handler, formatter_class):
-    handler, stream = only_our_handler
-    handler.setFormatter(formatter_class())
-    logger = logging.getLogger("meridian.request")
+def test_json_line_fields(capture):
+    logger, handler, stream = capture
+    handler.setFormatter(logs.JsonFormatter())
+    before = time.time()
     logs.request_line(logger, method="GET", path="/v1/routing", status=200, **FIELDS)
-    assert stream.getvalue() == _through_logging(handler.formatter, logger) + "\n"
-    assert "2026-11-18" in stream.getvalue().replace("T", " ")  # the time of the request, not a default
+    after = time.time()
+    line = stream.getvalue()
+    assert line.endswith("\n") and line.count("\n") == 1
+    out = json.loads(line)
+    assert list(out)[:4] == ["ts", "level", "logger", "msg"]
+    assert out == {
+        "ts": out["ts"],
+        "level": "info",
+        "logger": "meridian.test.request",
+        "msg": "GET /v1/routing 200",
+        "method": "GET",
+        "path": "/v1/routing",
+        "status": 200,
+        **FIELDS,
+    }
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z", out["ts"])
+    assert match, out["ts"]
+    stamp = calendar.timegm(time.strptime(match[1], "%Y-%m-%dT%H:%M:%S")) + int(match[2]) / 1000
+    assert int(before) - 0.001 <= stamp <= after  # UTC, the time of the request
 
 
-def test_another_handler_gets_the_record(only_our_handler):
-    handler, stream = only_our_handler
+def test_json_line_carries_the_exception(capture):
+    logger, handler, stream = capture
+    handler.setFormatter(logs.JsonFormatter())
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logger.exception("failed", extra={"request_id": "rid-2"})
+    out = json.loads(stream.getvalue())
+    assert out["level"] == "error" and out["request_id"] == "rid-2"
+    assert "ValueError: boom" in out["exc"]
+
+
+def test_text_line_fields(capture):
+    logger, handler, stream = capture
+    handler.setFormatter(logs.TextFormatter())
+    logs.request_line(logger, method="GET", path="/v1/routing", status=200, **FIELDS)
+    line = stream.getvalue().rstrip("\n")
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO meridian\.test\.request: GET /v1/routing 200 "
+        r"method=GET path=/v1/routing status=200 duration_ms=0\.412 request_id=rid-1 key_prefix=abcDEF123",
+        line,
+    ), line
+
+
+def test_configure_replaces_only_its_own_handler(monkeypatch):
+    root = logging.getLogger()
+    other = logging.Handler()
+    monkeypatch.setattr(root, "handlers", [other])
+    monkeypatch.setattr(root, "level", root.level)
+    logs.configure("json")
+    logs.configure("text")
+    ours = [h for h in root.handlers if h.get_name() == logs.HANDLER_NAME]
+    assert len(ours) == 1 and isinstance(ours[0].formatter, logs.TextFormatter)
+    assert other in root.handlers
+
+
+def test_every_handler_gets_the_record(capture):
+    logger, handler, stream = capture
     handler.setFormatter(logs.JsonFormatter())
     seen: list[logging.LogRecord] = []
     other = logging.Handler()
     other.emit = seen.append
-    logging.getLogger().handlers.append(other)
-    logs.request_line(logging.getLogger("meridian.request"), method="GET", path="/v1/routing", status=200, **FIELDS)
+    logger.addHandler(other)
+    logs.request_line(logger, method="GET", path="/v1/routing", status=200, **FIELDS)
     assert [(r.method, r.status, r.request_id) for r in seen] == [("GET", 200, "rid-1")]
-    assert '"request_id":"rid-1"' in stream.getvalue()  # and our handler still writes its line
+    assert '"request_id":"rid-1"' in stream.getvalue()

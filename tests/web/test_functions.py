@@ -3,6 +3,8 @@ with string coordinates; 400s naming the parameter; 404s on the gateway for empt
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 
 from app.core_format import from_core, to_core
@@ -143,21 +145,20 @@ def test_etag_and_304(client, api_key):
     assert core.status_code == 304  # both faces: the same parameters, the same data
 
 
-def test_repeated_markers_parameters(client, api_key):
-    from werkzeug.datastructures import MultiDict
-
+def test_repeated_markers_parameters(app):
+    """A repeated list parameter keeps every value (webargs' rule), on the core face's parser."""
     from app.functions.staticmap import StaticMapArgs
-    from app.validation import load_params
+    from app.validation import CORE_PARSER
 
-    params = load_params(
-        StaticMapArgs(),
-        MultiDict(
-            [
-                ("center", "43.7384,7.4246"),
-                ("zoom", "15"),
-                ("markers", "color:red|label:A|43.7384,7.4246"),
-                ("markers", "color:blue|43.7390,7.4250|43.7395,7.4255"),
-            ]
-        ),
+    query = urlencode(
+        [
+            ("cmd", "staticmap"),
+            ("center", "43.7384,7.4246"),
+            ("zoom", "15"),
+            ("markers", "color:red|label:A|43.7384,7.4246"),
+            ("markers", "color:blue|43.7390,7.4250|43.7395,7.4255"),
+        ]
     )
+    with app.test_request_context(f"/services/json?{query}"):
+        params = CORE_PARSER.parse(StaticMapArgs(), location="query")
     assert [m.color for m in params.markers] == ["red", "blue", "blue"]
