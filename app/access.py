@@ -45,7 +45,7 @@ def admit(service: str, key: str, cost: int = 1) -> None:
 
 def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:
     window = decision.tightest if decision else None
-    if window is None:
+    if decision is None or window is None:
         return {}
     values = {"Limit": str(window.limit), "Remaining": str(window.remaining), "Reset": str(window.reset_s)}
     headers = {f"RateLimit-{k}": v for k, v in values.items()}

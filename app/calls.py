@@ -47,7 +47,7 @@ def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | 
 def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response | None]:
     if not function.cacheable:
         return None, None
-    req = request._get_current_object()
+    req = request._get_current_object()  # type: ignore[attr-defined]
     etag = _etag(rt, function, req)
     if "HTTP_IF_NONE_MATCH" in req.environ and req.if_none_match.contains(etag):
         return etag, _cache_headers(rt, Response(status=304), function, etag)

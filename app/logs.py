@@ -111,9 +111,9 @@ def request_line(logger: logging.Logger, *, method: str, path: str, status: int,
             logger.makeRecord(logger.name, logging.INFO, "", 0, "%s %s %s", (method, path, status), None, extra=extra)
         )
         return
-    line = handler.formatter.format_fields(time.time(), "INFO", logger.name, f"{method} {path} {status}", extra)
+    line = handler.formatter.format_fields(time.time(), "INFO", logger.name, f"{method} {path} {status}", extra)  # type: ignore[union-attr]
     try:
-        with handler.lock:
+        with handler.lock:  # type: ignore[union-attr]
             handler.stream.write(line + handler.terminator)
             handler.flush()
     except Exception:  # noqa: BLE001 (a closed or broken stream: logging reports it its own way)
@@ -138,14 +138,14 @@ def _only_handler(logger: logging.Logger) -> logging.StreamHandler | None:
         or not hasattr(handler.formatter, "format_fields")
     ):
         return None
-    return handler
+    return handler  # type: ignore[return-value]
 
 
 def configure(log_format: str = "text", debug: bool = False) -> None:
     root = logging.getLogger()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
-    handler._meridian = True  # replace our own handler only; keep others (pytest's, gunicorn's)
+    handler._meridian = True  # type: ignore[attr-defined]  # replace our own handler only; keep others (pytest's, gunicorn's)
     root.handlers = [h for h in root.handlers if not getattr(h, "_meridian", False)] + [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     for noisy in ("urllib3", "matplotlib", "numba", "fiona", "PIL"):

@@ -206,7 +206,7 @@ def init_app(app: Flask) -> None:
         t0 = g.get("t0")
         if t0 is None:
             return resp
-        req = request._get_current_object()
+        req = request._get_current_object()  # type: ignore[attr-defined]
         labels = (*_labels(req), req.method, str(resp.status_code))
         # observed once the answer has been sent, as the request log line (app/logs.py)
         resp.call_on_close(lambda: buffer.observe(key, labels, time.perf_counter() - t0, HTTP_BUCKETS))

@@ -69,7 +69,7 @@ def _multiple_keys(schema: Schema) -> frozenset[str]:
     instance with webargs' own rule."""
     keys = schema.__dict__.get("_meridian_multiple_keys")
     if keys is None:
-        keys = schema._meridian_multiple_keys = frozenset(MultiDictProxy({}, schema)._collect_multiple_keys(schema))
+        keys = schema._meridian_multiple_keys = frozenset(MultiDictProxy({}, schema)._collect_multiple_keys(schema))  # type: ignore[attr-defined]
     return keys
 
 

@@ -163,6 +163,13 @@ class DatasetRegistry:
     def get(self, region: str) -> Dataset | None:
         return self._datasets.get(region)
 
+    def require(self, region: str) -> Dataset:
+        """The dataset of ``region``, or a DatasetError naming the loaded ones."""
+        found = self._datasets.get(region)
+        if found is None:
+            raise DatasetError(f"no dataset for region {region!r} (loaded: {', '.join(self._datasets) or 'none'})")
+        return found
+
     def covering(self, lat: float, lng: float, margin_deg: float = 0.0) -> list[Dataset]:
         """Datasets whose bbox contains the point, smallest bbox first."""
         hits = [d for d in self._datasets.values() if d.bbox.contains(lat, lng, margin_deg)]

@@ -115,7 +115,7 @@ def _primary_way(pbf) -> list[tuple[float, float]]:
     best_len = 0.0
     fp = osmium.FileProcessor(str(pbf)).with_locations().with_filter(osmium.filter.TagFilter(("highway", "primary")))
     for way in fp:
-        if not way.is_way() or way.tags.get("tunnel", "no") != "no" or "bridge" in way.tags:
+        if not isinstance(way, osmium.osm.Way) or way.tags.get("tunnel", "no") != "no" or "bridge" in way.tags:
             continue
         # the longest run of nodes inside the extract (ways at its edge are cut)
         runs: list[list[tuple[float, float]]] = [[]]
