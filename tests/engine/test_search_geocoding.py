@@ -21,7 +21,7 @@ def _addresses(region: str, street: str, number: str) -> list[tuple[float, float
         tags = o.tags
         if tags.get("addr:street") != street:
             continue
-        if number not in [n.strip() for n in tags.get("addr:housenumber", "").split(";")]:
+        if number not in [n.strip() for n in (tags.get("addr:housenumber") or "").split(";")]:
             continue
         if isinstance(o, osmium.osm.Node):
             found.append((o.location.lat, o.location.lon))

@@ -21,7 +21,7 @@ SAMPLES = PROJECT_ROOT / "data" / "samples"
 def _nodes(region: str, pred) -> list[tuple[float, float, dict]]:
     out = []
     for o in osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf"), osmium.osm.NODE):
-        if len(o.tags) and pred(o.tags):
+        if isinstance(o, osmium.osm.Node) and len(o.tags) and pred(o.tags):
             out.append((o.location.lat, o.location.lon, dict(o.tags)))
     return out
 
