@@ -19,10 +19,11 @@ immutable dataclasses, never ORM objects.
 
 from __future__ import annotations
 
+import builtins
 import secrets
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from shapely.geometry import mapping
 from sqlalchemy import (
@@ -59,7 +60,7 @@ class FenceRow(Base):
     kind: Mapped[str] = mapped_column(String(16), nullable=False)
     name: Mapped[str | None] = mapped_column(String(256), nullable=True)
     osm_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    body: Mapped[dict] = mapped_column(JSON, nullable=False)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -95,6 +96,10 @@ class WebhookAttempt(Base):
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+@overload
+def _aware(value: datetime) -> datetime: ...
+@overload
+def _aware(value: None) -> None: ...
 def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:  # SQLite drops tzinfo
         return value.replace(tzinfo=UTC)
@@ -114,12 +119,12 @@ class FenceRecord:
     kind: str
     name: str | None
     osm_id: int | None
-    body: dict
+    body: dict[str, Any]
     webhook_url: str | None
     created_at: datetime
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         props = self.body.get("properties") if self.body.get("type") == "Feature" else self.body
         return dict((props or {}).get("metadata") or {})
 
@@ -162,7 +167,7 @@ class EventRecord:
     attempts: int
     occurred_at: datetime
     delivered_at: datetime | None
-    attempt_log: tuple[dict, ...] = ()
+    attempt_log: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -182,9 +187,9 @@ def new_fence_id() -> str:
     return FENCE_ID_PREFIX + secrets.token_hex(8)
 
 
-def stored_body(fence: Fence) -> dict:
+def stored_body(fence: Fence) -> dict[str, Any]:
     """What is stored for a fence: its canonical body; admin areas as their resolved polygon."""
-    if fence.kind == "admin":
+    if fence.kind == "admin" and fence.geometry is not None:
         return {
             "type": "Feature",
             "geometry": mapping(fence.geometry),
@@ -222,7 +227,7 @@ class FenceStore:
         ``max_fences`` fences."""
         with self._session() as s, s.begin():
             count = s.scalar(select(func.count()).select_from(FenceRow).where(FenceRow.account_id == account_id))
-            if count >= max_fences:
+            if (count or 0) >= max_fences:
                 raise InvalidParameter(
                     f"too many fences: the account already has the maximum of {max_fences}; delete some first"
                 )
@@ -258,7 +263,7 @@ class FenceStore:
             )
             return [self._record(r) for r in rows], int(total or 0)
 
-    def load(self, account_id: int) -> list[FenceRecord]:
+    def load(self, account_id: int) -> builtins.list[FenceRecord]:
         """Every fence of the account (to build its index)."""
         with self._session() as s:
             rows = s.scalars(select(FenceRow).where(FenceRow.account_id == account_id).order_by(FenceRow.id))
@@ -327,7 +332,7 @@ class FenceStore:
                 return self._event(row)
         except IntegrityError:  # inserted concurrently by a redelivered task
             with self._session() as s:
-                return self._event(s.scalar(select(WebhookEvent).where(WebhookEvent.delivery_id == delivery_id)))
+                return self._event(s.scalars(select(WebhookEvent).where(WebhookEvent.delivery_id == delivery_id)).one())
 
     def record_attempt(
         self,
@@ -364,7 +369,7 @@ class FenceStore:
 
     def events(
         self, account_id: int, fence_id: str, *, limit: int = 20, offset: int = 0
-    ) -> tuple[list[EventRecord], int]:
+    ) -> tuple[builtins.list[EventRecord], int]:
         """The fence's deliveries, newest first, each with its attempts."""
         with self._session() as s:
             where = (WebhookEvent.fence_id == fence_id, WebhookEvent.account_id == account_id)
@@ -374,7 +379,7 @@ class FenceStore:
                     select(WebhookEvent).where(*where).order_by(WebhookEvent.id.desc()).limit(limit).offset(offset)
                 )
             )
-            attempts: dict[int, list[dict]] = {r.id: [] for r in rows}
+            attempts: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
             if rows:
                 for a in s.scalars(
                     select(WebhookAttempt)
@@ -413,7 +418,7 @@ class FenceStore:
         )
 
     @staticmethod
-    def _event(row: WebhookEvent, attempt_log: tuple[dict, ...] = ()) -> EventRecord:
+    def _event(row: WebhookEvent, attempt_log: tuple[dict[str, Any], ...] = ()) -> EventRecord:
         return EventRecord(
             delivery_id=row.delivery_id,
             fence_id=row.fence_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -25,7 +26,7 @@ class Plan(Base):
     per_minute: Mapped[int] = mapped_column(Integer, default=0)  # 0 = unlimited
     per_day: Mapped[int] = mapped_column(Integer, default=0)
     per_month: Mapped[int] = mapped_column(Integer, default=0)
-    services: Mapped[list] = mapped_column(JSON, default=list)  # ["*"] = every service
+    services: Mapped[list[Any]] = mapped_column(JSON, default=list)  # ["*"] = every service
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -56,7 +57,7 @@ class ApiKey(Base):
     label: Mapped[str] = mapped_column(String(128), default="")
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), nullable=False)
     plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id"), nullable=False)
-    scopes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # None = the plan's services
+    scopes: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # None = the plan's services
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

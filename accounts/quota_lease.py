@@ -65,7 +65,7 @@ class _Lease:
     decision: QuotaDecision  # as answered when the units were reserved (they count as used)
     expires: float  # time.monotonic()
     left: int
-    usage: Counter = field(default_factory=Counter)
+    usage: Counter[str] = field(default_factory=Counter)
     failed_settlements: int = 0
 
     def serves(self, plan: PlanRecord, cost: int, now: float) -> bool:

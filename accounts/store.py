@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import sqlite3
 import string
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -115,7 +116,7 @@ def make_engine(database_url: str) -> Engine:
         engine = create_engine(database_url, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
+        def _pragmas(dbapi_conn: sqlite3.Connection, _record: object) -> None:  # pragma: no cover - trivial
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA foreign_keys=ON")

@@ -57,12 +57,12 @@ class RemoteCore:
     def url_for(self, remote: str) -> str:
         if remote == "suggest" and self.settings.service_suggest_url:
             return self.settings.service_suggest_url
-        return self.settings.service_base_url
+        return self.settings.service_base_url or ""
 
     def health_url(self) -> str:
         from urllib.parse import urlsplit, urlunsplit
 
-        parts = urlsplit(self.settings.service_base_url)
+        parts = urlsplit(self.settings.service_base_url or "")
         return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
 
     def get(self, url: str, params: list[tuple[str, str]], request_id: str | None = None) -> requests.Response:

@@ -14,6 +14,7 @@ import logging
 import traceback
 from datetime import UTC, datetime
 from http import HTTPStatus
+from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import HTTPException
@@ -59,7 +60,9 @@ def error_response(
         }
         if trace:
             error["trace"] = trace
-        body = {name: {"cmd": request.args.get("cmd") or _core_cmd_from_path(), "version": "1", "error": error}}
+        body: dict[str, Any] = {
+            name: {"cmd": request.args.get("cmd") or _core_cmd_from_path(), "version": "1", "error": error}
+        }
     else:
         body = {
             "statusCode": status,
@@ -106,8 +109,9 @@ def render_http_exception(exc: HTTPException) -> Response:
     }
     message = messages.get(status) or (exc.description or status_phrase(status))
     resp = error_response(status, message)
-    if status == 405 and getattr(exc, "valid_methods", None):
-        resp.headers["Allow"] = ", ".join(exc.valid_methods)
+    valid_methods = getattr(exc, "valid_methods", None)  # set by werkzeug's MethodNotAllowed
+    if status == 405 and valid_methods:
+        resp.headers["Allow"] = ", ".join(valid_methods)
     return resp
 
 

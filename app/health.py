@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from flask import Blueprint, current_app
 
@@ -55,7 +56,7 @@ def _check_workers() -> dict:
     celery = current_app.extensions.get("celery")
     try:
         replies = celery.control.ping(timeout=1.0, limit=1) if celery else []
-        result = {"ok": bool(replies), "workers": len(replies)}
+        result: dict[str, Any] = {"ok": bool(replies), "workers": len(replies)}
         if not replies:
             result["detail"] = "no Celery worker answered within 1 s"
     except Exception as exc:  # broker down, ...

@@ -259,7 +259,7 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
             else:
                 results = []
                 for part in parts:
-                    results.extend(json.loads(part))
+                    results.extend(json.loads(part))  # type: ignore[arg-type]
                 body["results"] = [{"index": i, **item} for i, item in enumerate(results)]
     else:
         body["status"] = "running" if (record.get("started") or progress) else "queued"

@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ M_LAT = 111_132.0
 
 def make_fences(n: int, seed: int = 42):
     rng = np.random.default_rng(seed)
-    bodies = []
+    bodies: list[dict[str, Any]] = []
     for bbox, share, (rmin, rmax) in REGIONS:
         for _ in range(int(round(n * share))):
             i = len(bodies)
@@ -87,9 +88,9 @@ def make_points(n: int, seed: int = 7):
         m = int(round(n * share))
         lngs.append(rng.uniform(bbox[0], bbox[2], m))
         lats.append(rng.uniform(bbox[1], bbox[3], m))
-    lats, lngs = np.concatenate(lats), np.concatenate(lngs)
-    order = rng.permutation(len(lats))
-    return lats[order], lngs[order]
+    all_lats, all_lngs = np.concatenate(lats), np.concatenate(lngs)
+    order = rng.permutation(len(all_lats))
+    return all_lats[order], all_lngs[order]
 
 
 class Timer:

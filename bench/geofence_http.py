@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +150,7 @@ def main() -> int:
     port = free_port()
     log = tmp / "gunicorn.log"
     proc = start_gunicorn(settings, port, log, workers=args.workers)
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         for name, key, made, subset in (
             ("10 fences, all, device", small_key, small, None),

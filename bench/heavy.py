@@ -71,7 +71,7 @@ def start_worker(env: dict) -> subprocess.Popen:
 
 
 def origins(registry: DatasetRegistry, region: str, n: int, seed: int = 7) -> list[tuple[float, float]]:
-    router = registry.get(region).router
+    router = registry.require(region).router
     comp = np.asarray(router.g.node_component)
     main = np.bincount(comp).argmax()
     nodes = np.flatnonzero(comp == main)

@@ -17,6 +17,7 @@ import argparse
 import http.client
 import json
 import time
+from typing import Any
 
 import numpy as np
 import shapely
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.start_peers:
             start_peers(region)
         served = valhalla_serves(region)
-        comp = reg.get(region).component("roadnet")
+        comp = reg.require(region).component("roadnet")
         net, graph = comp.network, comp.graph
         big = np.flatnonzero(graph.component_size[graph.node_component] == graph.component_size.max())
         rng = np.random.default_rng(args.seed)
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> None:
             reg, IsochroneParams(float(graph.node_lat[nodes[0]]), float(graph.node_lng[nodes[0]]), times=MINUTES)
         )  # warm-up
         mer_ms, val_ms = [], []
-        iou = {m: [] for m in MINUTES}
-        ratio = {m: [] for m in MINUTES}
+        iou: dict[float, list[float]] = {m: [] for m in MINUTES}
+        ratio: dict[float, list[float]] = {m: [] for m in MINUTES}
         for node in nodes:
             lat, lng = float(graph.node_lat[node]), float(graph.node_lng[node])
             params = IsochroneParams(lat, lng, times=MINUTES)
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
                 ratio[m].append(a.area / b.area)
         if conn is not None:
             conn.close()
-        out = {
+        out: dict[str, Any] = {
             "origins": len(nodes),
             "meridian_ms": {
                 "p50": round(float(np.percentile(mer_ms, 50)), 2),

@@ -16,6 +16,7 @@ import json
 import math
 import random
 from collections import defaultdict
+from typing import Any
 
 import osmium
 from unidecode import unidecode
@@ -45,22 +46,23 @@ def _mean(pts):
 
 
 def read(region: str):
-    addresses, streets, places, pois = [], defaultdict(list), [], []
+    streets: defaultdict[str, list[Any]] = defaultdict(list)  # name: points; name\0lines; name\0variants
+    addresses, places, pois = [], [], []
     fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations()
     for o in fp:
         t = o.tags
         if len(t) == 0:
             continue
-        if o.is_node():
+        if isinstance(o, osmium.osm.Node):
             pts = [(o.location.lat, o.location.lon)]
-        elif o.is_way():
+        elif isinstance(o, osmium.osm.Way):
             pts = [(n.location.lat, n.location.lon) for n in o.nodes if n.location.valid()]
             if not pts:
                 continue
         else:
             continue
         name = t.get("name")
-        if o.is_way() and t.get("highway") and name:
+        if isinstance(o, osmium.osm.Way) and t.get("highway") and name:
             streets[name].extend(pts)
             streets[name + "\0lines"].append(pts)
             streets[name + "\0variants"].append({k: v for k, v in t if k.startswith("name:")})
@@ -89,7 +91,7 @@ def read(region: str):
                     "lng": lng,
                     "tag": cat,
                     "tags": [f"{k}={t[k]}" for k in POI_KEYS if k in t],
-                    "osm": ("n" if o.is_node() else "w") + str(o.id),
+                    "osm": ("n" if isinstance(o, osmium.osm.Node) else "w") + str(o.id),
                 }
             )
     return addresses, streets, places, pois
@@ -201,7 +203,7 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
             for k, v in tags.items():
                 if v != name and k in ("name:sv", "name:fi", "name:fr", "name:en"):
                     variants.append((v, name))
-    seen = set()
+    seen: set[Any] = set()
     for v, name in variants:
         if v in seen or len(seen) >= n_per_kind:
             continue
@@ -211,7 +213,7 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
         ext = max(_dist(c, p) for p in pts)
         if ext <= 1500:
             add(v, c[0], c[1], "name_variant", tol=max(60.0, ext + 30.0))
-    counts = defaultdict(int)
+    counts: defaultdict[Any, int] = defaultdict(int)
     named = [p for p in pois if p["name"]]
     for p in named:
         counts[p["name"]] += 1
@@ -219,7 +221,7 @@ def geocode_queries(region: str, rng: random.Random, n_per_kind: int = 30) -> li
     rng.shuffle(upois)
     for p in upois[:n_per_kind]:
         add(p["name"], p["lat"], p["lng"], "poi", tol=60.0)
-    pcount = defaultdict(int)
+    pcount: defaultdict[Any, int] = defaultdict(int)
     for p in places:
         pcount[p["name"]] += 1
     for p in [p for p in places if pcount[p["name"]] == 1][:n_per_kind]:
@@ -300,7 +302,7 @@ def suggest_queries(region: str, rng: random.Random, n: int = 200) -> list[dict]
     names += [p["name"] for p in places if len(p["name"]) >= 5]
     names = sorted(set(names))
     rng.shuffle(names)
-    out = []
+    out: list[Any] = []
     for name in names:
         if len(out) >= n:
             break
@@ -377,7 +379,7 @@ def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float
     tags = sorted(t for t, v in by_tag.items() if len(v) >= 3 and t.split("=")[0] in ("amenity", "shop", "tourism"))
     lats = [p["lat"] for p in pois]
     lngs = [p["lng"] for p in pois]
-    out = []
+    out: list[Any] = []
     while len(out) < n:
         tag = rng.choice(tags)
         lat = rng.uniform(min(lats), max(lats))
@@ -420,7 +422,7 @@ def main(argv=None) -> None:
             items = fn(region, rng)
             path = OUT / f"{region}-{kind}.json"
             path.write_text(json.dumps(items, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-            kinds = defaultdict(int)
+            kinds: defaultdict[Any, int] = defaultdict(int)
             for it in items:
                 kinds[it.get("kind", kind)] += 1
             print(f"{path.relative_to(PROJECT_ROOT)}: {len(items)} {dict(kinds)}")

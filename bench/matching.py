@@ -82,7 +82,7 @@ def osrm_match(conn: http.client.HTTPConnection, lat, lng, ts, sigma):
     )
     conn.request("GET", path)
     body = json.loads(conn.getresponse().read())
-    out = [None] * len(lat)
+    out: list[tuple[float, float] | None] = [None] * len(lat)
     if body.get("code") != "Ok":
         return out, 0
     for i, tp in enumerate(body.get("tracepoints") or []):
@@ -113,7 +113,7 @@ def summarize(rows: list[dict]) -> dict:
 def bench_region(
     reg: DatasetRegistry, region: str, sigmas, n_traces: int, min_length: float, with_osrm: bool, seed: int
 ) -> dict:
-    comp = reg.get(region).component("roadnet")
+    comp = reg.require(region).component("roadnet")
     net = comp.network
     twin = np.asarray(comp.twin)
     result: dict = {}

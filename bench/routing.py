@@ -23,7 +23,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -146,7 +148,7 @@ TURN = 50
 
 
 def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
-    dataset = ds.get(region)
+    dataset = ds.require(region)
     router = dataset.router
     pairs = make_pairs(router, args.pairs, args.seed)
     out: dict = {"region": region, "pairs": len(pairs), "graph": router.g.meta.get("counts")}
@@ -195,7 +197,7 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
     if running != region and args.start_peers:
         start_peers(region)
         running = peers_region()
-    engines = {}
+    engines: dict[str, tuple[Http, Callable[[Http, Any, Any, bool], Any]]] = {}
     if running == region:
         engines["osrm"] = (Http("127.0.0.1", 5000), osrm_route)
         engines["valhalla"] = (Http("127.0.0.1", 8002), valhalla_route)
@@ -211,25 +213,25 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
     # keep-alive connection), so that a busy moment of the shared machine falls on all of them
     # alike instead of on whichever engine's block of 1000 requests it overlaps
     answers_by = {}
-    stats = {name: {} for name in engines}
+    stats: dict[str, dict[str, Any]] = {name: {} for name in engines}
     for steps in (False, True):
         for client, fn in engines.values():
             for a, b in pairs[:50]:
                 fn(client, a, b, steps)
-        times = {name: [] for name in engines}
-        answers = {name: [] for name in engines}
+        engine_times: dict[str, list[float]] = {name: [] for name in engines}
+        engine_answers: dict[str, list[tuple[Any, Any]]] = {name: [] for name in engines}
         for start in range(0, len(pairs), TURN):
             for name, (client, fn) in engines.items():
                 for a, b in pairs[start : start + TURN]:
                     dt, dist, dur = fn(client, a, b, steps)
-                    times[name].append(dt)
-                    answers[name].append((dist, dur))
+                    engine_times[name].append(dt)
+                    engine_answers[name].append((dist, dur))
         for name in engines:
-            stats[name]["p50_steps_us" if steps else "p50_us"] = pct(times[name], 50)
-            stats[name]["p95_steps_us" if steps else "p95_us"] = pct(times[name], 95)
+            stats[name]["p50_steps_us" if steps else "p50_us"] = pct(engine_times[name], 50)
+            stats[name]["p95_steps_us" if steps else "p95_us"] = pct(engine_times[name], 95)
             if not steps:
-                answers_by[name] = answers[name]
-                stats[name]["no_route"] = sum(1 for d, _ in answers[name] if d is None)
+                answers_by[name] = engine_answers[name]
+                stats[name]["no_route"] = sum(1 for d, _ in engine_answers[name] if d is None)
     out.update(stats)
 
     if "osrm" in answers_by:

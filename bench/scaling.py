@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def child_query(data: str, pairs: int, seed: int) -> None:
 
     t0 = time.perf_counter()
     reg = DatasetRegistry(Path(data))
-    ds = reg.get("synthetic")
+    ds = reg.require("synthetic")
     graph = ds.component("roadnet").graph
     net = ds.component("roadnet").network
     open_s = time.perf_counter() - t0
@@ -73,7 +74,7 @@ def child_query(data: str, pairs: int, seed: int) -> None:
     n = graph.n_nodes
     lat, lng = np.asarray(graph.node_lat), np.asarray(graph.node_lng)
 
-    def pick():
+    def pick() -> tuple[float, float]:
         i = int(rng.integers(0, n))
         return float(lat[i]), float(lng[i])
 
@@ -102,7 +103,7 @@ def child_query(data: str, pairs: int, seed: int) -> None:
         snap_run(reg, params)
         snap_ms.append((time.perf_counter() - t) * 1e3)
         points.append(tr.x.size)
-    iso_ms = []
+    iso_ms: list[float] = []
     iso_run(reg, IsochroneParams(*pick(), times=(10.0,)))
     for _ in range(max(5, pairs // 20)):
         t = time.perf_counter()
@@ -152,7 +153,8 @@ def child_engine_only(size: int, seed: int, n: int) -> None:
     turns = plain_turns(net)
     build_s = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
-    snap_ms, on, total = [], 0, 0
+    snap_ms: list[float] = []
+    on = total = 0
     while len(snap_ms) < n:
         a = int(rng.integers(0, net.node_count))
         near = np.flatnonzero(np.hypot(net.node_x - net.node_x[a], net.node_y - net.node_y[a]) < 3000)
@@ -165,7 +167,7 @@ def child_engine_only(size: int, seed: int, n: int) -> None:
         snap_ms.append((time.perf_counter() - t) * 1e3)
         on += sum(int((distance_to_polyline(s.x, s.y, tr.path) < 2.0).sum()) for s in segs)
         total += tr.x.size
-    iso_ms = []
+    iso_ms: list[float] = []
     while len(iso_ms) < n:
         p = int(rng.integers(0, net.node_count))
         cand = net.grid.candidates(net.node_x[p], net.node_y[p], 200.0, 1)
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     from bench.synthetic import generate, write_pbf
 
     WORK.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     print(
         f"{'nodes':>9} {'ways':>7} {'gen s':>6} {'import s':>8} {'roads s':>7} {'CH s':>6} "
         f"{'CH core':>7} {'peak MB':>7} {'route p50/p95 ms':>17} {'snap p50 ms':>11} "
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         gen_s = time.perf_counter() - t0
         data = WORK / f"data-{size}"
         shutil.rmtree(data, ignore_errors=True)
-        row = {
+        row: dict[str, Any] = {
             "target_nodes": size,
             "osm_nodes": city.node_count,
             "ways": len(city.ways),

@@ -81,7 +81,10 @@ def run_wrk(url: str, paths: list[str], headers: dict[str, str], seconds: int, c
         timeout=seconds + 60,
     ).stdout
     Path(f.name).unlink()
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    found = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if found is None:
+        raise RuntimeError(f"wrk printed no Requests/sec line:\n{out}")
+    rps = float(found.group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.start_peers:
                 start_peers(region)
             peers_up = peers_region() == region
-            pairs = make_pairs(datasets.get(region).router, args.pairs, args.seed)
+            pairs = make_pairs(datasets.require(region).router, args.pairs, args.seed)
             engines = [("meridian", url, meridian_path, {"X-API-Key": key})]
             if peers_up:
                 engines += [("osrm", OSRM, osrm_path, {}), ("valhalla", VALHALLA, valhalla_path, {})]

@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from engine.limits import Limits
@@ -143,7 +144,7 @@ class Settings:
         service_name = (env.get("SERVICE_NAME") or "meridian").strip()
         if not service_name.replace("_", "").replace("-", "").isalnum():
             raise ConfigError(f"SERVICE_NAME must be letters, digits, '-' or '_', got {service_name!r}")
-        values = dict(
+        values: dict[str, Any] = dict(
             port=_int(env, "PORT", 3000, 1, 65535),
             service_name=service_name,
             service_api_key=api_key,

@@ -44,7 +44,7 @@ class AdminIndex:
         self.areas = areas
         self._conn = conn
         self._by_osm = {(a.osm_type, a.osm_id): a for a in areas}
-        self._by_osm_id = {}
+        self._by_osm_id: dict[int, AdminArea] = {}
         for a in areas:
             self._by_osm_id.setdefault(a.osm_id, a)
         self._by_name: dict[str, list[AdminArea]] = {}

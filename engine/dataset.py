@@ -13,10 +13,15 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import layout
 from engine.errors import DatasetError
+
+if TYPE_CHECKING:  # the components are imported when first opened (numba, SQLite), not here
+    from engine.admin import AdminIndex
+    from engine.routing.router import Router
+    from engine.search.index import SearchIndex
 
 log = logging.getLogger("meridian.dataset")
 
@@ -88,15 +93,15 @@ class Dataset:
             return self._components[name]
 
     @property
-    def admin(self):
+    def admin(self) -> AdminIndex:
         return self.component("admin")
 
     @property
-    def search(self):
+    def search(self) -> SearchIndex:
         return self.component("search")
 
     @property
-    def router(self):
+    def router(self) -> Router:
         return self.component("router")
 
     def close(self) -> None:
@@ -157,6 +162,13 @@ class DatasetRegistry:
 
     def get(self, region: str) -> Dataset | None:
         return self._datasets.get(region)
+
+    def require(self, region: str) -> Dataset:
+        """The dataset of ``region``, or a DatasetError naming the loaded ones."""
+        found = self._datasets.get(region)
+        if found is None:
+            raise DatasetError(f"no dataset for region {region!r} (loaded: {', '.join(self._datasets) or 'none'})")
+        return found
 
     def covering(self, lat: float, lng: float, margin_deg: float = 0.0) -> list[Dataset]:
         """Datasets whose bbox contains the point, smallest bbox first."""

@@ -97,7 +97,9 @@ def graph_to_networkx(g: RoadGraph, *, region: str = "", version: str = ""):
     lat = np.asarray(g.node_lat, dtype=np.float64)
     lng = np.asarray(g.node_lng, dtype=np.float64)
 
-    G = nx.MultiDiGraph(crs=CRS, simplified=True, created_with="meridian", region=region, version=version)
+    G: nx.MultiDiGraph[int] = nx.MultiDiGraph(
+        crs=CRS, simplified=True, created_with="meridian", region=region, version=version
+    )
     G.add_nodes_from(
         (int(o), {"y": float(y), "x": float(x)})
         for o, y, x in zip(node_osm.tolist(), lat.tolist(), lng.tolist(), strict=True)
@@ -106,7 +108,7 @@ def graph_to_networkx(g: RoadGraph, *, region: str = "", version: str = ""):
     gf = np.asarray(g.edge_geom_first, dtype=np.int64)
     owner = np.repeat(np.arange(n_edges), np.diff(gf))
     coords = np.column_stack([np.asarray(g.geom_lng, np.float64), np.asarray(g.geom_lat, np.float64)])
-    lines = shapely.linestrings(coords, indices=owner) if n_edges else np.array([], dtype=object)
+    lines = np.asarray(shapely.linestrings(coords, indices=owner)) if n_edges else np.array([], dtype=object)
 
     tail = np.asarray(g.edge_tail, dtype=np.int64)
     head = np.asarray(g.edge_head, dtype=np.int64)
@@ -144,7 +146,7 @@ def graph_to_networkx(g: RoadGraph, *, region: str = "", version: str = ""):
             if flags[e] & bit:
                 data[tag] = value
         edges.append((u, v, k, data))
-    G.add_edges_from(edges)
+    G.add_edges_from(edges)  # type: ignore[arg-type]  # (u, v, key, data): the stubs know only Graph's 2- and 3-tuples
     nx.set_node_attributes(G, osmnx.stats.count_streets_per_node(G), name="street_count")
     return G
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 EARTH_RADIUS_M = 6_371_008.8
 
@@ -17,7 +18,7 @@ def haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
     return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(a)))
 
 
-def haversine_m_np(lat1, lng1, lat2, lng2):
+def haversine_m_np(lat1: ArrayLike, lng1: ArrayLike, lat2: ArrayLike, lng2: ArrayLike) -> NDArray[np.float64]:
     """Vectorised great-circle distance in metres (numpy arrays or scalars)."""
     p1, p2 = np.radians(lat1), np.radians(lat2)
     dp, dl = p2 - p1, np.radians(np.asarray(lng2) - np.asarray(lng1))
@@ -46,10 +47,10 @@ class LocalProjection:
         self.kx = math.cos(math.radians(lat0)) * math.pi * EARTH_RADIUS_M / 180.0
         self.ky = math.pi * EARTH_RADIUS_M / 180.0
 
-    def to_xy(self, lat, lng):
+    def to_xy(self, lat: ArrayLike, lng: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return (np.asarray(lng) - self.lng0) * self.kx, (np.asarray(lat) - self.lat0) * self.ky
 
-    def to_latlng(self, x, y):
+    def to_latlng(self, x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return np.asarray(y) / self.ky + self.lat0, np.asarray(x) / self.kx + self.lng0
 
     def point_xy(self, lat: float, lng: float) -> tuple[float, float]:

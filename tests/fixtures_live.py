@@ -22,6 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 import requests
+from flask import Flask
+from flask.testing import FlaskClient
 
 from accounts.store import AccountStore
 from config.settings import PROJECT_ROOT, Settings
@@ -77,13 +79,12 @@ def redis_url() -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def settings(data_dir, redis_url, tmp_path_factory) -> Settings:
-    db = tmp_path_factory.mktemp("accounts") / "meridian.db"
+def make_settings(data_dir: Path, redis_url: str, accounts_db: Path) -> Settings:
+    """The test settings over ``data_dir``, with a SQLite accounts database at ``accounts_db``."""
     return Settings.from_env(
         {
             "DATA_DIR": str(data_dir),
-            "DATABASE_URL": f"sqlite:///{db}",
+            "DATABASE_URL": f"sqlite:///{accounts_db}",
             "REDIS_URL": redis_url,
             "SERVICE_NAME": TEST_SERVICE,
             "NODE_ENV": "test",
@@ -91,6 +92,17 @@ def settings(data_dir, redis_url, tmp_path_factory) -> Settings:
             "AUTH_CACHE_TTL": "1",
         }
     )
+
+
+def open_store(settings: Settings) -> AccountStore:
+    store = AccountStore(settings.database_url)
+    store.create_schema()
+    return store
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir, redis_url, tmp_path_factory) -> Settings:
+    return make_settings(data_dir, redis_url, tmp_path_factory.mktemp("accounts") / "meridian.db")
 
 
 def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
@@ -111,9 +123,7 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def store(settings) -> AccountStore:
-    s = AccountStore(settings.database_url)
-    s.create_schema()
-    return s
+    return open_store(settings)
 
 
 @pytest.fixture(scope="session")
@@ -131,6 +141,37 @@ def client(app):
 @pytest.fixture(scope="session")
 def api_key(store) -> str:
     return store.create_key("tests", "pro", label="session key").key
+
+
+@pytest.fixture(scope="session")
+def bare_settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The test settings over an empty DATA_DIR: for web tests that answer before a dataset is read
+    (validation, error bodies), which then run without the imported samples."""
+    root = tmp_path_factory.mktemp("bare")
+    (root / "data").mkdir()
+    return make_settings(root / "data", redis_url, root / "meridian.db")
+
+
+@pytest.fixture(scope="session")
+def bare_store(bare_settings: Settings) -> AccountStore:
+    return open_store(bare_settings)
+
+
+@pytest.fixture(scope="session")
+def bare_app(bare_settings: Settings, bare_store: AccountStore) -> Flask:
+    from app import create_app
+
+    return create_app(bare_settings)
+
+
+@pytest.fixture()
+def bare_client(bare_app: Flask) -> FlaskClient:
+    return bare_app.test_client()
+
+
+@pytest.fixture(scope="session")
+def bare_api_key(bare_store: AccountStore) -> str:
+    return bare_store.create_key("tests", "pro", label="session key").key
 
 
 def start_worker(

@@ -188,7 +188,7 @@ def _replayed_job() -> str | None:
         job_id = runtime().redis.get(rkey)
     except redis.RedisError:
         return None
-    return job_id.decode() if job_id else None
+    return job_id.decode() if job_id else None  # type: ignore[union-attr]
 
 
 def batch_cost() -> int:

@@ -178,7 +178,7 @@ class IdPageArgs(PageArgs):
     id = fields.String(required=True, validate=validate.Length(1, 64), metadata=FENCE_ID_DOC)
 
 
-OBJECT = {"invalid": "expected a JSON object"}
+OBJECT: dict[str, str | list[Any] | dict[Any, Any]] = {"invalid": "expected a JSON object"}
 
 
 class JsonNumber(fields.Float):

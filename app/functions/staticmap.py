@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app import jobs
@@ -121,7 +123,7 @@ blp = GatewayBlueprint(
 IMAGE = {"schema": {"type": "string", "format": "binary"}}
 
 
-DOC = dict(
+DOC: dict[str, Any] = dict(
     summary="Render a static map image",
     description="A cartographic map (water, land use, buildings, roads by class, labels, borders) with optional "
     "markers and paths. Window: `center`+`zoom`, `bbox`, or fitted to the markers/paths. Rendered by a worker "

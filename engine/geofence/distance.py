@@ -18,9 +18,11 @@ always a true geodesic length. Circles need no frame: the distance to their boun
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import shapely
+from numpy.typing import NDArray
 from pyproj import Geod
 
 from engine.geo import EARTH_RADIUS_M
@@ -57,6 +59,15 @@ def circle_bbox(lat: float, lng: float, radius_m: float) -> tuple[float, float, 
 SEGMENT_MAX_VERTICES = 512
 
 
+def _to_local(lng0: float, lat0: float, kx: float) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
+    """lon/lat coordinates -> metres east/north of (lng0, lat0) (``kx`` metres per degree of longitude)."""
+
+    def transform(coords: NDArray[np.float64]) -> NDArray[np.float64]:
+        return (coords - (lng0, lat0)) * (kx, M_PER_DEG)
+
+    return transform
+
+
 class Frames:
     """Local equirectangular frames of many polygons, with vectorised distance queries.
 
@@ -77,10 +88,7 @@ class Frames:
         self.boundaries = np.full(n, None, dtype=object)  # large fences only
         starts, ends, total = [], [], 0
         for i, g in enumerate(geoms):
-            lng0, lat0, kx = self.lng0[i], self.lat0[i], self.kx[i]
-            projected = shapely.transform(
-                g, lambda c, lng0=lng0, lat0=lat0, kx=kx: (c - (lng0, lat0)) * (kx, M_PER_DEG)
-            )
+            projected = shapely.transform(g, _to_local(self.lng0[i], self.lat0[i], self.kx[i]))
             boundary = shapely.boundary(projected)
             if shapely.get_num_coordinates(boundary) > SEGMENT_MAX_VERTICES:
                 shapely.prepare(boundary)

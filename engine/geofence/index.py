@@ -79,8 +79,10 @@ class FenceIndex:
             self._pos[f.id] = i
         self._names = [f.name for f in self._fences]
         # per position: (lat, lng, radius) for circles, None for polygons (hot-path lookups)
+        # (a circle always has a center and radius: Fence.is_circle does not tell mypy so)
         self._circles: list[tuple[float, float, float] | None] = [
-            (f.center[0], f.center[1], f.radius) if f.is_circle else None for f in self._fences
+            (f.center[0], f.center[1], f.radius) if f.is_circle else None  # type: ignore[index, misc]
+            for f in self._fences
         ]
         self._is_circle = np.array([c is not None for c in self._circles], dtype=bool)
         self._clat = np.array([c[0] if c else np.nan for c in self._circles])
@@ -88,7 +90,7 @@ class FenceIndex:
         self._crad = np.array([c[2] if c else np.nan for c in self._circles])
         tree_geoms = np.empty(n, dtype=object)
         for i, f in enumerate(self._fences):
-            tree_geoms[i] = shapely.box(*circle_bbox(*f.center, f.radius)) if f.is_circle else f.geometry
+            tree_geoms[i] = shapely.box(*circle_bbox(*f.center, f.radius)) if f.is_circle else f.geometry  # type: ignore[call-arg, misc]
         shapely.prepare(tree_geoms)
         self._geoms = tree_geoms
         self._poly_pos = np.flatnonzero(~self._is_circle)
@@ -105,7 +107,7 @@ class FenceIndex:
         if raw is not None and hasattr(raw, "query"):
             self._query1 = lambda pt: raw.query(pt, 0)[1]
         else:  # pragma: no cover - future shapely without the private tree
-            self._query1 = lambda pt: self._tree.query(pt[0])
+            self._query1 = lambda pt: self._tree.query(pt[0])  # type: ignore[union-attr]
 
     # --- collection -------------------------------------------------------------------------
 

@@ -69,7 +69,12 @@ class Fence:
             return {"type": "circle", "center": {"lat": lat, "lng": lng}, "radius": self.radius, **common}
         if self.kind == "admin":
             return {"type": "admin", "osm_id": self.osm_id, **common}
-        return {"type": "Feature", "geometry": mapping(self.geometry), "properties": common}
+        return {"type": "Feature", "geometry": self._geometry_mapping(), "properties": common}
+
+    def _geometry_mapping(self) -> dict[str, Any]:
+        if self.geometry is None:  # polygons and admin areas always carry one
+            raise ValueError(f"fence {self.id} ({self.kind}) has no geometry")
+        return dict(mapping(self.geometry))
 
     def to_feature(self) -> dict[str, Any]:
         """A GeoJSON Feature for listings: the polygon, or the centre Point of a circle with
@@ -80,7 +85,7 @@ class Fence:
             geometry: dict[str, Any] = {"type": "Point", "coordinates": [lng, lat]}
             props["radius"] = self.radius
         else:
-            geometry = mapping(self.geometry)
+            geometry = self._geometry_mapping()
             if self.osm_id is not None:
                 props["osm_id"] = self.osm_id
         props["metadata"] = dict(self.metadata)
@@ -125,7 +130,7 @@ def parse_fence(
         resolved = resolve_admin(osm_id)
         if resolved is None:
             raise InvalidParameter(f"no administrative area with osm_id {osm_id}", parameter="osm_id")
-        geom = resolved if isinstance(resolved, BaseGeometry) else shape(resolved)
+        geom = resolved if isinstance(resolved, BaseGeometry) else shape(dict(resolved))
         if not isinstance(geom, Polygon | MultiPolygon) or geom.is_empty:
             raise InvalidParameter(f"administrative area {osm_id} has no area geometry", parameter="osm_id")
         if not geom.is_valid:  # dataset geometry: repair rather than refuse

@@ -256,7 +256,7 @@ def _admin_member_ways(pbf: str) -> dict[int, int]:
         if not isinstance(rel, osmium.osm.Relation):
             continue
         level = _admin_level(rel.tags.get("admin_level"))
-        if level is None:
+        if level is None or not isinstance(rel, osmium.osm.Relation):
             continue
         for member in rel.members:
             if member.type == "w" and member.role in ("outer", "inner", "") and level < levels.get(member.ref, 99):

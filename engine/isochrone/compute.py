@@ -27,11 +27,14 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import contourpy
 import numba
 import numpy as np
 import shapely
+from numpy.typing import NDArray
+from shapely.geometry.base import BaseGeometry
 
 from engine.matching.network import RoadNetwork
 
@@ -218,7 +221,7 @@ def reach(
 
 def contours(
     net: RoadNetwork, entry: np.ndarray, edge_cost: np.ndarray, budgets: list[float], options: IsoOptions = IsoOptions()
-) -> list[shapely.Geometry]:
+) -> list[BaseGeometry]:
     """One (Multi)Polygon in local metres per budget (same order); empty when nothing reached."""
     limit = max(budgets)
     reached = np.flatnonzero(entry < limit)
@@ -257,7 +260,8 @@ def contours(
     gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.OuterOffset)
     out = []
     for budget in budgets:
-        points, offsets = gen.filled(-1.0, budget)
+        # FillType.OuterOffset: the points and the ring offsets of each polygon
+        points, offsets = cast("tuple[list[NDArray[np.float64]], list[NDArray[np.uint32]]]", gen.filled(-1.0, budget))
         polys = []
         for pts, offs in zip(points, offsets, strict=False):
             # grid indices -> local metres (cell centres)

@@ -203,7 +203,7 @@ def from_ways(
     ``i - 1``)."""
     speeds = speeds_kmh or DEFAULT_SPEEDS_KMH
     ways = [w for w in ways if w[2].get("highway") in speeds]
-    use = {}
+    use: dict[int, int] = {}
     for _wid, refs, _tags in ways:
         for i, ref in enumerate(refs):
             end = i in (0, len(refs) - 1)
@@ -221,7 +221,7 @@ def from_ways(
     lng = np.array([coord(r)[1] for r in ids])
     proj = LocalProjection(float(lat.mean()), float(lng.mean()))
     nx, ny = proj.to_xy(lat, lng)
-    edges = []
+    edges: list[tuple[int, int, list[tuple[float, float]], float, int, str]] = []
     for wid, refs, tags in ways:
         speed = speeds[tags["highway"]] / 3.6
         if tags.get("maxspeed", "").isdigit():
@@ -233,7 +233,7 @@ def from_ways(
             if refs[i] not in junctions:
                 continue
             chunk = refs[start : i + 1]
-            pts = [tuple(map(float, proj.to_xy(*coord(r)))) for r in chunk]
+            pts = [(float(x), float(y)) for x, y in (proj.to_xy(*coord(r)) for r in chunk)]
             a, b = index[chunk[0]], index[chunk[-1]]
             if fwd:
                 edges.append((a, b, pts, speed, wid, tags.get("name", "")))

@@ -59,7 +59,7 @@ class LayerStore:
         self.counts: dict[str, int] = meta.get("counts", {})
         if self.bbox is not None:
             (x0, x1), (y0, y1) = to_mercator([self.bbox[0], self.bbox[2]], [self.bbox[1], self.bbox[3]])
-            self.coverage = (float(x0), float(y0), float(x1), float(y1))
+            self.coverage: tuple[float, float, float, float] | None = (float(x0), float(y0), float(x1), float(y1))
         else:
             self.coverage = None
 

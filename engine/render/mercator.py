@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 EARTH_RADIUS = 6_378_137.0  # the WGS84 semi-major axis, used as sphere radius by EPSG:3857
 ORIGIN_SHIFT = math.pi * EARTH_RADIUS  # x (and y) of the world's edge
@@ -26,16 +27,16 @@ def metres_per_pixel(zoom: float) -> float:
     return WORLD_SIZE / (TILE_SIZE * 2.0**zoom)
 
 
-def to_mercator(lng, lat):
+def to_mercator(lng: ArrayLike, lat: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """lng/lat degrees (scalars or arrays) -> x/y Mercator metres; latitude clamped to MAX_LAT."""
-    lng = np.asarray(lng, dtype=float)
-    lat = np.clip(np.asarray(lat, dtype=float), -MAX_LAT, MAX_LAT)
-    x = np.radians(lng) * EARTH_RADIUS
-    y = np.log(np.tan(np.pi / 4.0 + np.radians(lat) / 2.0)) * EARTH_RADIUS
+    lng_deg = np.asarray(lng, dtype=float)
+    lat_deg = np.clip(np.asarray(lat, dtype=float), -MAX_LAT, MAX_LAT)
+    x = np.radians(lng_deg) * EARTH_RADIUS
+    y = np.log(np.tan(np.pi / 4.0 + np.radians(lat_deg) / 2.0)) * EARTH_RADIUS
     return x, y
 
 
-def to_lnglat(x, y):
+def to_lnglat(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """x/y Mercator metres -> lng/lat degrees."""
     lng = np.degrees(np.asarray(x, dtype=float) / EARTH_RADIUS)
     lat = np.degrees(2.0 * np.arctan(np.exp(np.asarray(y, dtype=float) / EARTH_RADIUS)) - np.pi / 2.0)

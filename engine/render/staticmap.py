@@ -369,8 +369,8 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         size = S.ROADS[cls].label_size
         w, _ = labels.measure(name, size)
         merged = shapely.line_merge(shapely.union_all(by_name[name]))
-        merged = shapely.clip_by_rect(merged, minx, miny, maxx, maxy)
-        lines = shapely.get_parts(merged)
+        clipped = shapely.clip_by_rect(merged, minx, miny, maxx, maxy)
+        lines = shapely.get_parts(clipped)
         lines = lines[shapely.get_type_id(lines) == 1]
         if not len(lines):
             continue

@@ -123,7 +123,7 @@ def build(
 
 
 # ----------------------------------------------------------------------------- query
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def _query(
     uf,
     ut,

@@ -215,7 +215,7 @@ def _row(wss, c):
     return wss[0][c], wss[1][c], wss[2][c], wss[3][c], wss[4][c], wss[5][c], wss[6][c]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def _witness(u, skip, limit, settle_limit, out, ws, n_targets):
     """Dijkstra from u avoiding ``skip`` and the nodes whose ``dist`` is -inf, bounded by cost
     ``limit`` and ``settle_limit`` settled nodes, until the ``n_targets`` nodes marked with the

@@ -22,7 +22,7 @@ def new_heap(n):
     return np.empty(n, np.float64), np.empty(n, np.int64), np.full(n, -1, np.int64)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def push(hk, hv, pos, size, key, node):
     """Insert ``node`` with ``key``, or lower its key; returns the new size."""
     i = pos[node]
@@ -45,7 +45,7 @@ def push(hk, hv, pos, size, key, node):
     return size
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def pop(hk, hv, pos, size):
     """Remove the smallest entry; returns (key, node, new size)."""
     key = hk[0]
@@ -74,7 +74,7 @@ def pop(hk, hv, pos, size):
     return key, node, size
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def clear(hv, pos, size):
     for i in range(size):
         pos[hv[i]] = -1

@@ -410,8 +410,9 @@ def node_penalty(tags: Mapping[str, str]) -> float | None:
     barrier = tags.get("barrier")
     access = None
     for key in ACCESS_HIERARCHY:
-        if tags.get(key):
-            access = tags.get(key).lower()
+        value = tags.get(key)
+        if value:
+            access = value.lower()
             break
     if barrier:
         if barrier in BARRIER_PENALTY:

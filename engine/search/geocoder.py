@@ -111,7 +111,7 @@ def parses(text: str | None, **kw) -> list[Query]:
     if first.number and first.extra_numbers and not kw.get("number"):
         for alt in first.extra_numbers:
             q = parse(text, **kw)
-            q.words = [*q.words, q.number, *[n for n in q.extra_numbers if n != alt]]
+            q.words = [*q.words, *([q.number] if q.number else []), *[n for n in q.extra_numbers if n != alt]]
             q.number = normalize_housenumber(alt)
             q.extra_numbers = []
             out.append(q)
@@ -270,14 +270,18 @@ class Matcher:
             # while typing, the words not typed yet are no fault: how well are the typed words
             # matched (the name's coverage only breaks ties)
             qtotal = qmatched = 0.0
-            for i, w in enumerate(q.words):
-                wt = _weight(w)
+            for i, word in enumerate(q.words):
+                wt = _weight(word)
                 qtotal += wt
                 if i in used:
                     qmatched += wt * max(
                         [exps[i].get(n, 0.0) for n in name_toks]
                         + [(joined or {}).get(i, {}).get(n, 0.0) for n in name_toks]
-                        + [0.75 + 0.2 * len(w) / len(n) for n in name_toks if i == last_prefix and n.startswith(w)]
+                        + [
+                            0.75 + 0.2 * len(word) / len(n)
+                            for n in name_toks
+                            if i == last_prefix and n.startswith(word)
+                        ]
                     )
             if qtotal:
                 cov = (qmatched / qtotal) * (0.85 + 0.15 * cov)
@@ -306,7 +310,7 @@ class Matcher:
             return []
         exps = self._expansions(q)
         joined = self._joined(q)
-        alts = set()
+        alts: set[str] = set()
         for e in [*exps, *joined.values()]:
             alts.update(e)
         if not alts and not q.prefix:
@@ -515,16 +519,16 @@ def interpolate(index: SearchIndex, street: dict, addrs: list[dict], number: str
     geom = index.street_geometry(street["id"])
     if geom is None:
         return None
-    known = [(number_value(a["hn_norm"]), a) for a in addrs]
-    known = [(v, a) for v, a in known if v is not None]
+    valued = [(number_value(a["hn_norm"]), a) for a in addrs]
+    known = [(v, a) for v, a in valued if v is not None]
     if len(known) < 2:
         return None
     proj = index.proj
     lines = []
     for part in getattr(geom, "geoms", [geom]):
         arr = np.asarray(part.coords)
-        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-        lines.append(LineString(np.column_stack([x, y])))
+        lx, ly = proj.to_xy(arr[:, 1], arr[:, 0])
+        lines.append(LineString(np.column_stack([lx, ly])))
     merged = linemerge(lines)
     parts = list(getattr(merged, "geoms", [merged]))
     same = [(v, a) for v, a in known if v % 2 == target % 2] or known
@@ -534,8 +538,8 @@ def interpolate(index: SearchIndex, street: dict, addrs: list[dict], number: str
         return None
     pts = []
     for _v, a in (lower, upper):
-        x, y = proj.to_xy(a["lat"], a["lng"])
-        pts.append(Point(float(x), float(y)))
+        px, py = proj.to_xy(a["lat"], a["lng"])
+        pts.append(Point(float(px), float(py)))
     line = min(parts, key=lambda ln: ln.distance(pts[0]) + ln.distance(pts[1]))
     if line.distance(pts[0]) > 150 or line.distance(pts[1]) > 150:
         return None

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import shapely
 from rapidfuzz import process
@@ -67,6 +68,9 @@ class SearchIndex:
         self._street_geoms: dict[int, object] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
         self._geom_lock = threading.Lock()
+        # built on first use by poi_arrays() and spatial_cache()
+        self._poi_arrays: PoiArrays | None = None
+        self._spatial: SpatialCache | None = None
 
     @classmethod
     def open(cls, version_dir: Path) -> SearchIndex:
@@ -232,7 +236,7 @@ class PoiArrays:
         self.all_lat = np.array([r[2] for r in rows])
         self.all_lng = np.array([r[3] for r in rows])
         self._tags = [r[4] or "" for r in rows]
-        self._masks: dict[str, object] = {}
+        self._masks: dict[str, Any] = {}  # needle -> boolean numpy mask over the POIs
         self.arrays = {
             cat: (
                 np.array([r[0] for r in items], dtype=np.int64),
@@ -256,7 +260,7 @@ class PoiArrays:
 
 
 def poi_arrays(index: SearchIndex) -> PoiArrays:
-    found = getattr(index, "_poi_arrays", None)
+    found = index._poi_arrays
     if found is None:
         found = PoiArrays(index)
         index._poi_arrays = found
@@ -280,11 +284,10 @@ class SpatialCache:
         self.addr_ids = np.array([r[0] for r in rows], dtype=np.int64)
         self.addr_is_poi = np.array([bool(r[3]) for r in rows], dtype=bool)
         self.addr_street = np.array([r[4] for r in rows], dtype=np.int64)
+        self.addr_tree: cKDTree | None = None
         if rows:
             x, y = proj.to_xy(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
             self.addr_tree = cKDTree(np.column_stack([x, y]))
-        else:
-            self.addr_tree = None
         parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
         self.part_street = np.array([p[0] for p in parts], dtype=np.int64)
         lines = []
@@ -304,10 +307,10 @@ class SpatialCache:
 
 
 def spatial_cache(index: SearchIndex) -> SpatialCache:
-    found = getattr(index, "_spatial", None)
+    found = index._spatial
     if found is None:
         with index._geom_lock:
-            found = getattr(index, "_spatial", None)
+            found = index._spatial
             if found is None:
                 found = SpatialCache(index)
                 index._spatial = found

@@ -7,12 +7,17 @@ range); this function only raises InvalidParameter for what needs the data (an u
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from engine.countries import normalize_country
-from engine.dataset import DatasetRegistry
+from engine.dataset import BBox, Dataset, DatasetRegistry
 from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.search.geocoder import Matcher, parses
+from engine.search.index import SearchIndex
+
+BBoxTuple = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -25,27 +30,29 @@ class GeocodeParams:
     country: str | None = None  # alpha-2 or alpha-3
     limit: int = 5
     near: tuple[float, float] | None = None  # (lat, lng) bias
-    bbox: tuple[float, float, float, float] | None = None  # (min_lng, min_lat, max_lng, max_lat)
+    bbox: BBoxTuple | None = None  # (min_lng, min_lat, max_lng, max_lat)
     lang: str | None = None
 
 
-def matcher_for(dataset) -> Matcher:
-    """One Matcher per loaded search index (kept on the index object, built once)."""
+# One Matcher per loaded search index, built once and dropped with the index.
+_MATCHERS: WeakKeyDictionary[SearchIndex, Matcher] = WeakKeyDictionary()
+
+
+def matcher_for(dataset: Dataset) -> Matcher:
     index = dataset.search
-    m = getattr(index, "_matcher", None)
+    m = _MATCHERS.get(index)
     if m is None:
-        m = Matcher(index, dataset.region)
-        index._matcher = m
+        m = _MATCHERS.setdefault(index, Matcher(index, dataset.region))
     return m
 
 
-def _overlaps(ds_bbox, bbox) -> bool:
+def _overlaps(ds_bbox: BBox, bbox: BBoxTuple) -> bool:
     return not (
         bbox[2] < ds_bbox.min_lng or bbox[0] > ds_bbox.max_lng or bbox[3] < ds_bbox.min_lat or bbox[1] > ds_bbox.max_lat
     )
 
 
-def _postcode_area(ds, postcode: str, country: str | None, bbox) -> list[dict]:
+def _postcode_area(ds: Dataset, postcode: str, country: str | None, bbox: BBoxTuple | None) -> list[dict[str, Any]]:
     row = ds.search.execute(
         "SELECT AVG(lat), AVG(lng), COUNT(*), MIN(city), MIN(country), MIN(postcode) "
         "FROM features WHERE type = 'address' AND replace(lower(postcode), ' ', '') = ?",
@@ -71,7 +78,7 @@ def _postcode_area(ds, postcode: str, country: str | None, bbox) -> list[dict]:
     ]
 
 
-def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
+def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict[str, Any]:
     if not (params.query and params.query.strip()) and not (params.street or params.city or params.postcode):
         raise InvalidParameter("give a query or a structured address (street, city, postcode)", parameter="query")
     country = normalize_country(params.country)
@@ -81,7 +88,7 @@ def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
     for q in queries:
         if q.empty and q.city_words:
             q.words, q.city_words = q.city_words, []  # only a city: search it as a place
-    merged: list[dict] = []
+    merged: list[dict[str, Any]] = []
     for ds in datasets.all():
         if params.bbox and not _overlaps(ds.bbox, params.bbox):
             continue
@@ -94,7 +101,7 @@ def run(datasets: DatasetRegistry, params: GeocodeParams) -> dict:
                 m.match(q, country=country, bbox=params.bbox, near=params.near, limit=params.limit, lang=params.lang)
             )
     if len(queries) > 1:  # the same candidate from two parses: keep the best
-        best: dict[str, dict] = {}
+        best: dict[str, dict[str, Any]] = {}
         for c in merged:
             if c["id"] not in best or c["score"] > best[c["id"]]["score"]:
                 best[c["id"]] = c

@@ -5,11 +5,15 @@ point, as a GeoJSON FeatureCollection or WKT; optional simplification in metres 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import shapely
-from shapely.geometry import MultiPolygon, mapping
+from numpy.typing import NDArray
+from shapely.geometry import GeometryCollection, MultiPolygon, Polygon, mapping
+from shapely.geometry.base import BaseGeometry
 
+from engine.admin import AdminArea
 from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import LocalProjection
@@ -26,16 +30,16 @@ class GeometryParams:
     simplify: float | None = None  # metres
 
 
-def simplify_m(geom, tolerance_m: float):
+def simplify_m(geom: BaseGeometry, tolerance_m: float) -> BaseGeometry:
     """Simplify a lon/lat (multi)polygon by a tolerance in metres; the result stays valid."""
     c = geom.centroid
     proj = LocalProjection(c.y, c.x)
 
-    def fwd(coords):
+    def fwd(coords: NDArray[np.float64]) -> NDArray[np.float64]:
         x, y = proj.to_xy(coords[:, 1], coords[:, 0])
         return np.column_stack([x, y])
 
-    def back(coords):
+    def back(coords: NDArray[np.float64]) -> NDArray[np.float64]:
         lat, lng = proj.to_latlng(coords[:, 0], coords[:, 1])
         return np.column_stack([lng, lat])
 
@@ -46,19 +50,19 @@ def simplify_m(geom, tolerance_m: float):
     out = shapely.transform(simple, back)
     if not out.is_valid:
         out = shapely.make_valid(out)
-    if out.geom_type == "GeometryCollection":
-        polys = [g for g in out.geoms if g.geom_type in ("Polygon", "MultiPolygon")]
+    if isinstance(out, GeometryCollection):
+        polys = [g for g in out.geoms if isinstance(g, (Polygon, MultiPolygon))]
         out = shapely.union_all(polys) if polys else geom
     if out.is_empty:
         return geom
     return out
 
 
-def _as_multi(g):
-    return MultiPolygon([g]) if g.geom_type == "Polygon" else g
+def _as_multi(g: BaseGeometry) -> BaseGeometry:
+    return MultiPolygon([g]) if isinstance(g, Polygon) else g
 
 
-def _properties(a, region: str) -> dict:
+def _properties(a: AdminArea, region: str) -> dict[str, Any]:
     return {
         "name": a.name,
         "names": a.names,
@@ -72,25 +76,26 @@ def _properties(a, region: str) -> dict:
     }
 
 
-def run(datasets: DatasetRegistry, params: GeometryParams) -> dict:
+def run(datasets: DatasetRegistry, params: GeometryParams) -> dict[str, Any]:
     fmt = (params.format or "geojson").lower()
     if fmt not in ("geojson", "wkt"):
         raise InvalidParameter("format must be geojson or wkt", parameter="format")
     if params.simplify is not None and params.simplify < 0:
         raise InvalidParameter("simplify must be >= 0 (metres)", parameter="simplify")
-    by_point = params.lat is not None and params.lng is not None
-    if not (params.name or params.osm_id is not None or by_point):
+    point = (params.lat, params.lng) if params.lat is not None and params.lng is not None else None
+    if not (params.name or params.osm_id is not None or point):
         raise InvalidParameter("give name (+level), osm_id, or lat and lng", parameter="name")
     found = []
     seen: set[int] = set()
     for ds in datasets.all():
         admin = ds.admin
+        hits: list[AdminArea] = []
         if params.osm_id is not None:
             hits = [a for a in [admin.by_osm_id(params.osm_id)] if a is not None]
         elif params.name:
             hits = admin.by_name(params.name, params.level)
-        else:
-            hits = admin.containing(params.lat, params.lng)
+        elif point is not None:
+            hits = admin.containing(*point)
             if params.level is not None:
                 hits = [a for a in hits if a.level == params.level]
         for a in hits:

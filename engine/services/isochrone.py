@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import shapely
+from shapely.geometry import GeometryCollection, MultiPolygon, Polygon
+from shapely.geometry.base import BaseGeometry
 
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.geo import round_coord
 from engine.isochrone.compute import IsoOptions, contours, reach
 from engine.limits import DEFAULT_LIMITS, Limits
+from engine.matching.network import MatchingComponent, RoadNetwork
 
 PROFILES = ("car",)
 
@@ -61,26 +65,32 @@ def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...
     return metric, tuple(sorted(set(float(v) for v in values), reverse=True)), name
 
 
-def _component(datasets: DatasetRegistry, lat: float, lng: float):
+def _component(datasets: DatasetRegistry, lat: float, lng: float) -> MatchingComponent:
     for ds in datasets.covering(lat, lng, margin_deg=0.01):
         try:
-            return ds.component("roadnet")
+            component: MatchingComponent = ds.component("roadnet")
+            return component
         except DatasetError:
             continue
     raise InvalidParameter(f"lat: no road data covers {lat},{lng}", parameter="lat")
 
 
-def _geojson(geom: shapely.Geometry, net) -> dict:
+def _geojson(geom: BaseGeometry, net: RoadNetwork) -> dict[str, Any]:
     """GeoJSON of a local (Multi)Polygon in WGS84, coordinates rounded to 6 decimals (~0.1 m).
     Every ring is projected in one vectorised call, then split back into rings."""
     if geom.is_empty:
         return {"type": "Polygon", "coordinates": []}
-    if geom.geom_type == "GeometryCollection":  # make_valid may add stray lines
-        polys = [g for g in geom.geoms if g.geom_type in ("Polygon", "MultiPolygon")]
+    if isinstance(geom, GeometryCollection):  # make_valid may add stray lines
+        polys = [g for g in geom.geoms if isinstance(g, (Polygon, MultiPolygon))]
         geom = shapely.union_all(polys) if polys else shapely.Polygon()
         if geom.is_empty:
             return {"type": "Polygon", "coordinates": []}
-    polygons = list(geom.geoms) if geom.geom_type == "MultiPolygon" else [geom]
+    if isinstance(geom, MultiPolygon):
+        polygons = list(geom.geoms)
+    elif isinstance(geom, Polygon):
+        polygons = [geom]
+    else:
+        return {"type": "Polygon", "coordinates": []}
     rings_per_polygon = [[p.exterior, *p.interiors] for p in polygons]
     rings = [r for rs in rings_per_polygon for r in rs]
     xy = shapely.get_coordinates(rings)
@@ -97,7 +107,7 @@ def _geojson(geom: shapely.Geometry, net) -> dict:
 
 def run(
     datasets: DatasetRegistry, params: IsochroneParams, limits: Limits | None = None, options: IsoOptions | None = None
-) -> dict:
+) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     options = options or IsoOptions()
     metric, values, name = _validate(params, limits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from engine.categories import BY_ID, resolve
 from engine.dataset import DatasetRegistry
@@ -10,6 +11,9 @@ from engine.errors import InvalidParameter
 from engine.geo import haversine_m, round_coord
 from engine.search.geocoder import parse
 from engine.services.geocoding import matcher_for
+
+if TYPE_CHECKING:
+    from engine.search.index import SearchIndex
 
 MAX_SCAN = 2000  # name matches considered before filtering and paging
 
@@ -25,7 +29,7 @@ class PoiParams:
     offset: int = 0
 
 
-def poi_result(f: dict, region: str, distance: float | None) -> dict:
+def poi_result(f: dict[str, Any], region: str, distance: float | None) -> dict[str, Any]:
     return {
         "id": f"{region}:{f['id']}",
         "name": f["name"],
@@ -45,7 +49,7 @@ def poi_result(f: dict, region: str, distance: float | None) -> dict:
     }
 
 
-def _tag_ok(f: dict, ids: set[str], raw: set[str]) -> bool:
+def _tag_ok(f: dict[str, Any], ids: set[str], raw: set[str]) -> bool:
     if not ids and not raw:
         return True
     if f["category"] in ids:
@@ -58,13 +62,13 @@ def _tag_ok(f: dict, ids: set[str], raw: set[str]) -> bool:
     return False
 
 
-def run(datasets: DatasetRegistry, params: PoiParams) -> dict:
+def run(datasets: DatasetRegistry, params: PoiParams) -> dict[str, Any]:
     if not (params.q and params.q.strip()) and not params.category:
         raise InvalidParameter("give q (a name) or category", parameter="q")
     ids, raw = resolve((params.category or "").split(","), parameter="category")
     if params.radius is not None and params.near is None:
         raise InvalidParameter("radius needs near", parameter="radius")
-    hits: list[tuple[float, float, str, dict]] = []  # (sort key, distance, region, feature)
+    hits: list[tuple[float, float, str, dict[str, Any]]] = []  # (sort key, distance, region, feature)
     for ds in datasets.all():
         index = ds.search
         if params.bbox:
@@ -103,11 +107,12 @@ def run(datasets: DatasetRegistry, params: PoiParams) -> dict:
     }
 
 
-def _spatial(index, params: PoiParams, ids: set[str], raw: set[str]) -> list[dict]:
+def _spatial(index: SearchIndex, params: PoiParams, ids: set[str], raw: set[str]) -> list[dict[str, Any]]:
     """Category-only search: the POIs of the categories inside the box or circle (or all)."""
     from engine.services.proximity import tag_needle  # noqa: PLC0415
 
-    conds, args = [], []
+    conds: list[str] = []
+    args: list[str | float] = []
     if ids:
         conds.append(f"f.category IN ({','.join('?' * len(ids))})")
         args += sorted(ids)
@@ -138,7 +143,7 @@ def _spatial(index, params: PoiParams, ids: set[str], raw: set[str]) -> list[dic
     return [SearchIndex.row_to_feature(r) for r in index.execute(sql, args)]
 
 
-def categories(datasets: DatasetRegistry) -> dict:
+def categories(datasets: DatasetRegistry) -> dict[str, Any]:
     """The taxonomy with POI counts per region (GET /v1/poi/categories)."""
     from engine.categories import CATEGORIES  # noqa: PLC0415
 

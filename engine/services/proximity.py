@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from engine.categories import resolve
-from engine.dataset import DatasetRegistry
+from engine.dataset import Dataset, DatasetRegistry
 from engine.geo import haversine_m_np
 from engine.search.index import poi_arrays
 from engine.services.poi import poi_result
@@ -22,14 +23,14 @@ class NearestParams:
     radius: float = 5000.0  # metres
 
 
-def run(datasets: DatasetRegistry, params: NearestParams) -> dict:
+def run(datasets: DatasetRegistry, params: NearestParams) -> dict[str, Any]:
     ids, raw = resolve(params.categories, parameter="categories")
     if not ids and not raw:
         from engine.errors import InvalidParameter  # noqa: PLC0415
 
         raise InvalidParameter("give at least one category", parameter="categories")
     margin = params.radius / 111_000.0
-    found: list[tuple[float, object, int]] = []
+    found: list[tuple[float, Dataset, int]] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
         arrays = poi_arrays(index)
@@ -44,14 +45,14 @@ def run(datasets: DatasetRegistry, params: NearestParams) -> dict:
                 sel = sel[np.argpartition(d[sel], params.limit - 1)[: params.limit]]
             found.extend((float(d[i]), ds, int(fids[i])) for i in sel)
     found.sort(key=lambda t: (t[0], t[2]))
-    seen: set = set()
+    seen: set[tuple[str, int]] = set()
     results = []
-    for d, ds, fid in found:
-        if (ds.region, fid) in seen:
+    for distance, dataset, fid in found:
+        if (dataset.region, fid) in seen:
             continue
-        seen.add((ds.region, fid))
-        f = ds.search.features([fid])[fid]
-        results.append(poi_result(f, ds.region, d))
+        seen.add((dataset.region, fid))
+        f = dataset.search.features([fid])[fid]
+        results.append(poi_result(f, dataset.region, distance))
         if len(results) >= params.limit:
             break
     return {"results": results}

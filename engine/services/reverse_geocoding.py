@@ -5,13 +5,14 @@ an empty result."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import shapely
 
 from engine.dataset import DatasetRegistry
 from engine.geo import round_coord
-from engine.search.index import spatial_cache
+from engine.search.index import SearchIndex, spatial_cache
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class ReverseParams:
     limit: int = 1
 
 
-def _address(f: dict) -> dict:
+def _address(f: dict[str, Any]) -> dict[str, Any]:
     return {
         "country": f["country"],
         "city": f["city"],
@@ -33,7 +34,7 @@ def _address(f: dict) -> dict:
     }
 
 
-def _cand(f: dict, region: str, t: str, lat: float, lng: float, distance: float) -> dict:
+def _cand(f: dict[str, Any], region: str, t: str, lat: float, lng: float, distance: float) -> dict[str, Any]:
     return {
         "id": f"{region}:{f['id']}",
         "type": t,
@@ -48,7 +49,9 @@ def _cand(f: dict, region: str, t: str, lat: float, lng: float, distance: float)
     }
 
 
-def nearest_streets(index, lat, lng, radius):
+def nearest_streets(
+    index: SearchIndex, lat: float, lng: float, radius: float
+) -> list[tuple[float, int, tuple[float, float]]]:
     """[(distance m, street_id, (lat, lng) of the nearest point)] within radius, nearest first."""
     cache = spatial_cache(index)
     if cache.part_tree is None:
@@ -77,7 +80,9 @@ def nearest_streets(index, lat, lng, radius):
     return out
 
 
-def _near_addresses(index, lat, lng, radius, k=20):
+def _near_addresses(
+    index: SearchIndex, lat: float, lng: float, radius: float, k: int = 20
+) -> list[tuple[float, int, bool, int]]:
     """[(distance m, feature id, is_poi, street id)] of the k nearest address-bearing points
     within radius (from the in-memory KD-tree: no SQL)."""
     cache = spatial_cache(index)
@@ -93,10 +98,10 @@ def _near_addresses(index, lat, lng, radius, k=20):
     ]
 
 
-def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
+def run(datasets: DatasetRegistry, params: ReverseParams) -> dict[str, Any]:
     margin = params.radius / 111_000.0
-    cands: list[dict] = []
-    admin: list[dict] = []
+    cands: list[dict[str, Any]] = []
+    admin: list[dict[str, Any]] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
         addrs = _near_addresses(index, params.lat, params.lng, params.radius)
@@ -107,7 +112,7 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
         px, py = index.proj.to_xy(params.lat, params.lng)
         pt = shapely.Point(float(px), float(py))
         # (rank key, point distance, feature id, street point or None, distance)
-        found: list[tuple] = []
+        found: list[tuple[Any, ...]] = []
         for d, fid, is_poi, street_id in addrs:
             fp = fps.get(fid)
             d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building

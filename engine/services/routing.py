@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine import polyline
+from engine.dataset import Dataset, DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
 from engine.limits import DEFAULT_LIMITS, Limits
 from engine.routing.directions import build_steps
-from engine.routing.router import avoid_mask
+from engine.routing.router import Leg, Router, avoid_mask
+from engine.routing.snap import Snap
+
+LatLng = tuple[float, float]
 
 AVOIDABLE = ("tolls", "ferries", "motorways")
 GEOMETRIES = ("polyline", "polyline6", "geojson")
@@ -58,7 +64,7 @@ def _check(params: RoutingParams, limits: Limits) -> None:
         raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
 
 
-def _candidates(datasets, points, names, limits: Limits) -> list:
+def _candidates(datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits) -> list[Dataset]:
     """Datasets covering every point (within the snap distance), smallest bbox first.
 
     A point outside every region is farther than the snap limit from any road we know: 400
@@ -82,7 +88,7 @@ def _candidates(datasets, points, names, limits: Limits) -> list:
     return common
 
 
-def _snap_all(router, points, names, limits: Limits):
+def _snap_all(router: Router, points: list[LatLng], names: list[str], limits: Limits) -> list[Snap]:
     snaps = []
     for (lat, lng), pname in zip(points, names, strict=True):
         s = router.snap(lat, lng, limits.snap_max_distance_m)
@@ -96,7 +102,7 @@ def _snap_all(router, points, names, limits: Limits):
     return snaps
 
 
-def _geometry(lat, lng, kind: str):
+def _geometry(lat: NDArray[np.float64], lng: NDArray[np.float64], kind: str) -> dict[str, Any] | str:
     if kind == "geojson":
         return {
             "type": "LineString",
@@ -105,7 +111,7 @@ def _geometry(lat, lng, kind: str):
     return polyline.encode_arrays(lat, lng, 6 if kind == "polyline6" else 5)
 
 
-def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:
+def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None = None) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     _check(params, limits)
     points = [params.origin, *params.waypoints, params.destination]
@@ -146,15 +152,16 @@ def run(datasets, params: RoutingParams, limits: Limits | None = None) -> dict:
     return {"routes": out_routes, "waypoints": waypoints}
 
 
-def _route(router, legs, params: RoutingParams) -> dict:
+def _route(router: Router, legs: list[Leg], params: RoutingParams) -> dict[str, Any]:
     out_legs = []
-    lats, lngs = [], []
+    lats: list[NDArray[np.float64]] = []
+    lngs: list[NDArray[np.float64]] = []
     total_d = total_t = 0.0
     for i, leg in enumerate(legs):
         dist, dur = router.leg_summary(leg)
         total_d += dist
         total_t += dur
-        item = {"distance": round(dist, 1), "duration": round(dur, 1)}
+        item: dict[str, Any] = {"distance": round(dist, 1), "duration": round(dur, 1)}
         if params.steps:
             item["steps"] = build_steps(router, leg, last_leg=i == len(legs) - 1)
         else:

@@ -21,6 +21,7 @@ are added as entries without ``original_index`` and ``distance`` (as Google's sn
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.limits import DEFAULT_LIMITS, Limits
 from engine.matching.hmm import MatchedSegment, MatchOptions, match
-from engine.matching.network import RoadNetwork
+from engine.matching.network import MatchingComponent, RoadNetwork
 
 DEFAULT_SIGMA_M = 10.0
 
@@ -71,19 +72,20 @@ def network_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: st
     """The road network of the smallest dataset covering the point that has a road graph."""
     for ds in datasets.covering(lat, lng, margin_deg=0.01):
         try:
-            return ds.component("roadnet").network
+            component: MatchingComponent = ds.component("roadnet")
+            return component.network
         except DatasetError:
             continue
     raise InvalidParameter(f"{parameter}: no road data covers {lat},{lng}", parameter=parameter)
 
 
-def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float]]:
     """Rounded (lat list, lng list) of local points (7 decimals, as engine.geo.round_coord)."""
     lat, lng = net.proj.to_latlng(x, y)
     return np.round(lat, 7).tolist(), np.round(lng, 7).tolist()
 
 
-def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = None) -> dict:
+def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = None) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     pts = _validate(params, limits)
     net = network_for(datasets, float(pts[0, 0]), float(pts[0, 1]), "points")
@@ -98,7 +100,7 @@ def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = N
     segments = match(net, x, y, ts, options)
     if not segments:
         raise InvalidParameter(f"points: no road within {options.radius:.0f} m of any point", parameter="points")
-    snapped: list[dict] = []
+    snapped: list[dict[str, Any]] = []
     lines: list[list[list[float]]] = []
     for seg in segments:
         snapped.extend(_segment_entries(net, seg, params.interpolate))
@@ -106,8 +108,8 @@ def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = N
             lat, lng = net.proj.to_latlng(seg.path_x, seg.path_y)
             lines.append(np.round(np.column_stack([lng, lat]), 7).tolist())
     if not lines:
-        lat, lng = _lnglat(net, segments[0].x[:1], segments[0].y[:1])
-        geometry: dict = {"type": "Point", "coordinates": [lng[0], lat[0]]}
+        point_lat, point_lng = _lnglat(net, segments[0].x[:1], segments[0].y[:1])
+        geometry: dict[str, Any] = {"type": "Point", "coordinates": [point_lng[0], point_lat[0]]}
     elif len(lines) == 1:
         geometry = {"type": "LineString", "coordinates": lines[0]}
     else:
@@ -115,7 +117,7 @@ def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = N
     return {"snapped": snapped, "geometry": geometry}
 
 
-def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -> list[dict]:
+def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -> list[dict[str, Any]]:
     names, way_id = net.names, net.way_id
     lat, lng = _lnglat(net, seg.x, seg.y)
     index = seg.index.tolist()
@@ -136,7 +138,7 @@ def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -
     vlat, vlng = _lnglat(net, seg.path_x, seg.path_y)
     vedge = seg.path_edge.tolist()
     at = seg.point_vertex.tolist()
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for i, entry in enumerate(entries):
         out.append(entry)
         if i + 1 < len(entries):
@@ -152,7 +154,7 @@ def _segment_entries(net: RoadNetwork, seg: MatchedSegment, interpolate: bool) -
     return out
 
 
-def _nearest(net: RoadNetwork, x: float, y: float, limits: Limits) -> dict:
+def _nearest(net: RoadNetwork, x: float, y: float, limits: Limits) -> dict[str, Any]:
     radius = 50.0
     while True:
         cands = net.grid.candidates(x, y, radius, 1)
@@ -164,7 +166,7 @@ def _nearest(net: RoadNetwork, x: float, y: float, limits: Limits) -> dict:
     edge = int(cands.edge[0])
     px, py = float(cands.x[0]), float(cands.y[0])
     lat, lng = _lnglat(net, np.array([px]), np.array([py]))
-    entry = {
+    entry: dict[str, Any] = {
         "original_index": 0,
         "coord": {"lat": lat[0], "lng": lng[0]},
         "name": net.name(edge),

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError, InvalidParameter
 from engine.limits import DEFAULT_LIMITS, Limits
+from engine.render.layers import LayerStore
 from engine.render.mercator import MAX_LAT, MAX_ZOOM, MIN_ZOOM, Viewport, fit_zoom, to_mercator
 from engine.render.overlays import Marker, Path, parse_color
 from engine.render.staticmap import FORMATS, render
@@ -118,8 +120,7 @@ def viewport_for(params: StaticMapParams) -> Viewport:
     pad = 16
     avail_w, avail_h = max(w - 2 * pad, 1), max(h - 2 * pad - pin, 1)
     if params.center is not None:
-        cx, cy = to_mercator(params.center[1], params.center[0])
-        cx, cy = float(cx), float(cy)
+        cx, cy = (float(v) for v in to_mercator(params.center[1], params.center[0]))
         span_x = 2 * float(np.max(np.abs(x - cx)))
         span_y = 2 * float(np.max(np.abs(y - cy)))
     else:
@@ -137,7 +138,7 @@ def viewport_for(params: StaticMapParams) -> Viewport:
     return vp
 
 
-def _stores(datasets) -> list:
+def _stores(datasets: DatasetRegistry) -> list[LayerStore]:
     stores = []
     for ds in datasets.all():
         try:
@@ -147,7 +148,7 @@ def _stores(datasets) -> list:
     return stores
 
 
-def run(datasets, params: StaticMapParams) -> BinaryResult:
+def run(datasets: DatasetRegistry, params: StaticMapParams) -> BinaryResult:
     validate(params)
     fmt = params.format.lower()
     vp = viewport_for(params)

@@ -7,6 +7,7 @@ importance and distance to ``near``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine.countries import normalize_country
 from engine.dataset import DatasetRegistry
@@ -22,7 +23,7 @@ class SuggestParams:
     country: str | None = None
 
 
-def label(c: dict) -> str:
+def label(c: dict[str, Any]) -> str:
     a = c["address"]
     t = c["type"]
     locality = a.get("city") or a.get("district")
@@ -40,7 +41,7 @@ def label(c: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def run(datasets: DatasetRegistry, params: SuggestParams) -> dict:
+def run(datasets: DatasetRegistry, params: SuggestParams) -> dict[str, Any]:
     country = normalize_country(params.country)
     text = (params.q or "").strip()
     if len(text) < 2:

@@ -17,6 +17,7 @@ from engine.limits import Limits
 from engine.render import style
 from engine.render.mercator import Viewport, metres_per_pixel, to_lnglat, to_mercator
 from engine.render.overlays import Marker, Path, parse_color, parse_markers, parse_path
+from engine.results import BinaryResult
 from engine.services.staticmap import StaticMapParams, run, viewport_for
 
 MONACO = (43.7384, 7.4246)
@@ -28,7 +29,7 @@ def _rgb(hex_colour: str) -> np.ndarray:
     return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
 
 
-def _image(result: dict) -> np.ndarray:
+def _image(result: BinaryResult) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(result.body)).convert("RGB"), dtype=np.int16)
 
 
@@ -115,7 +116,7 @@ def _primary_way(pbf) -> list[tuple[float, float]]:
     best_len = 0.0
     fp = osmium.FileProcessor(str(pbf)).with_locations().with_filter(osmium.filter.TagFilter(("highway", "primary")))
     for way in fp:
-        if not way.is_way() or way.tags.get("tunnel", "no") != "no" or "bridge" in way.tags:
+        if not isinstance(way, osmium.osm.Way) or way.tags.get("tunnel", "no") != "no" or "bridge" in way.tags:
             continue
         # the longest run of nodes inside the extract (ways at its edge are cut)
         runs: list[list[tuple[float, float]]] = [[]]

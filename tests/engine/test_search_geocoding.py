@@ -21,11 +21,11 @@ def _addresses(region: str, street: str, number: str) -> list[tuple[float, float
         tags = o.tags
         if tags.get("addr:street") != street:
             continue
-        if number not in [n.strip() for n in tags.get("addr:housenumber", "").split(";")]:
+        if number not in [n.strip() for n in (tags.get("addr:housenumber") or "").split(";")]:
             continue
-        if o.is_node():
+        if isinstance(o, osmium.osm.Node):
             found.append((o.location.lat, o.location.lon))
-        elif o.is_way():
+        elif isinstance(o, osmium.osm.Way):
             pts = [(n.location.lat, n.location.lon) for n in o.nodes if n.location.valid()]
             if pts:
                 found.append((sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)))
@@ -161,7 +161,7 @@ def _all_addresses(region: str) -> list[tuple[str, str, float, float]]:
     fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations()
     for o in fp:
         t = o.tags
-        if "addr:housenumber" in t and "addr:street" in t and "entrance" not in t and o.is_node():
+        if "addr:housenumber" in t and "addr:street" in t and "entrance" not in t and isinstance(o, osmium.osm.Node):
             out.append((t["addr:street"], t["addr:housenumber"], o.location.lat, o.location.lon))
     return out
 
@@ -210,7 +210,13 @@ def test_swedish_and_other_name_variants(datasets):
     variants = {}
     for o in osmium.FileProcessor(str(SAMPLES / "helsinki.osm.pbf")).with_locations():
         t = o.tags
-        if o.is_way() and t.get("highway") and t.get("name") and t.get("name:sv") and t["name:sv"] != t["name"]:
+        if (
+            isinstance(o, osmium.osm.Way)
+            and t.get("highway")
+            and t.get("name")
+            and t.get("name:sv")
+            and t["name:sv"] != t["name"]
+        ):
             pts = [(n.location.lat, n.location.lon) for n in o.nodes if n.location.valid()]
             variants.setdefault(t["name:sv"], (t["name"], pts))
     assert len(variants) >= 5

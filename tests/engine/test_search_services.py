@@ -21,7 +21,7 @@ SAMPLES = PROJECT_ROOT / "data" / "samples"
 def _nodes(region: str, pred) -> list[tuple[float, float, dict]]:
     out = []
     for o in osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf"), osmium.osm.NODE):
-        if len(o.tags) and pred(o.tags):
+        if isinstance(o, osmium.osm.Node) and len(o.tags) and pred(o.tags):
             out.append((o.location.lat, o.location.lon, dict(o.tags)))
     return out
 
@@ -138,7 +138,7 @@ def test_reverse_inside_a_building_gives_its_address(datasets):
     """A point inside an addressed building outline: that building's address, distance 0."""
     found = 0
     for o in osmium.FileProcessor(str(SAMPLES / "helsinki.osm.pbf")).with_locations():
-        if not (o.is_way() and "building" in o.tags and "addr:street" in o.tags):
+        if not (isinstance(o, osmium.osm.Way) and "building" in o.tags and "addr:street" in o.tags):
             continue
         import shapely  # noqa: PLC0415
 

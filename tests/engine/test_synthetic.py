@@ -31,9 +31,9 @@ def test_pbf_round_trip(tmp_path):
     write_pbf(city, out)
     nodes, ways, rels = {}, {}, {}
     for obj in osmium.FileProcessor(str(out)):
-        if obj.is_node():
+        if isinstance(obj, osmium.osm.Node):
             nodes[obj.id] = (obj.location.lat, obj.location.lon)
-        elif obj.is_way():
+        elif isinstance(obj, osmium.osm.Way):
             ways[obj.id] = ([n.ref for n in obj.nodes], dict(obj.tags))
         else:
             rels[obj.id] = ([(m.type, m.ref, m.role) for m in obj.members], dict(obj.tags))

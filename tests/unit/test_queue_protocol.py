@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import redis
+from celery import Task
 
 from engine.errors import ErrorKind, MeridianError
 from engine.geofence.webhooks import Delivery, delivery
@@ -128,7 +129,7 @@ class RecordingSender:
 def _task_function(name: str):
     from tasks import batch, heavy, webhooks
 
-    tasks = {
+    tasks: dict[str, Task[Any, Any]] = {
         protocol.HEAVY_TASK: heavy.run_heavy,
         protocol.HEAVY_JOB_TASK: batch.heavy_job,
         protocol.GEOCODE_CHUNK_TASK: batch.geocode_chunk,

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def _conn(base: str) -> http.client.HTTPConnection:
     u = urlparse(base)
-    return http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    return http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=10)
 
 
 def _get(conn: http.client.HTTPConnection, path: str = "/v1/health/live") -> int:

@@ -16,7 +16,7 @@ BOUNDS = (0.001, 0.01, 0.1)
 
 
 def _hash(client: redis.Redis, key: str) -> dict[str, float]:
-    return {k.decode(): float(v) for k, v in client.hgetall(key).items()}
+    return {k.decode() if isinstance(k, bytes) else k: float(v) for k, v in client.hgetall(key).items()}
 
 
 def test_observations_are_summed_then_written_in_one_flush(redis_url):
