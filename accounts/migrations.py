@@ -11,14 +11,17 @@ processes starting at once do not both upgrade.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
-from sqlalchemy.engine import Connection, Engine
 
-from accounts.models import Base, SchemaVersion
+logging.getLogger("alembic").setLevel(logging.WARNING)  # its INFO lines at import say nothing to an operator
+from alembic.migration import MigrationContext  # noqa: E402
+from alembic.operations import Operations  # noqa: E402
+from sqlalchemy.engine import Connection, Engine  # noqa: E402
+
+from accounts.models import Base, SchemaVersion  # noqa: E402
 
 # The version of the tables as accounts/models.py declares them.
 LATEST = 2

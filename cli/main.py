@@ -300,5 +300,11 @@ def openapi_cmd(out_dir: Path) -> None:
     click.echo(f"wrote {out_dir / 'openapi.json'} and {out_dir / 'index.html'}")
 
 
+# ------------------------------------------------------------------ portal accounts, mail catcher
+from cli.accounts import register as _register_accounts  # noqa: E402  (after `main` exists)
+
+_register_accounts(main)
+
+
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@
 | ``SMTP_URL`` | ``smtp://user:pass@host:587?starttls=true`` or ``smtps://user:pass@host:465`` | development: ``smtp://127.0.0.1:1025`` (the mail catcher) |
 | ``MAIL_FROM`` | sender address of the portal's mails | ``Meridian <no-reply@localhost>`` |
 | ``MAIL_DIR`` | where ``meridian mailcatcher`` stores caught mails (development) | ``var/mail`` |
-| ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address and per IP, ``N/SECONDS`` for the address, the IP gets 5 times as many | ``10/900``, ``3/3600``, ``3/3600`` |
+| ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address per window ``N/SECONDS``, per IP 5 N or ``N/SECONDS,PER_IP`` | ``10/900``, ``3/3600``, ``3/3600`` |
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from config.settings import PROJECT_ROOT, ConfigError, _bool
 
 SECRET_FILE = PROJECT_ROOT / "var" / "portal-secret"
+DEV_SMTP_URL = "smtp://127.0.0.1:1025"  # `meridian mailcatcher`, started by `make run`
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,18 @@ def parse_smtp_url(raw: str, name: str = "SMTP_URL") -> SmtpTarget:
 
 
 def _rate_limit(env: dict, name: str, default: str) -> RateLimit:
+    """``N/SECONDS`` (N attempts per address; 5 N per IP) or ``N/SECONDS,M`` (M per IP)."""
     raw = (env.get(name) or default).strip()
-    count, sep, window = raw.partition("/")
-    if not sep or not count.isdigit() or not window.isdigit() or int(count) < 1 or int(window) < 1:
-        raise ConfigError(f"{name} must be N/SECONDS (attempts per address per window), got {raw!r}")
-    return RateLimit(per_address=int(count), per_ip=5 * int(count), window_s=int(window))
+    per_address, _, per_ip = raw.partition(",")
+    count, sep, window = per_address.partition("/")
+    per_ip = per_ip.strip() or (str(5 * int(count)) if count.isdigit() else "")
+    if not (sep and count.isdigit() and window.isdigit() and per_ip.isdigit()) or 0 in (
+        int(count),
+        int(window),
+        int(per_ip),
+    ):
+        raise ConfigError(f"{name} must be N/SECONDS or N/SECONDS,PER_IP (positive integers), got {raw!r}")
+    return RateLimit(per_address=int(count), per_ip=int(per_ip), window_s=int(window))
 
 
 def _secret_key(env: dict, production: bool) -> str:
@@ -113,6 +121,21 @@ def _secret_key(env: dict, production: bool) -> str:
             return key
         time.sleep(0.02)
     raise ConfigError(f"{path} is empty: delete it or set PORTAL_SECRET_KEY")
+
+
+def mail_settings(env: dict | None = None) -> tuple[SmtpTarget, str]:
+    """The SMTP server and sender: all a mail worker needs (SMTP_URL, MAIL_FROM)."""
+    env = dict(os.environ if env is None else env)
+    production = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "").strip().lower() == "production"
+    smtp_raw = (env.get("SMTP_URL") or "").strip()
+    if not smtp_raw:
+        if production:
+            raise ConfigError("SMTP_URL is required in production (smtp://user:pass@host:587?starttls=true)")
+        smtp_raw = DEV_SMTP_URL
+    mail_from = (env.get("MAIL_FROM") or "Meridian <no-reply@localhost>").strip()
+    if "@" not in mail_from or "\n" in mail_from or "\r" in mail_from:
+        raise ConfigError(f"MAIL_FROM must be an e-mail address (optionally 'Name <addr>'), got {mail_from!r}")
+    return parse_smtp_url(smtp_raw), mail_from
 
 
 @dataclass(frozen=True)
@@ -142,21 +165,14 @@ class PortalSettings:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
             raise ConfigError(f"PORTAL_BASE_URL must be an http(s) URL without query, got {base_url!r}")
-        smtp_raw = (env.get("SMTP_URL") or "").strip()
-        if not smtp_raw:
-            if production:
-                raise ConfigError("SMTP_URL is required in production (smtp://user:pass@host:587?starttls=true)")
-            smtp_raw = "smtp://127.0.0.1:1025"
-        mail_from = (env.get("MAIL_FROM") or "Meridian <no-reply@localhost>").strip()
-        if "@" not in mail_from or "\n" in mail_from or "\r" in mail_from:
-            raise ConfigError(f"MAIL_FROM must be an e-mail address (optionally 'Name <addr>'), got {mail_from!r}")
+        smtp, mail_from = mail_settings(env)
         default_plan = (env.get("PORTAL_DEFAULT_PLAN") or "free").strip()
         mail_dir = Path(env.get("MAIL_DIR") or PROJECT_ROOT / "var" / "mail").expanduser()
         return cls(
             base_url=base_url,
             secret_key=_secret_key(env, production),
             default_plan=default_plan,
-            smtp=parse_smtp_url(smtp_raw),
+            smtp=smtp,
             mail_from=mail_from,
             mail_dir=mail_dir,
             development=not production,

@@ -1,0 +1,45 @@
+"""What the portal's views share in one process: its settings, the account directory and key
+store (the same :class:`~accounts.store.AccountStore` as the API and the CLI), the mail token
+signer, the attempt limiter and the mail queue."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from celery import Celery
+from flask import current_app
+
+from accounts.store import AccountStore
+from accounts.tokens import TokenSigner
+from accounts.users import UserDirectory
+from app.portal.ratelimit import RateLimiter
+from config.portal import PortalSettings
+
+log = logging.getLogger("meridian.portal")
+
+MAIL_TASK = "meridian.send_mail"  # tasks/mail.py (sent by name: the web never imports the tasks)
+
+
+@dataclass
+class Portal:
+    settings: PortalSettings
+    store: AccountStore
+    users: UserDirectory
+    signer: TokenSigner
+    limiter: RateLimiter
+    celery: Celery
+
+    def queue_mail(self, mail: dict[str, str]) -> bool:
+        """Hand a finished message to the mail worker; False when the queue is unreachable
+        (the page then says so, and the user can ask again)."""
+        try:
+            self.celery.send_task(MAIL_TASK, args=[mail], queue="default", retry=False, ignore_result=True)
+        except Exception as exc:  # the broker is down: kombu/redis errors of any kind
+            log.warning("mail to @%s could not be queued: %s", mail["to"].rpartition("@")[2], type(exc).__name__)
+            return False
+        return True
+
+
+def portal() -> Portal:
+    return current_app.extensions["portal"]
