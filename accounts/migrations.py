@@ -12,6 +12,7 @@ processes starting at once do not both upgrade.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -73,7 +74,22 @@ def _set_version(conn: Connection, version: int) -> None:
 
 
 def upgrade(engine: Engine) -> tuple[int | None, int]:
-    """Bring the tables to :data:`LATEST`; returns (version before, version after)."""
+    """Bring the tables to :data:`LATEST`; returns (version before, version after).
+
+    Processes starting together (gunicorn workers on a new database) may race on SQLite, which
+    has no advisory lock: the loser's DDL or insert fails, and it tries again, then finding the
+    tables made and the version set."""
+    for attempt in range(5):
+        try:
+            return _upgrade_once(engine)
+        except (sa.exc.IntegrityError, sa.exc.OperationalError, sa.exc.ProgrammingError):
+            if attempt == 4:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _upgrade_once(engine: Engine) -> tuple[int | None, int]:
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_LOCK_ID})

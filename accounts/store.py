@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from accounts import fences as _fences  # noqa: F401  (geofence tables join Base.metadata)
@@ -146,12 +147,19 @@ class AccountStore:
         self.seed_plans()
 
     def seed_plans(self) -> None:
-        """Insert the default plans that do not exist yet (never overwrites an edited plan)."""
-        with self.session() as s, s.begin():
-            existing = set(s.scalars(select(Plan.name)))
-            for plan in DEFAULT_PLANS:
-                if plan["name"] not in existing:
-                    s.add(Plan(**plan))
+        """Insert the default plans that do not exist yet (never overwrites an edited plan); a
+        process that races another one on a new database finds the plans there on its retry."""
+        for attempt in range(3):
+            try:
+                with self.session() as s, s.begin():
+                    existing = set(s.scalars(select(Plan.name)))
+                    for plan in DEFAULT_PLANS:
+                        if plan["name"] not in existing:
+                            s.add(Plan(**plan))
+                return
+            except IntegrityError:
+                if attempt == 2:
+                    raise
 
     # ---------------------------------------------------------------- plans
     def list_plans(self) -> list[PlanRecord]:

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from app.dispatch import HeavyCall
 from app.results import BinaryResult
 from app.runtime import Runtime
+from engine import polyline
 from engine.render.overlays import Marker, Path
 from engine.services.staticmap import StaticMapParams, validate
 
@@ -29,37 +30,53 @@ class ConsoleFunction:
     title: str
     path: str
     defaults: dict[str, str]
+    # the request's own points drawn first (the red marker "A"), e.g. ("lat,lng",) or ("origin", "destination")
+    request_points: tuple[str, ...] = ()
+    answer_points: bool = True  # False: the answer's points are many (route steps), its lines say it all
 
 
 # The defaults are answered by the bundled Monaco and Helsinki samples.
 FUNCTIONS: tuple[ConsoleFunction, ...] = (
     ConsoleFunction("geocoding", "Geocoding", "/v1/geocoding", {"query": "Mannerheimintie 5, Helsinki"}),
     ConsoleFunction(
-        "reverse_geocoding", "Reverse geocoding", "/v1/reverse-geocoding", {"lat": "60.1675", "lng": "24.9427"}
+        "reverse_geocoding",
+        "Reverse geocoding",
+        "/v1/reverse-geocoding",
+        {"lat": "60.1675", "lng": "24.9427"},
+        ("lat,lng",),
     ),
     ConsoleFunction("suggest", "Suggest", "/v1/suggest", {"q": "Mannerh"}),
-    ConsoleFunction("poi", "POI search", "/v1/poi", {"category": "cafe", "near": "43.7384,7.4246", "radius": "1000"}),
+    ConsoleFunction(
+        "poi", "POI search", "/v1/poi", {"category": "cafe", "near": "43.7384,7.4246", "radius": "1000"}, ("near",)
+    ),
     ConsoleFunction(
         "proximity",
         "Nearest",
         "/v1/proximity/nearest",
         {"lat": "43.7384", "lng": "7.4246", "categories": "fuel,parking"},
+        ("lat,lng",),
     ),
     ConsoleFunction(
         "routing",
         "Routing",
         "/v1/routing",
         {"origin": "43.7312,7.4197", "destination": "43.7406,7.4270", "geometry": "geojson"},
+        ("origin", "waypoints", "destination"),
+        answer_points=False,
     ),
     ConsoleFunction(
         "snaptoroad", "Snap to road", "/v1/snaptoroad", {"points": "43.7384,7.4246|43.7390,7.4252|43.7396,7.4260"}
     ),
-    ConsoleFunction("isochrone", "Isochrone", "/v1/isochrone", {"lat": "43.7384", "lng": "7.4246", "time": "2,5"}),
+    ConsoleFunction(
+        "isochrone", "Isochrone", "/v1/isochrone", {"lat": "43.7384", "lng": "7.4246", "time": "2,5"}, ("lat,lng",)
+    ),
     ConsoleFunction(
         "staticmap", "Static map", "/v1/staticmaps", {"center": "43.7384,7.4246", "zoom": "15", "size": "600x400"}
     ),
     ConsoleFunction("geometry", "Geometry download", "/v1/geoment", {"name": "Monaco"}),
-    ConsoleFunction("geofencing", "Geofencing check", "/v1/geofencing", {"lat": "60.1699", "lng": "24.9384"}),
+    ConsoleFunction(
+        "geofencing", "Geofencing check", "/v1/geofencing", {"lat": "60.1699", "lng": "24.9384"}, ("lat,lng",)
+    ),
 )
 BY_SERVICE = {f.service: f for f in FUNCTIONS}
 MAX_SHOWN_BYTES = 200_000
@@ -139,6 +156,14 @@ def overlays(answer: Any) -> tuple[list[tuple[float, float]], list[list[tuple[fl
                     points.append((float(node["coordinates"][1]), float(node["coordinates"][0])))
                 lines.extend(line for line in _geometry_lines(node) if len(line) >= 2)
                 return
+            encoded = node.get("geometry")
+            if isinstance(encoded, str) and 0 < len(encoded) < 200_000:  # a route as an encoded polyline
+                try:
+                    line = [(float(lat), float(lng)) for lat, lng in polyline.decode(encoded, 5)]
+                except (ValueError, IndexError):
+                    line = []
+                if len(line) >= 2:
+                    lines.append(line)
             for value in node.values():
                 walk(value, depth + 1)
         elif isinstance(node, list):
@@ -157,19 +182,21 @@ def _thin(line: list[tuple[float, float]], budget: int) -> list[tuple[float, flo
     return thinned if thinned[-1] == line[-1] else [*thinned, line[-1]]
 
 
-def map_params(answer: Any, request_point: tuple[float, float] | None = None) -> StaticMapParams | None:
+def map_params(answer: Any, given: list[tuple[float, float]], answer_points: bool = True) -> StaticMapParams | None:
+    """The map of an answer: the request's points first (red), then the answer's (blue), and
+    its lines and polygon rings as paths."""
     points, lines = overlays(answer)
-    if request_point is not None:
-        points.insert(0, request_point)
+    if not answer_points and lines:
+        points = []
     # de-duplicate (a feature's point and its centroid may repeat), keep the order
     seen: set[tuple[float, float]] = set()
-    unique = [p for p in points if not (p in seen or seen.add(p))][:MAX_MARKERS]
+    unique = [p for p in [*given, *points] if not (p in seen or seen.add(p))][:MAX_MARKERS]
     if not unique and not lines:
         return None
     budget = max(2, MAX_PATH_POINTS // max(1, len(lines)))
     paths = tuple(Path(tuple(_thin(line, budget)), PALETTE[i % len(PALETTE)], 4) for i, line in enumerate(lines[:20]))
     markers = tuple(
-        Marker(lat, lng, "red" if i == 0 and request_point else "blue", _LABELS[i] if i < len(_LABELS) else None)
+        Marker(lat, lng, "red" if (lat, lng) in given else "blue", _LABELS[i] if i < len(_LABELS) else None)
         for i, (lat, lng) in enumerate(unique)
     )
     params = StaticMapParams(width=640, height=400, markers=markers, paths=paths)
@@ -184,13 +211,28 @@ def render_map(rt: Runtime, params: StaticMapParams) -> BinaryResult:
     return result
 
 
-def request_point(form: dict[str, str]) -> tuple[float, float] | None:
+def _point(text: str) -> tuple[float, float] | None:
+    lat, sep, lng = text.partition(",")
     try:
-        if form.get("lat") and form.get("lng"):
-            return float(form["lat"]), float(form["lng"])
+        point = (float(lat), float(lng)) if sep else None
     except ValueError:
         return None
-    return None
+    if point is None or not (-90 <= point[0] <= 90 and -180 <= point[1] <= 180):
+        return None
+    return point
+
+
+def request_points(function: ConsoleFunction, form: dict[str, str]) -> list[tuple[float, float]]:
+    """The points the request itself names (``lat,lng`` = the two fields; ``waypoints`` may list
+    several separated by ``|``); unreadable ones are skipped (the API names the error)."""
+    out = []
+    for name in function.request_points:
+        if name == "lat,lng":
+            raw = [f"{form.get('lat', '')},{form.get('lng', '')}"]
+        else:
+            raw = (form.get(name) or "").split("|")
+        out.extend(p for p in (_point(item.strip()) for item in raw) if p is not None)
+    return out
 
 
 def pretty(body: bytes) -> str:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import redis
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from accounts.quota import QuotaCounter
 from accounts.store import KeyRecord
@@ -93,6 +94,7 @@ def to_svg(usage: dict[str, dict[str, int]]) -> bytes:
     else:
         ax.text(0.5, 0.5, "no requests yet", transform=ax.transAxes, ha="center", va="center", color="#888")
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     out = io.BytesIO()
     fig.savefig(out, format="svg", metadata={"Date": None})

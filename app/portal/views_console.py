@@ -69,7 +69,9 @@ def _call(function: console.ConsoleFunction, params: list[dict], values: dict[st
     if resp.status_code != 200:
         return out
     try:
-        params_map = console.map_params(resp.get_json(silent=True), console.request_point(values))
+        params_map = console.map_params(
+            resp.get_json(silent=True), console.request_points(function, values), function.answer_points
+        )
         if params_map is not None:
             image = console.render_map(runtime(), params_map)
             out["map"] = f"data:{image.content_type};base64,{base64.b64encode(image.body).decode()}"
