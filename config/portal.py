@@ -3,6 +3,7 @@
 
 | variable | meaning | default |
 |---|---|---|
+| ``PORTAL_ENABLED`` | serve the portal at ``/portal`` (``false``: API only) | ``true`` |
 | ``PORTAL_BASE_URL`` | public URL of the portal, used in the links of the mails | ``http://localhost:$PORT`` |
 | ``PORTAL_SECRET_KEY`` | signs session cookies, CSRF and mail tokens; required in production | development: a random key kept in ``var/portal-secret`` |
 | ``PORTAL_DEFAULT_PLAN`` | plan of a new account | ``free`` |
@@ -104,7 +105,9 @@ def _secret_key(env: dict, production: bool) -> str:
             raise ConfigError("PORTAL_SECRET_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`)")
         return raw
     if production:
-        raise ConfigError("PORTAL_SECRET_KEY is required in production (e.g. `openssl rand -hex 32`)")
+        raise ConfigError(
+            "PORTAL_SECRET_KEY is required in production (e.g. `openssl rand -hex 32`), or PORTAL_ENABLED=false"
+        )
     # Development: one random key shared by every process of this checkout, kept out of git.
     path = Path(env.get("PORTAL_SECRET_FILE") or SECRET_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +126,10 @@ def _secret_key(env: dict, production: bool) -> str:
     raise ConfigError(f"{path} is empty: delete it or set PORTAL_SECRET_KEY")
 
 
+def portal_enabled(env: dict | None = None) -> bool:
+    return _bool(dict(os.environ if env is None else env), "PORTAL_ENABLED", True)
+
+
 def mail_settings(env: dict | None = None) -> tuple[SmtpTarget, str]:
     """The SMTP server and sender: all a mail worker needs (SMTP_URL, MAIL_FROM)."""
     env = dict(os.environ if env is None else env)
@@ -130,7 +137,9 @@ def mail_settings(env: dict | None = None) -> tuple[SmtpTarget, str]:
     smtp_raw = (env.get("SMTP_URL") or "").strip()
     if not smtp_raw:
         if production:
-            raise ConfigError("SMTP_URL is required in production (smtp://user:pass@host:587?starttls=true)")
+            raise ConfigError(
+                "SMTP_URL is required in production (smtp://user:pass@host:587?starttls=true), or PORTAL_ENABLED=false"
+            )
         smtp_raw = DEV_SMTP_URL
     mail_from = (env.get("MAIL_FROM") or "Meridian <no-reply@localhost>").strip()
     if "@" not in mail_from or "\n" in mail_from or "\r" in mail_from:

@@ -12,11 +12,14 @@ from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
 from app.portal.ratelimit import RateLimiter
 from app.portal.services import Portal
-from config.portal import PortalSettings
+from config.portal import PortalSettings, portal_enabled
 
 
 def init_portal(app: Flask) -> None:
-    """Register the blueprint and its services on an app whose runtime is built."""
+    """Register the blueprint and its services on an app whose runtime is built (unless
+    ``PORTAL_ENABLED=false``: an API-only deployment)."""
+    if not portal_enabled():
+        return
     from app.portal import views_admin, views_auth, views_console, views_dev, views_keys  # noqa: F401  (routes)
     from app.portal.blueprint import bp
 

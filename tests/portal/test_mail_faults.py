@@ -174,3 +174,13 @@ def test_redis_down_sign_in_works_sign_up_fails_closed(portal_settings, portal_e
     assert login.status_code == 302
     dash = client.get("/portal/dashboard")
     assert dash.status_code == 200 and b"Confirm your e-mail address" in dash.data
+
+
+def test_portal_can_be_switched_off(portal_settings, monkeypatch):
+    from app import create_app
+
+    monkeypatch.setenv("PORTAL_ENABLED", "false")
+    monkeypatch.setenv("NODE_ENV", "production")  # no portal: no PORTAL_SECRET_KEY or SMTP_URL needed
+    app = create_app(portal_settings)
+    assert "portal" not in app.extensions
+    assert app.test_client().get("/portal/login").status_code == 404
