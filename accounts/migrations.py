@@ -68,7 +68,7 @@ def current_version(conn: Connection) -> int | None:
 
 
 def _set_version(conn: Connection, version: int) -> None:
-    table = SchemaVersion.__table__
+    table = sa.table(SchemaVersion.__tablename__, sa.column("id"), sa.column("version"))
     if conn.execute(sa.update(table).where(table.c.id == 1).values(version=version)).rowcount == 0:
         conn.execute(sa.insert(table).values(id=1, version=version))
 

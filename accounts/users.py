@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from accounts.models import Account, ApiKey, Plan, utcnow
 from accounts.passwords import hash_password, needs_rehash, password_problem, verify_dummy, verify_password
@@ -211,7 +212,7 @@ class UserDirectory:
                 raise AccountError("no such account")
             s.execute(update(Account).where(Account.id == account_id).values(plan_id=plan_id))
             moved = s.execute(update(ApiKey).where(ApiKey.account_id == account_id).values(plan_id=plan_id))
-            return int(moved.rowcount or 0)
+            return int(getattr(moved, "rowcount", 0) or 0)
 
     def verify_now(self, account_id: int) -> None:
         """Operator override: mark the address verified without the mail."""
@@ -226,7 +227,7 @@ class UserDirectory:
                 raise AccountError(f"unknown plan {name!r} (plans: {names})")
             return int(plan_id)
 
-    def _user(self, s, row: Account) -> User:
+    def _user(self, s: Session, row: Account) -> User:
         plan_name = None
         if row.plan_id is not None:
             plan_name = s.scalar(select(Plan.name).where(Plan.id == row.plan_id))

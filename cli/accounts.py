@@ -15,9 +15,10 @@ from accounts.users import User, UserDirectory
 
 
 def _directory() -> UserDirectory:
-    from cli.main import _store
+    from cli.main import _settings
 
-    store: AccountStore = _store()
+    store = AccountStore(_settings().database_url)
+    store.create_schema()
     return UserDirectory(store)
 
 

@@ -83,7 +83,7 @@ def parse_smtp_url(raw: str, name: str = "SMTP_URL") -> SmtpTarget:
     )
 
 
-def _rate_limit(env: dict, name: str, default: str) -> RateLimit:
+def _rate_limit(env: dict[str, str], name: str, default: str) -> RateLimit:
     """``N/SECONDS`` (N attempts per address; 5 N per IP) or ``N/SECONDS,M`` (M per IP)."""
     raw = (env.get(name) or default).strip()
     per_address, _, per_ip = raw.partition(",")
@@ -98,7 +98,7 @@ def _rate_limit(env: dict, name: str, default: str) -> RateLimit:
     return RateLimit(per_address=int(count), per_ip=int(per_ip), window_s=int(window))
 
 
-def _secret_key(env: dict, production: bool) -> str:
+def _secret_key(env: dict[str, str], production: bool) -> str:
     raw = (env.get("PORTAL_SECRET_KEY") or "").strip()
     if raw:
         if len(raw) < 32:
@@ -126,11 +126,11 @@ def _secret_key(env: dict, production: bool) -> str:
     raise ConfigError(f"{path} is empty: delete it or set PORTAL_SECRET_KEY")
 
 
-def portal_enabled(env: dict | None = None) -> bool:
+def portal_enabled(env: dict[str, str] | None = None) -> bool:
     return _bool(dict(os.environ if env is None else env), "PORTAL_ENABLED", True)
 
 
-def mail_settings(env: dict | None = None) -> tuple[SmtpTarget, str]:
+def mail_settings(env: dict[str, str] | None = None) -> tuple[SmtpTarget, str]:
     """The SMTP server and sender: all a mail worker needs (SMTP_URL, MAIL_FROM)."""
     env = dict(os.environ if env is None else env)
     production = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "").strip().lower() == "production"
@@ -165,7 +165,7 @@ class PortalSettings:
         return f"PortalSettings(base_url={self.base_url!r}, smtp={self.smtp!r}, development={self.development})"
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> PortalSettings:
+    def from_env(cls, env: dict[str, str] | None = None) -> PortalSettings:
         env = dict(os.environ if env is None else env)
         environment = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "development").strip().lower()
         production = environment == "production"

@@ -38,7 +38,8 @@ class TemporaryMailError(RuntimeError):
 
 
 def backoff_s(retries: int) -> float:
-    return round(min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**retries) * random.uniform(0.8, 1.2), 3)
+    delay: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0**retries) * random.uniform(0.8, 1.2)
+    return round(delay, 3)
 
 
 def build_message(mail: dict[str, str], sender: str) -> EmailMessage:

@@ -78,8 +78,9 @@ def sign_out() -> None:
 
 def current_user() -> User | None:
     """The signed-in user, if the session is theirs still (password unchanged, not disabled)."""
-    if g.get("portal_user") is not None:
-        return g.portal_user
+    known: User | None = g.get("portal_user")
+    if known is not None:
+        return known
     uid = session.get("uid")
     if not isinstance(uid, int):
         return None

@@ -190,7 +190,12 @@ def map_params(answer: Any, given: list[tuple[float, float]], answer_points: boo
         points = []
     # de-duplicate (a feature's point and its centroid may repeat), keep the order
     seen: set[tuple[float, float]] = set()
-    unique = [p for p in [*given, *points] if not (p in seen or seen.add(p))][:MAX_MARKERS]
+    unique: list[tuple[float, float]] = []
+    for p in [*given, *points]:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    unique = unique[:MAX_MARKERS]
     if not unique and not lines:
         return None
     budget = max(2, MAX_PATH_POINTS // max(1, len(lines)))
@@ -225,7 +230,7 @@ def _point(text: str) -> tuple[float, float] | None:
 def request_points(function: ConsoleFunction, form: dict[str, str]) -> list[tuple[float, float]]:
     """The points the request itself names (``lat,lng`` = the two fields; ``waypoints`` may list
     several separated by ``|``); unreadable ones are skipped (the API names the error)."""
-    out = []
+    out: list[tuple[float, float]] = []
     for name in function.request_points:
         if name == "lat,lng":
             raw = [f"{form.get('lat', '')},{form.get('lng', '')}"]

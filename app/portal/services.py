@@ -42,4 +42,5 @@ class Portal:
 
 
 def portal() -> Portal:
-    return current_app.extensions["portal"]
+    found: Portal = current_app.extensions["portal"]
+    return found

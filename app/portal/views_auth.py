@@ -7,6 +7,7 @@ goes) time whether the address has an account or not. Passwords and tokens never
 from __future__ import annotations
 
 from flask import Response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from accounts.passwords import PASSWORD_RULE, password_problem, verify_dummy
@@ -18,14 +19,14 @@ from app.portal.forms import ChangeEmailForm, ChangePasswordForm, EmailForm, Log
 from app.portal.mails import compose
 from app.portal.services import portal
 
-Page = str | Response | WerkzeugResponse | tuple
+Page = str | Response | WerkzeugResponse | tuple[str, int] | tuple[str, int, dict[str, str]]
 
 
 def _link(endpoint: str, token: str) -> str:
     return f"{portal().settings.base_url}{url_for(endpoint, token=token)}"
 
 
-def _form_errors(form) -> list[str]:
+def _form_errors(form: FlaskForm) -> list[str]:
     return [message for messages in form.errors.values() for message in messages]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from typing import Any
 
 from flask import current_app, render_template, request
 
@@ -31,7 +32,7 @@ def console_page() -> str | tuple[str, int]:
     spec = current_app.extensions["openapi"].spec.to_dict()
     params = console.parameters(spec, function)
     values = dict(function.defaults)
-    result: dict | None = None
+    result: dict[str, Any] | None = None
     errors: list[str] = []
     active = [k for k in keys_of(user) if key_state(k) == "active"]
     if request.method == "POST":
@@ -56,13 +57,22 @@ def console_page() -> str | tuple[str, int]:
     ), (400 if errors else 200)
 
 
-def _call(function: console.ConsoleFunction, params: list[dict], values: dict[str, str], key: str) -> dict:
+def _call(
+    function: console.ConsoleFunction, params: list[dict[str, Any]], values: dict[str, str], key: str
+) -> dict[str, Any]:
     query = console.query_string(params, values)
     url = f"{function.path}?{query}" if query else function.path
     with current_app.test_client() as client:  # through the whole app: auth, quota, validation
         resp = client.get(url, headers={"X-API-Key": key})
-    out: dict = {"url": url, "status": resp.status_code, "json": None, "image": None, "map": None, "map_error": None}
-    if resp.mimetype.startswith("image/"):
+    out: dict[str, Any] = {
+        "url": url,
+        "status": resp.status_code,
+        "json": None,
+        "image": None,
+        "map": None,
+        "map_error": None,
+    }
+    if (resp.mimetype or "").startswith("image/"):
         out["image"] = f"data:{resp.mimetype};base64,{base64.b64encode(resp.data).decode()}"
         return out
     out["json"] = console.pretty(resp.data)

@@ -3,6 +3,8 @@ can open the verification link without a real mailbox. Absent in production."""
 
 from __future__ import annotations
 
+from email.message import EmailMessage
+
 from flask import abort, render_template
 
 from app.portal.blueprint import bp
@@ -12,9 +14,9 @@ from cli.mailcatcher import read_messages
 MAX_LISTED = 50
 
 
-def _text(message) -> str:
+def _text(message: EmailMessage) -> str:
     part = message.get_body(preferencelist=("plain",))
-    return part.get_content() if part is not None else ""
+    return str(part.get_content()) if part is not None else ""
 
 
 @bp.route("/dev/mail")
