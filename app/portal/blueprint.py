@@ -61,7 +61,11 @@ def _http_error(exc: HTTPException) -> tuple[str, int]:
 
 @bp.app_context_processor
 def _template_globals() -> dict[str, Any]:
-    return {"csrf_token": generate_csrf, "portal_user": lambda: g.get("portal_user")}
+    return {
+        "csrf_token": generate_csrf,
+        "portal_user": lambda: g.get("portal_user"),
+        "portal_development": lambda: portal().settings.development,
+    }
 
 
 # ---------------------------------------------------------------- session

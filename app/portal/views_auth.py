@@ -23,6 +23,7 @@ Page = str | Response | WerkzeugResponse | tuple[str, int] | tuple[str, int, dic
 
 
 def _link(endpoint: str, token: str) -> str:
+    """The link of a mail. The token is in the query string, which the request log leaves out."""
     return f"{portal().settings.base_url}{url_for(endpoint, token=token)}"
 
 
@@ -77,8 +78,9 @@ def signup() -> Page:
     return render_template("portal/signup.html", form=form, errors=errors, rule=PASSWORD_RULE), status
 
 
-@bp.route("/verify/<token>")
-def verify(token: str) -> Page:
+@bp.route("/verify")
+def verify() -> Page:
+    token = request.args.get("token", "")
     p = portal()
     try:
         content = p.signer.consume(token, VERIFY)
@@ -158,8 +160,9 @@ def reset() -> Page:
     return render_template("portal/reset.html", form=form, errors=errors), (400 if errors else 200)
 
 
-@bp.route("/reset/<token>", methods=["GET", "POST"])
-def reset_confirm(token: str) -> Page:
+@bp.route("/reset/confirm", methods=["GET", "POST"])
+def reset_confirm() -> Page:
+    token = request.args.get("token", "")
     p = portal()
     form = NewPasswordForm()
     errors: list[str] = []
@@ -240,8 +243,9 @@ def settings() -> Page:
     ), status
 
 
-@bp.route("/email/<token>")
-def email_confirm(token: str) -> Page:
+@bp.route("/email/confirm")
+def email_confirm() -> Page:
+    token = request.args.get("token", "")
     p = portal()
     try:
         content = p.signer.consume(token, EMAIL)

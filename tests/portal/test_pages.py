@@ -91,6 +91,7 @@ def test_sign_up_verification_mail_and_single_use_link(client, portal_worker, ma
         client.post("/portal/keys/new", data={"csrf_token": csrf(client.get("/portal/keys/new").data)}).status_code
         == 403
     )
+    assert path.startswith("/portal/verify?token=")
     tampered = path[:-3] + ("aaa" if not path.endswith("aaa") else "bbb")
     assert client.get(tampered).status_code == 400
     ok = client.get(path)
@@ -143,6 +144,20 @@ def test_csrf_token_is_required_on_every_form(client, portal_app, path):
     assert resp.status_code == 400 and b"Form expired" in resp.data
     resp = client.post(path, data={"csrf_token": "forged", "email": email, "password": PASSWORD})
     assert resp.status_code == 400
+
+
+def test_resend_verification(client, portal_app, portal_worker, mailbox):
+    email, _ = make_user(portal_app, verified=False)
+    login(client, email)
+    page = client.get("/portal/dashboard")
+    assert b"Send the link again" in page.data
+    resp = client.post("/portal/verify/resend", data={"csrf_token": csrf(page.data)})
+    assert resp.status_code == 200 and b"Check your mail" in resp.data
+    path = link_in(mailbox.wait(email)).removeprefix("http://localhost")
+    caught = client.get("/portal/dev/mail")  # development: the caught mails are listed
+    assert caught.status_code == 200 and email.encode() in caught.data
+    assert client.get(path).status_code == 200
+    assert b"Send the link again" not in client.get("/portal/dashboard").data
 
 
 def test_no_enumeration_on_login_sign_up_and_reset(client, portal_app):

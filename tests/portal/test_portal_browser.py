@@ -28,9 +28,10 @@ def portal_server(portal_settings, portal_env, portal_worker, tmp_path_factory):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**portal_env, "PORTAL_BASE_URL": base}
-    proc = start_gunicorn(portal_settings, port, tmp_path_factory.mktemp("logs") / "portal-gunicorn.log", **env)
+    log = tmp_path_factory.mktemp("logs") / "portal-gunicorn.log"
+    proc = start_gunicorn(portal_settings, port, log, **env)
     try:
-        yield base
+        yield base, log
     finally:
         stop(proc)
 
@@ -46,6 +47,7 @@ def _wait(predicate, timeout: float, what: str):
 
 
 def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
+    portal_server, server_log = portal_server
     if not shutil.which("chromium"):
         pytest.skip("Debian's chromium is not installed (make test installs it as root)")
     from playwright.sync_api import sync_playwright
@@ -82,7 +84,7 @@ def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
 
             # the verification mail, through the real SMTP server
             link = link_in(mailbox.wait(email, timeout=30))
-            assert link.startswith(f"{portal_server}/portal/verify/")
+            assert link.startswith(f"{portal_server}/portal/verify?token=")
             page.goto(link)
             assert "confirmed" in page.inner_text("#outcome")
 
@@ -162,3 +164,7 @@ def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
         finally:
             browser.close()
     assert problems == [], problems
+    logged = server_log.read_text()
+    assert "/portal/verify " in logged or "/portal/verify 200" in logged
+    for secret_text in (link.partition("token=")[2], PASSWORD, key, secret):
+        assert secret_text not in logged
