@@ -23,11 +23,12 @@ from typing import Any
 from celery import shared_task
 
 from config.portal import SmtpTarget, mail_settings
+from queueing.protocol import DEFAULT_QUEUE, TaskSender
 
 log = logging.getLogger("meridian.mail")
 
 TASK_NAME = "meridian.send_mail"
-QUEUE = "default"
+QUEUE = DEFAULT_QUEUE
 MAX_RETRIES = int(os.environ.get("MERIDIAN_MAIL_MAX_RETRIES", "8"))
 BACKOFF_BASE_S = float(os.environ.get("MERIDIAN_MAIL_BACKOFF_S", "5.0"))
 BACKOFF_CAP_S = 1800.0
@@ -35,6 +36,17 @@ BACKOFF_CAP_S = 1800.0
 
 class TemporaryMailError(RuntimeError):
     """The server could not take the message now; try again later."""
+
+
+def enqueue(sender: TaskSender, mail: dict[str, str]) -> bool:
+    """Queue a finished message (``{to, subject, text, html}``) from the web process; False when
+    the broker cannot be reached (logged with the recipient's domain only)."""
+    try:
+        sender.send_task(TASK_NAME, args=[mail], queue=QUEUE, retry=False, ignore_result=True)
+    except Exception as exc:  # noqa: BLE001 - whatever the broker client raises
+        log.warning("mail to @%s could not be queued: %s", mail["to"].rpartition("@")[2], type(exc).__name__)
+        return False
+    return True
 
 
 def backoff_s(retries: int) -> float:

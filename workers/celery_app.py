@@ -40,6 +40,7 @@ TASK_MODULES = (
     "tasks.ops",
     "tasks.warmup",
     "tasks.signals",
+    "tasks.mail",
 )
 
 

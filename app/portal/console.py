@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from app.dispatch import HeavyCall
-from app.results import BinaryResult
 from app.runtime import Runtime
 from engine import polyline
 from engine.render.overlays import Marker, Path
+from engine.results import BinaryResult
 from engine.services.staticmap import StaticMapParams, validate
+from queueing.protocol import HeavyCall
 
 
 @dataclass(frozen=True)

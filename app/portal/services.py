@@ -15,10 +15,9 @@ from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
 from app.portal.ratelimit import RateLimiter
 from config.portal import PortalSettings
+from tasks.mail import enqueue
 
 log = logging.getLogger("meridian.portal")
-
-MAIL_TASK = "meridian.send_mail"  # tasks/mail.py (sent by name: the web never imports the tasks)
 
 
 @dataclass
@@ -33,12 +32,7 @@ class Portal:
     def queue_mail(self, mail: dict[str, str]) -> bool:
         """Hand a finished message to the mail worker; False when the queue is unreachable
         (the page then says so, and the user can ask again)."""
-        try:
-            self.celery.send_task(MAIL_TASK, args=[mail], queue="default", retry=False, ignore_result=True)
-        except Exception as exc:  # the broker is down: kombu/redis errors of any kind
-            log.warning("mail to @%s could not be queued: %s", mail["to"].rpartition("@")[2], type(exc).__name__)
-            return False
-        return True
+        return enqueue(self.celery, mail)
 
 
 def portal() -> Portal:
