@@ -18,9 +18,9 @@ from tests.portal.databases import fresh_database
 SECRET = "s" * 40
 
 
-@pytest.fixture()
-def store(tmp_path):
-    with fresh_database("sqlite", tmp_path) as url:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    with fresh_database(request.param, tmp_path) as url:
         s = AccountStore(url)
         s.create_schema()
         yield s
