@@ -1,7 +1,7 @@
 """Fixtures of the portal tests: a real SMTP server (aiosmtpd, storing each message as a file),
 a Celery worker that sends the portal's mails to it, and the app with the portal's settings.
 
-The portal tests use Redis database 14 (not the session's 15): their mail tasks must reach their
+The portal tests use Redis database 12 (the session uses 15, other suites 14): their mail tasks must reach their
 own worker only, never the session's worker, which has no SMTP server configured.
 """
 
@@ -24,7 +24,7 @@ from cli.mailcatcher import read_messages, start
 from config.settings import PROJECT_ROOT, Settings
 from tests.fixtures_live import free_port, settings_env, stop, wait_worker
 
-PORTAL_REDIS_DB = 14
+PORTAL_REDIS_DB = 12  # 14 and 15 belong to other suites
 SECRET = "portal-test-secret-" + "x" * 32
 
 

@@ -114,7 +114,7 @@ def test_mail_queued_while_the_server_is_down_arrives_after_it_comes_up(settings
     port = free_port()
     db = tmp_path / "accounts.db"
     local = settings.with_overrides(
-        redis_url=settings.redis_url.rsplit("/", 1)[0] + "/13", database_url=f"sqlite:///{db}"
+        redis_url=settings.redis_url.rsplit("/", 1)[0] + "/11", database_url=f"sqlite:///{db}"
     )
     import redis
 
