@@ -104,7 +104,10 @@ def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
             secret = page.input_value("#new-secret")
             assert key.startswith("mrd_") and secret
             page.click("button.copy[data-copy=new-key]")
-            assert page.inner_text("button.copy[data-copy=new-key]") == "Copied"
+            # the handler awaits the clipboard, then says "Copied" (for 2 s)
+            page.wait_for_function(
+                "document.querySelector('button.copy[data-copy=new-key]').textContent === 'Copied'", timeout=10_000
+            )
             copied = page.evaluate("navigator.clipboard.readText()")
             assert copied == key
             page.screenshot(path=str(ARTIFACTS / "portal-key-created.png"))
