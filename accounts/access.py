@@ -73,6 +73,8 @@ class AccessControl:
             raise unauthorized("invalid API key")
         if record.revoked:
             raise unauthorized("API key has been revoked")
+        if record.account_disabled:
+            raise unauthorized("the account of this API key is disabled")
         if record.expired():
             raise unauthorized("API key has expired")
         return record

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -35,8 +35,16 @@ class Account(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
-    email: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    email: Mapped[str | None] = mapped_column(String(256), nullable=True)  # lower-case, unique index below
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Portal sign-in (schema version 2, accounts/migrations.py); NULL for CLI-made accounts.
+    password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)  # argon2id
+    email_verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    role: Mapped[str] = mapped_column(String(16), default="user", server_default="user", nullable=False)
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    plan_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # plans.id of keys made in the portal
+
+    __table_args__ = (Index("uq_accounts_email", "email", unique=True),)
 
     keys: Mapped[list[ApiKey]] = relationship(back_populates="account")
 
@@ -64,3 +72,24 @@ class ApiKey(Base):
 
     account: Mapped[Account] = relationship(back_populates="keys")
     plan: Mapped[Plan] = relationship()
+
+
+class UsedToken(Base):
+    """A single-use mail token (verification, reset, e-mail change) that has been used: its id is
+    the primary key, so a second use fails on the unique constraint."""
+
+    __tablename__ = "used_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    purpose: Mapped[str] = mapped_column(String(16), nullable=False)
+    account_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SchemaVersion(Base):
+    """One row: the version of these tables (accounts/migrations.py upgrades step by step)."""
+
+    __tablename__ = "meridian_schema"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)

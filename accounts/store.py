@@ -12,18 +12,20 @@ import secrets
 import sqlite3
 import string
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from accounts import fences as _fences  # noqa: F401  (geofence tables join Base.metadata)
-from accounts.models import Account, ApiKey, Base, Plan, utcnow
+from accounts.models import Account, ApiKey, Plan, utcnow
 from config.plans import DEFAULT_PLANS, SERVICES
 
 KEY_PREFIX = "mrd"
+MAX_ROTATION_GRACE = timedelta(days=7)
 _ALPHABET = string.ascii_letters + string.digits
 _ALPHABET_SET = frozenset(_ALPHABET)
 
@@ -58,6 +60,8 @@ class KeyRecord:
     expires_at: datetime | None
     revoked: bool
     label: str = ""
+    account_disabled: bool = False
+    created_at: datetime | None = None
 
     def matches(self, key: str) -> bool:
         return hmac.compare_digest(self.key_hash, hash_key(key))
@@ -137,16 +141,26 @@ class AccountStore:
 
     # ---------------------------------------------------------------- schema
     def create_schema(self) -> None:
-        Base.metadata.create_all(self.engine)
+        """Create the tables, or upgrade those of an earlier release in place (accounts/migrations.py)."""
+        from accounts.migrations import upgrade
+
+        upgrade(self.engine)
         self.seed_plans()
 
     def seed_plans(self) -> None:
-        """Insert the default plans that do not exist yet (never overwrites an edited plan)."""
-        with self.session() as s, s.begin():
-            existing = set(s.scalars(select(Plan.name)))
-            for plan in DEFAULT_PLANS:
-                if plan["name"] not in existing:
-                    s.add(Plan(**plan))
+        """Insert the default plans that do not exist yet (never overwrites an edited plan); a
+        process that races another one on a new database finds the plans there on its retry."""
+        for attempt in range(3):
+            try:
+                with self.session() as s, s.begin():
+                    existing = set(s.scalars(select(Plan.name)))
+                    for plan in DEFAULT_PLANS:
+                        if plan["name"] not in existing:
+                            s.add(Plan(**plan))
+                return
+            except IntegrityError:
+                if attempt == 2:
+                    raise
 
     # ---------------------------------------------------------------- plans
     def list_plans(self) -> list[PlanRecord]:
@@ -253,6 +267,30 @@ class AccountStore:
                 row.revoked_at = utcnow()
             return True
 
+    def rotate(self, key_or_prefix: str, grace: timedelta) -> IssuedKey:
+        """A new key (and secret) with the old key's account, plan, scopes, label and expiry; the
+        old key stays valid for ``grace`` (at most :data:`MAX_ROTATION_GRACE`), then expires."""
+        if not timedelta(0) <= grace <= MAX_ROTATION_GRACE:
+            raise AccountError(f"grace period must be between 0 and {MAX_ROTATION_GRACE.days} days")
+        old = self.find(key_or_prefix)
+        if old is None:
+            raise AccountError("no such key")
+        if old.revoked or old.expired():
+            raise AccountError("a revoked or expired key cannot be rotated")
+        issued = self.create_key(
+            old.account_name,
+            old.plan.name,
+            scopes=list(old.scopes) if old.scopes is not None else None,
+            expires_at=old.expires_at,
+            label=old.label,
+        )
+        ends = utcnow() + grace
+        with self.session() as s, s.begin():
+            row = s.scalar(select(ApiKey).where(ApiKey.prefix == old.prefix))
+            if row.expires_at is None or _aware(row.expires_at) > ends:
+                row.expires_at = ends
+        return issued
+
     # ---------------------------------------------------------------- records
     @staticmethod
     def _plan_record(p: Plan) -> PlanRecord:
@@ -278,4 +316,6 @@ class AccountStore:
             expires_at=_aware(row.expires_at),
             revoked=row.revoked_at is not None,
             label=row.label or "",
+            account_disabled=row.account.disabled_at is not None,
+            created_at=_aware(row.created_at),
         )

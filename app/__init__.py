@@ -103,6 +103,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(module.blp)
     app.extensions["openapi"] = api
     _document_health(app, api)
+    from app.portal import init_portal
+
+    init_portal(app)  # /portal: sign-up, keys, usage, console (app/portal/)
     return app
 
 

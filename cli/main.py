@@ -304,5 +304,10 @@ from cli.dataset import dataset  # noqa: E402  (the `meridian dataset` group)
 
 main.add_command(dataset)
 
+from cli.accounts import register as _register_accounts  # noqa: E402  (after `main` exists)
+
+_register_accounts(main)
+
+
 if __name__ == "__main__":
     main()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: Redis, sample import (when not yet imported), a fresh key, then web + worker from
+# `make run`: Redis, sample import (when not yet imported), a fresh key, then web + worker + the
+# development mail catcher (meridian mailcatcher, SMTP on 127.0.0.1:1025, mails in var/mail/) from
 # the Procfile under honcho.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,7 @@ KEY=$(meridian keys create --account demo --plan standard --label "make run" 2>/
 cat <<MSG
 
 Meridian on http://localhost:$PORT  (Redis: $REDIS_URL)
+  Portal       http://localhost:$PORT/portal  (sign up; mails are caught, see http://localhost:$PORT/portal/dev/mail)
   Swagger UI   http://localhost:$PORT/api
   OpenAPI      http://localhost:$PORT/api-json
   Health       http://localhost:$PORT/v1/health/ready

@@ -41,6 +41,7 @@ TASK_MODULES = (
     "tasks.warmup",
     "tasks.signals",
     "tasks.follow",  # follows DATASET_STORE from the worker's main process
+    "tasks.mail",
 )
 
 

@@ -142,4 +142,5 @@ def test_the_worker_entry_point_registers_every_task():
         "meridian.heavy",
         "meridian.heavy_job",
         "meridian.ping",
+        "meridian.send_mail",
     ]

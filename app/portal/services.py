@@ -1,0 +1,40 @@
+"""What the portal's views share in one process: its settings, the account directory and key
+store (the same :class:`~accounts.store.AccountStore` as the API and the CLI), the mail token
+signer, the attempt limiter and the mail queue."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from celery import Celery
+from flask import current_app
+
+from accounts.store import AccountStore
+from accounts.tokens import TokenSigner
+from accounts.users import UserDirectory
+from app.portal.ratelimit import RateLimiter
+from config.portal import PortalSettings
+from tasks.mail import enqueue
+
+log = logging.getLogger("meridian.portal")
+
+
+@dataclass
+class Portal:
+    settings: PortalSettings
+    store: AccountStore
+    users: UserDirectory
+    signer: TokenSigner
+    limiter: RateLimiter
+    celery: Celery
+
+    def queue_mail(self, mail: dict[str, str]) -> bool:
+        """Hand a finished message to the mail worker; False when the queue is unreachable
+        (the page then says so, and the user can ask again)."""
+        return enqueue(self.celery, mail)
+
+
+def portal() -> Portal:
+    found: Portal = current_app.extensions["portal"]
+    return found

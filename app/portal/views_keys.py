@@ -1,0 +1,191 @@
+"""Dashboard and self-service keys: plan and quotas, usage chart and CSV, create (the API Secret
+shown once), revoke, rotate. Keys are issued by the same ``AccountStore.create_key`` as
+``meridian keys create``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+
+from flask import Response, render_template, request
+
+from accounts.quota import QuotaCounter
+from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
+from accounts.users import User
+from app.portal import usage
+from app.portal.blueprint import bp, current_user, login_required
+from app.portal.forms import KeyForm, RotateForm
+from app.portal.services import portal
+from app.runtime import runtime
+from config.plans import SERVICES
+
+
+def _user() -> User:
+    user = current_user()
+    assert user is not None  # login_required
+    return user
+
+
+def plan_of(user: User) -> PlanRecord | None:
+    return next((p for p in portal().store.list_plans() if p.name == user.plan), None)
+
+
+def plan_services(plan: PlanRecord | None) -> list[str]:
+    if plan is None:
+        return []
+    return list(SERVICES) if "*" in plan.services else [s for s in SERVICES if s in plan.services]
+
+
+def keys_of(user: User) -> list[KeyRecord]:
+    return portal().store.list_keys(user.name)
+
+
+def own_key(user: User, prefix: str) -> KeyRecord | None:
+    return next((k for k in keys_of(user) if k.prefix == prefix), None)
+
+
+def _counter() -> QuotaCounter:
+    rt = runtime()
+    return QuotaCounter(rt.redis, namespace=rt.settings.service_name)
+
+
+def key_state(key: KeyRecord) -> str:
+    return "revoked" if key.revoked else "expired" if key.expired() else "active"
+
+
+def _last_used(daily: dict[str, dict[str, int]]) -> str | None:
+    used = [day for day, services in daily.items() if services]
+    return max(used) if used else None
+
+
+@bp.route("/dashboard")
+@login_required
+def dashboard() -> str:
+    user = _user()
+    plan = plan_of(user)
+    keys = keys_of(user)
+    counter, rt = _counter(), runtime()
+    rows, counters, redis_ok = [], {}, True
+    for key in keys:
+        last = None
+        try:
+            last = _last_used(counter.usage(key.prefix, usage.DAYS))
+            if key_state(key) == "active":
+                counters[key.prefix] = usage.current_counters(rt.redis, rt.settings.service_name, key.prefix)
+        except Exception:  # Redis down: the page still shows keys and plan
+            redis_ok = False
+        rows.append({"key": key, "state": key_state(key), "last_used": last})
+    return render_template(
+        "portal/dashboard.html",
+        user=user,
+        plan=plan,
+        services=plan_services(plan),
+        rows=rows,
+        counters=counters,
+        redis_ok=redis_ok,
+        rotate_form=RotateForm(),
+        development=portal().settings.development,
+    )
+
+
+@bp.route("/usage.svg")
+@login_required
+def usage_svg() -> Response:
+    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    return Response(usage.to_svg(daily), mimetype="image/svg+xml")
+
+
+@bp.route("/usage.csv")
+@login_required
+def usage_csv() -> Response:
+    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    resp = Response(usage.to_csv(daily), mimetype="text/csv")
+    resp.headers["Content-Disposition"] = f'attachment; filename="meridian-usage-{datetime.now(UTC):%Y%m%d}.csv"'
+    return resp
+
+
+def _issued_page(issued: IssuedKey, title: str, note: str | None = None) -> str:
+    return render_template("portal/key_created.html", issued=issued, title=title, note=note)
+
+
+@bp.route("/keys/new", methods=["GET", "POST"])
+@login_required
+def key_new() -> str | tuple[str, int]:
+    user = _user()
+    plan = plan_of(user)
+    form = KeyForm()
+    form.scopes.choices = [(s, s) for s in plan_services(plan)]
+    errors: list[str] = []
+    if not user.verified:
+        return render_template(
+            "portal/error.html",
+            title="Confirm your e-mail address first",
+            message="Keys can be created once your e-mail address is confirmed: open the link we sent you, or ask "
+            "for a new one on the dashboard.",
+        ), 403
+    if request.method == "POST":
+        if form.validate():
+            expires = None
+            if form.expires.data is not None:
+                expires = datetime.combine(form.expires.data, time(0), tzinfo=UTC)
+                if expires <= datetime.now(UTC):
+                    errors.append("expires: the date must be in the future")
+            if not errors:
+                try:
+                    issued = portal().store.create_key(
+                        user.name,
+                        user.plan,
+                        scopes=list(form.scopes.data) or None,
+                        expires_at=expires,
+                        label=(form.label.data or "").strip(),
+                    )
+                except AccountError as exc:
+                    errors.append(str(exc))
+                else:
+                    return _issued_page(issued, "Your new key")
+        else:
+            errors.extend(m for ms in form.errors.values() for m in ms)
+    return render_template("portal/key_new.html", form=form, errors=errors, plan=plan), (400 if errors else 200)
+
+
+@bp.route("/keys/<prefix>/revoke", methods=["POST"])
+@login_required
+def key_revoke(prefix: str) -> str | tuple[str, int]:
+    user = _user()
+    key = own_key(user, prefix)
+    if key is None:
+        return render_template(
+            "portal/error.html", title="No such key", message="No key of yours has that prefix."
+        ), 404
+    portal().store.revoke(key.prefix)
+    runtime().access.invalidate(key.prefix)  # this process at once; the others within AUTH_CACHE_TTL
+    return render_template(
+        "portal/notice.html",
+        title="Key revoked",
+        message=f"The key {key.prefix} is revoked: it is refused everywhere within a few seconds.",
+    )
+
+
+@bp.route("/keys/<prefix>/rotate", methods=["POST"])
+@login_required
+def key_rotate(prefix: str) -> str | tuple[str, int]:
+    user = _user()
+    key = own_key(user, prefix)
+    form = RotateForm()
+    if key is None:
+        return render_template(
+            "portal/error.html", title="No such key", message="No key of yours has that prefix."
+        ), 404
+    if not form.validate():
+        message = "; ".join(m for ms in form.errors.values() for m in ms)
+        return render_template("portal/error.html", title="Cannot rotate", message=message), 400
+    try:
+        issued = portal().store.rotate(key.prefix, timedelta(hours=form.grace_hours.data or 0))
+    except AccountError as exc:
+        return render_template("portal/error.html", title="Cannot rotate", message=str(exc)), 400
+    runtime().access.invalidate(key.prefix)
+    until = datetime.now(UTC) + timedelta(hours=form.grace_hours.data or 0)
+    return _issued_page(
+        issued,
+        "Rotated: your replacement key",
+        note=f"The old key {key.prefix} works until {until:%Y-%m-%d %H:%M} UTC.",
+    )

@@ -1,0 +1,152 @@
+"""Fixtures of the portal tests: a real SMTP server (aiosmtpd, storing each message as a file),
+a Celery worker that sends the portal's mails to it, and the app with the portal's settings.
+
+The portal tests use Redis database 12 (the session uses 15, other suites 14): their mail tasks must reach their
+own worker only, never the session's worker, which has no SMTP server configured.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from email.message import EmailMessage
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import redis
+
+from cli.mailcatcher import read_messages, start
+from config.settings import PROJECT_ROOT, Settings
+from tests.fixtures_live import free_port, settings_env, stop, wait_worker
+
+PORTAL_REDIS_DB = 12  # 14 and 15 belong to other suites
+SECRET = "portal-test-secret-" + "x" * 32
+
+
+class Mailbox:
+    """The messages a test's aiosmtpd server stored."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def messages(self, to: str | None = None) -> list[EmailMessage]:
+        out = [m for _, m in read_messages(self.directory)]
+        return [m for m in out if to is None or m["To"] == to]
+
+    def wait(self, to: str, count: int = 1, timeout: float = 30.0) -> EmailMessage:
+        """The newest message to ``to`` once ``count`` have arrived."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.messages(to)
+            if len(found) >= count:
+                return found[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no mail #{count} to {to} within {timeout} s")
+
+
+def link_in(message: EmailMessage) -> str:
+    text = message.get_body(preferencelist=("plain",)).get_content()
+    match = re.search(r"https?://\S+/portal/\S+", text)
+    assert match, text
+    return match.group(0)
+
+
+@pytest.fixture(scope="session")
+def smtp_server(tmp_path_factory) -> Iterator[tuple[int, Mailbox]]:
+    directory = tmp_path_factory.mktemp("mail")
+    port = free_port()
+    controller = start(directory, "127.0.0.1", port)
+    try:
+        yield port, Mailbox(directory)
+    finally:
+        controller.stop()
+
+
+@pytest.fixture(scope="session")
+def portal_settings(settings: Settings, tmp_path_factory) -> Settings:
+    parts = urlsplit(settings.redis_url)
+    url = urlunsplit((parts.scheme, parts.netloc, f"/{PORTAL_REDIS_DB}", "", ""))
+    redis.Redis.from_url(url).flushdb()
+    db = tmp_path_factory.mktemp("portal") / "accounts.db"
+    return settings.with_overrides(redis_url=url, database_url=f"sqlite:///{db}")
+
+
+@pytest.fixture(scope="session")
+def portal_env(smtp_server, tmp_path_factory) -> dict[str, str]:
+    port, mailbox = smtp_server
+    return {
+        "PORTAL_SECRET_KEY": SECRET,
+        "SMTP_URL": f"smtp://127.0.0.1:{port}?timeout=5",
+        "MAIL_FROM": "Meridian Test <portal@meridian.test>",
+        "MAIL_DIR": str(mailbox.directory),
+        "PORTAL_BASE_URL": "http://localhost",
+        "PORTAL_LOGIN_LIMIT": "5/300,1000",
+        "PORTAL_SIGNUP_LIMIT": "50/300,1000",
+        "PORTAL_RESET_LIMIT": "50/300,1000",
+        "MERIDIAN_MAIL_BACKOFF_S": "0.5",
+    }
+
+
+@pytest.fixture(scope="session")
+def mailbox(smtp_server) -> Mailbox:
+    return smtp_server[1]
+
+
+def start_portal_worker(settings: Settings, env: dict[str, str], log_path: Path, queues: str) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.main",
+            "worker",
+            "-Q",
+            queues,
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"portal-{os.getpid()}-{free_port()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=PROJECT_ROOT,
+        env=settings_env(settings, **env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def portal_worker(portal_settings, portal_env, tmp_path_factory):
+    proc = start_portal_worker(
+        portal_settings, portal_env, tmp_path_factory.mktemp("logs") / "portal-worker.log", "default,staticmap"
+    )
+    try:
+        wait_worker(portal_settings, proc)
+        yield proc
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="session")
+def portal_app(portal_settings, portal_env):
+    from app import create_app
+
+    mp = pytest.MonkeyPatch()
+    for name, value in portal_env.items():
+        mp.setenv(name, value)
+    try:
+        app = create_app(portal_settings)
+    finally:
+        mp.undo()
+    return app
