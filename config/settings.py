@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from engine.limits import Limits
+from engine.netguard import IPNetwork, parse_networks
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,6 +75,18 @@ def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
     return raw
 
 
+def _networks(env: dict, name: str) -> tuple[IPNetwork, ...]:
+    try:
+        return parse_networks(env.get(name))
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def _reliability_values(env: dict) -> dict:
+    """The settings of the reliability block (webhook guard, back-pressure)."""
+    return dict(webhook_allowed_networks=_networks(env, "WEBHOOK_ALLOWED_NETWORKS"))
+
+
 @dataclass(frozen=True)
 class Settings:
     port: int = 3000
@@ -100,6 +113,9 @@ class Settings:
     webhook_max_retries: int = 6  # geofence webhooks: retries after the first attempt
     webhook_backoff_s: float = 2.0  # the first retry's delay; doubled at each retry
     limits: Limits = field(default_factory=Limits)  # the engine's; the defaults for now
+    # -- reliability and hostile clients (issue 21) --
+    # networks a webhook may reach besides public addresses (engine/netguard.py), e.g. 10.20.0.0/16
+    webhook_allowed_networks: tuple[IPNetwork, ...] = ()
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -150,6 +166,7 @@ class Settings:
             webhook_backoff_s=_float(env, "MERIDIAN_WEBHOOK_BACKOFF_S", 2.0, 0.0),
             limits=Limits(),
         )
+        values.update(_reliability_values(env))
         if database_url:
             values["database_url"] = database_url
         if data_dir:

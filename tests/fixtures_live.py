@@ -103,6 +103,7 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
         NODE_ENV=settings.environment,
         AUTH_CACHE_TTL=str(settings.auth_cache_ttl_s),
         PYTHONPATH=str(PROJECT_ROOT),
+        WEBHOOK_ALLOWED_NETWORKS=",".join(str(n) for n in settings.webhook_allowed_networks),
     )
     env.update(extra)
     return env
