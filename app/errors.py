@@ -104,7 +104,8 @@ def render_http_exception(exc: HTTPException) -> Response:
         413: "request body too large",
         414: "request URI too long",
     }
-    message = messages.get(status) or (exc.description or status_phrase(status))
+    specific = exc.description and exc.description != type(exc).description  # raised with its own words
+    message = exc.description if specific else messages.get(status) or exc.description or status_phrase(status)
     resp = error_response(status, message)
     if status == 405 and getattr(exc, "valid_methods", None):
         resp.headers["Allow"] = ", ".join(exc.valid_methods)

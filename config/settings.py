@@ -84,7 +84,11 @@ def _networks(env: dict, name: str) -> tuple[IPNetwork, ...]:
 
 def _reliability_values(env: dict) -> dict:
     """The settings of the reliability block (webhook guard, back-pressure)."""
-    return dict(webhook_allowed_networks=_networks(env, "WEBHOOK_ALLOWED_NETWORKS"))
+    return dict(
+        webhook_allowed_networks=_networks(env, "WEBHOOK_ALLOWED_NETWORKS"),
+        body_read_timeout_s=_float(env, "BODY_READ_TIMEOUT", 10.0, 0.1),
+        body_json_max_depth=_int(env, "BODY_JSON_MAX_DEPTH", 64, 2, 1000),
+    )
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class Settings:
     # -- reliability and hostile clients (issue 21) --
     # networks a webhook may reach besides public addresses (engine/netguard.py), e.g. 10.20.0.0/16
     webhook_allowed_networks: tuple[IPNetwork, ...] = ()
+    body_read_timeout_s: float = 10.0  # a request body must arrive within this (app/bodies.py), else 408
+    body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
