@@ -88,6 +88,12 @@ def _reliability_values(env: dict) -> dict:
         webhook_allowed_networks=_networks(env, "WEBHOOK_ALLOWED_NETWORKS"),
         body_read_timeout_s=_float(env, "BODY_READ_TIMEOUT", 10.0, 0.1),
         body_json_max_depth=_int(env, "BODY_JSON_MAX_DEPTH", 64, 2, 1000),
+        queue_max_depth=_int(env, "QUEUE_MAX_DEPTH", 200, 0, 1_000_000),
+        queue_max_depths=tuple(
+            (name[len("QUEUE_MAX_DEPTH_") :].lower(), _int(env, name, 0, 0, 1_000_000))
+            for name in sorted(env)
+            if name.startswith("QUEUE_MAX_DEPTH_")
+        ),
     )
 
 
@@ -122,6 +128,8 @@ class Settings:
     webhook_allowed_networks: tuple[IPNetwork, ...] = ()
     body_read_timeout_s: float = 10.0  # a request body must arrive within this (app/bodies.py), else 408
     body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
+    queue_max_depth: int = 200  # tasks waiting per heavy queue before 503 (app/backpressure.py); 0 = unbounded
+    queue_max_depths: tuple[tuple[str, int], ...] = ()  # per-queue overrides (QUEUE_MAX_DEPTH_<QUEUE>)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -185,6 +193,9 @@ class Settings:
         if unknown:
             raise ConfigError(f"unknown settings: {sorted(unknown)}")
         return replace(self, **changes)
+
+    def queue_max_depth_for(self, queue: str) -> int:
+        return dict(self.queue_max_depths).get(queue, self.queue_max_depth)
 
     @property
     def remote_backend(self) -> bool:
