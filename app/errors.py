@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from http import HTTPStatus
 
 from flask import Flask, Response, current_app, g, request
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from engine.errors import DatasetError, ErrorKind, MeridianError
@@ -122,6 +124,14 @@ def render_dataset_error(exc: DatasetError) -> Response:
     )
 
 
+def render_database_unavailable(exc: SQLAlchemyError) -> Response:
+    """The accounts database is down or unreachable: a dependency outage, not a bug."""
+    log.error("database unavailable on %s %s: %s", request.method, request.path, type(exc).__name__)
+    return error_response(
+        503, "the accounts database is unavailable; retry shortly", code=ErrorKind.UNAVAILABLE.code, retry_after=5
+    )
+
+
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
@@ -132,4 +142,6 @@ def register(app: Flask) -> None:
     app.register_error_handler(MeridianError, render_meridian_error)
     app.register_error_handler(DatasetError, render_dataset_error)
     app.register_error_handler(HTTPException, render_http_exception)
+    for outage in (OperationalError, InterfaceError, DisconnectionError, PoolTimeout):
+        app.register_error_handler(outage, render_database_unavailable)
     app.register_error_handler(Exception, render_unexpected)
