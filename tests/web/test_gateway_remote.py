@@ -168,3 +168,22 @@ def test_core_down_503_within_bound(settings, service_key, api_key):
     assert resp.status_code == 503
     assert resp.get_json()["statusCode"] == 503 and "backend unavailable" in resp.get_json()["message"]
     assert elapsed < 3.0 + 0.5
+
+
+@pytest.mark.parametrize(
+    "path, parameter",
+    [
+        ("/v1/geocoding?query=Aleksanterinkatu%2052&country=XX", "country"),
+        ("/v1/suggest?q=Alek&country=ZZZ", "country"),
+        ("/v1/poi?category=unicorns", "category"),
+        ("/v1/proximity/nearest?lat=60.17&lng=24.94&categories=fuel,unicorns", "categories"),
+    ],
+)
+def test_unknown_codes_refused_before_the_backend(live_server, settings, service_key, api_key, path, parameter):
+    with FlakyProxy(live_server, failures=0) as proxy:
+        gateway = remote_gateway(settings, proxy.url, service_key)
+        resp = gateway.get(path, headers={"X-API-Key": api_key})
+        body = resp.get_json()
+        assert resp.status_code == 400 and body["parameter"] == parameter, body
+        assert "unknown" in body["message"]
+        assert proxy.calls == []  # the backend never saw it
