@@ -96,7 +96,7 @@ def flood(base_url: str, key: str, count: int) -> dict[str, Any]:
         lat, lng = random.choice(load_mix.PLACES["helsinki"])
         lat, lng = lat + random.uniform(-0.002, 0.002), lng + random.uniform(-0.004, 0.004)
         url = f"{base_url}/v1/staticmaps?center={lat:.6f},{lng:.6f}&zoom=14&size=200x200&async=true"
-        t0 = time.perf_counter()
+        t0, sent = time.perf_counter(), time.time() - RECORDER.t0
         try:
             resp = requests.get(url, headers={"X-API-Key": key}, timeout=30)
             status, retry_after = resp.status_code, bool(resp.headers.get("Retry-After"))
@@ -105,9 +105,7 @@ def flood(base_url: str, key: str, count: int) -> dict[str, Any]:
         except requests.RequestException:
             status, retry_after = 0, False
         with RECORDER.lock:
-            RECORDER.rows.append(
-                (time.time() - RECORDER.t0, "flood", (time.perf_counter() - t0) * 1000, status, retry_after)
-            )
+            RECORDER.rows.append((sent, "flood", (time.perf_counter() - t0) * 1000, status, retry_after))
         statuses[str(status)] = statuses.get(str(status), 0) + 1
 
     Pool(20).map(one, range(count))

@@ -57,16 +57,21 @@ class Recorder:
     """Shared by every user (gevent greenlets in one thread; the lock covers the flood thread)."""
 
     t0: float = field(default_factory=time.time)
-    rows: list[tuple[float, str, float, int, bool]] = field(default_factory=list)  # t, name, ms, status, retry_after
+    rows: list[tuple[float, str, float, int, bool]] = field(default_factory=list)  # sent t, name, ms, status, RA
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # job id -> {function, accepted_at, status}
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def on_request(self, name: str, response_time: float, response: Any, exception: Any, **_: Any) -> None:
+    def on_request(
+        self, name: str, response_time: float, response: Any, exception: Any, start_time: float | None = None, **_: Any
+    ) -> None:
+        """locust's request event. The row's time is when the request was sent (what the server's
+        quota window sees), not when its answer came."""
         status = 0 if exception is not None and response is None else int(getattr(response, "status_code", 0) or 0)
         headers = getattr(response, "headers", None) or {}
         retry_after = bool(headers.get("Retry-After")) if hasattr(headers, "get") else False
+        sent = start_time if start_time is not None else time.time() - response_time / 1000.0
         with self.lock:
-            self.rows.append((time.time() - self.t0, name, float(response_time), status, retry_after))
+            self.rows.append((sent - self.t0, name, float(response_time), status, retry_after))
 
     def accepted(self, job_id: str, function: str) -> None:
         with self.lock:
