@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from config.settings import DEFAULT_LIMITS
+from engine.limits import DEFAULT_LIMITS
 from tests.fixtures_live import free_port, start_gunicorn, stop
 
 pytestmark = pytest.mark.integration
