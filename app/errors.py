@@ -15,6 +15,7 @@ import traceback
 from datetime import UTC, datetime
 from http import HTTPStatus
 
+import redis
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -132,6 +133,15 @@ def render_database_unavailable(exc: SQLAlchemyError) -> Response:
     )
 
 
+def render_redis_unavailable(exc: redis.RedisError) -> Response:
+    """Redis down, restarting or still loading its data (device states, caches, job records): a
+    dependency outage a client retries after, not a bug."""
+    log.error("redis unavailable on %s %s: %s", request.method, request.path, type(exc).__name__)
+    return error_response(
+        503, "a backing service is unavailable; retry shortly", code=ErrorKind.UNAVAILABLE.code, retry_after=2
+    )
+
+
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
@@ -144,4 +154,6 @@ def register(app: Flask) -> None:
     app.register_error_handler(HTTPException, render_http_exception)
     for outage in (OperationalError, InterfaceError, DisconnectionError, PoolTimeout):
         app.register_error_handler(outage, render_database_unavailable)
+    for redis_outage in (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+        app.register_error_handler(redis_outage, render_redis_unavailable)
     app.register_error_handler(Exception, render_unexpected)

@@ -186,19 +186,18 @@ def analyse(sat: dict, hold_start: float, hold_end: float, faults: list[dict], t
     hold_rows = [r for r in rows if hold_start <= r[0] < hold_end]
     series = load_report.timeseries(hold_rows, hold_start, hold_end)
     mix = [r for r in hold_rows if not r[1].startswith(("quota_", "flood"))]
-    fault_rows = []
-    for i, f in enumerate(faults):
-        start = f["at"] - hold_start
-        until = (faults[i + 1]["at"] - hold_start) if i + 1 < len(faults) else hold_end - hold_start
-        fault_rows.append(
+    fault_rows = load_report.fault_table(
+        series,
+        [
             {
                 "fault": f["fault"],
-                "at_s": round(start, 1),
+                "at_s": round(f["at"] - hold_start, 1),
                 "duration_s": round(f["ended"] - f["at"], 1),
                 "note": f["note"],
-                **load_report.recovery(series, start, until),
             }
-        )
+            for f in faults
+        ],
+    )
     return {
         "saturation": sat,
         "hold": {

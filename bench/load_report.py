@@ -16,6 +16,7 @@ from typing import Any
 Row = tuple[float, str, float, int, bool]
 QUOTA_WINDOW_S = 60.0
 CLEAN_RUN_S = 3  # recovered: this many whole seconds in a row without a failed request
+IN_FLIGHT_S = 2.0  # a fault's window opens this early: requests sent just before it meet it
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -102,6 +103,21 @@ def recovery(series: Sequence[dict[str, Any]], fault_t: float, until_t: float) -
     }
 
 
+def fault_table(series: Sequence[dict[str, Any]], faults: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per fault (``fault``, ``at_s`` into the hold, ``duration_s``, ``note``): the failed
+    requests from ``IN_FLIGHT_S`` before it to ``IN_FLIGHT_S`` before the next one, and recovery."""
+    end = float(len(series))
+    rows = []
+    for i, f in enumerate(faults):
+        start = f["at_s"] - IN_FLIGHT_S
+        until = faults[i + 1]["at_s"] - IN_FLIGHT_S if i + 1 < len(faults) else end
+        result = recovery(series, start, until)
+        if result["failed"] and result["recovery_s"] is not None:  # from the fault, not the window
+            result["recovery_s"] = round(max(0.0, result["recovery_s"] - IN_FLIGHT_S), 1)
+        rows.append({**f, **result})
+    return rows
+
+
 def quota_exactness(rows: Iterable[Row], name: str, plan_per_minute: int) -> dict[str, Any]:
     """The most 200s a key got in any sliding ``QUOTA_WINDOW_S`` (client clock) and its 429s."""
     rs = [r for r in rows if r[1] == name]
@@ -155,9 +171,12 @@ def format_table(doc: dict[str, Any]) -> str:
             f"{r['function']:<16}{r['requests']:>9}{_n(r['p50_ms']):>9}{_n(r['p95_ms']):>9}{_n(r['p99_ms']):>9}"
             f"{r['5xx']:>6}{r['clean_503']:>7}  {r['status']}"
         )
-    lines += ["", f"{'fault':<28}{'at s':>7}{'failed':>8}{'recovery s':>12}  note"]
+    lines += ["", f"{'fault':<26}{'at s':>7}{'failed':>8}{'503+RA':>8}{'recovery s':>12}  note"]
     for f in doc["faults"]:
-        lines.append(f"{f['fault']:<28}{f['at_s']:>7}{f['failed']:>8}{_n(f['recovery_s']):>12}  {f.get('note', '')}")
+        lines.append(
+            f"{f['fault']:<26}{f['at_s']:>7}{f['failed']:>8}{f.get('clean_503', 0):>8}{_n(f['recovery_s']):>12}"
+            f"  {f.get('note', '')}"
+        )
     jobs = doc["jobs"]
     lines += [
         "",

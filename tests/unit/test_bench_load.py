@@ -114,3 +114,13 @@ def test_report_section_and_figure(tmp_path, monkeypatch):
     assert "| restart Redis | 2.0 | 4 | 0 | 1.0 | down 0.5 s |" in text, text
     assert "**lost 0**" in text and "![Throughput and p95" in text
     assert (tmp_path / "load.png").stat().st_size > 10_000
+
+
+def test_fault_table_counts_requests_sent_just_before_a_fault_for_it():
+    # failures sent at 9 s (in flight when the second fault starts at 10 s) belong to that fault
+    rows = [r for t in range(20) for r in rows_at(t, 10)] + rows_at(9, 3, status=0)
+    series = lr.timeseries(rows, 0, 20)
+    faults = [{"fault": "a", "at_s": 2.0}, {"fault": "b", "at_s": 10.0}]
+    a, b = lr.fault_table(series, faults)
+    assert (a["failed"], b["failed"]) == (0, 3)
+    assert b["recovery_s"] == 0.0  # clean again from 10 s on

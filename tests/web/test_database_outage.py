@@ -1,4 +1,4 @@
-"""The accounts database unreachable (a PostgreSQL URL on a port where nothing listens: a real
+"""Dependencies down. The accounts database unreachable (a PostgreSQL URL on a port where nothing listens: a real
 connection refusal): a web process still boots, a request whose key is not cached gets a clean
 503 with Retry-After, and a key seen shortly before keeps being served from its cached record."""
 
@@ -42,3 +42,17 @@ def test_known_key_served_from_cache_while_the_database_is_down(settings, store,
     with pytest.raises(Exception) as err:
         access.authenticate(other.key)
     assert "OperationalError" in type(err.value).__name__
+
+
+def test_redis_down_is_a_clean_503_for_device_checks(settings, store):
+    """Found by bench.load: a geofencing check with a device during a Redis restart answered 500
+    (the device state lives in Redis)."""
+    from app import create_app
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    app = create_app(settings.with_overrides(redis_url=dead, quota_fail_open=True))
+    key = store.create_key("redis-outage", "pro").key
+    resp = app.test_client().get("/v1/geofencing?lat=43.7350&lng=7.4200&device=van-1", headers={"X-API-Key": key})
+    body = resp.get_json()
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "2", body
+    assert body["message"] == "a backing service is unavailable; retry shortly"
