@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
+import psutil  # type: ignore[import-untyped]
 import redis
 import requests
 
@@ -61,8 +61,8 @@ class Deployment:
     web_workers: int = 2
     env_extra: dict[str, str] = field(default_factory=dict)
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="meridian-load-")))
-    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
-    redis_proc: subprocess.Popen | None = None
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    redis_proc: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
         self.web_port = free_port()
