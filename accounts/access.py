@@ -2,7 +2,9 @@
 have they quota left (429). The web layer only extracts the key from its header.
 
 Key records are cached in process for ``cache_ttl_s`` seconds (default 5), so a request does not
-touch SQL; a revocation or plan change takes effect within that bound in every process.
+touch SQL; a revocation or plan change takes effect within that bound in every process. While
+the accounts database is unreachable, a key seen in the last ``STALE_MAX_S`` keeps its cached
+record (known clients are served through an outage; a revocation then waits for the database).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import logging
 import threading
 import time
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable
 from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore, KeyRecord, split_key
 from engine.errors import ErrorKind, MeridianError
 
 log = logging.getLogger("meridian.access")
+STALE_MAX_S = 300.0
 
 
 class AccessDenied(MeridianError):
@@ -48,7 +53,15 @@ class AccessControl:
         hit = self._cache.get(prefix)
         if hit is not None and hit[0] > now:
             return hit[1]
-        record = self.store.lookup(prefix)
+        try:
+            record = self.store.lookup(prefix)
+        except SQLAlchemyError:
+            # database down: a key seen within STALE_MAX_S keeps its last known record (so an
+            # outage of the accounts database does not stop known clients); others get the error
+            if hit is not None and hit[0] + STALE_MAX_S > now:
+                log.warning("accounts database unavailable: key %s served from its cached record", prefix)
+                return hit[1]
+            raise
         with self._lock:
             if len(self._cache) > 50_000:
                 self._cache.clear()

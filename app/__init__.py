@@ -10,7 +10,7 @@ from typing import Any
 import flask_smorest
 from flask import Flask, Response, g, request
 
-from app import errors, logs
+from app import bodies, errors, logs
 from app.access import rate_limit_headers
 from app.runtime import Runtime
 from config.settings import Settings
@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.extensions["celery"] = rt.celery
 
     _register_request_hooks(app, settings)
+    bodies.init_app(app, settings.limits.request_body_bytes, settings.body_read_timeout_s, settings.body_json_max_depth)
     from app import metrics
 
     metrics.init_app(app)  # /metrics and the per-request counters

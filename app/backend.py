@@ -8,7 +8,13 @@
   ``backend_retries`` retries, and never past ``backend_total_timeout_s`` in all; each attempt
   has ``backend_timeout_s``. No retry on 4xx.
 - Outcome mapping: unreachable or still failing -> 503 with ``Retry-After``; the core's
-  400/401/403/404/429 become the same status with the core's message.
+  400/404/429 become the same status with the core's message. The core's 401/403 are about
+  ``SERVICE_API_KEY`` (wrong, expired, revoked or missing a service), never about the client's key,
+  which the gateway already accepted: 503 "backend misconfigured" and an error log line for the
+  operator.
+- ``check()`` is the readiness probe: one authenticated request per URL (``SERVICE_BASE_URL``
+  without ``cmd``, ``SERVICE_SUGGEST_URL`` without ``q``), which a core answers 400 once it has
+  accepted the key and 401/403 when it refuses it.
 """
 
 from __future__ import annotations
@@ -31,11 +37,11 @@ log = logging.getLogger("meridian.backend")
 RETRY_STATUSES = frozenset({502, 503, 504})
 PASS_THROUGH = {
     400: ErrorKind.INVALID_PARAMETER,
-    401: ErrorKind.UNAUTHORIZED,
-    403: ErrorKind.FORBIDDEN,
     404: ErrorKind.NOT_FOUND,
     429: ErrorKind.QUOTA_EXCEEDED,
 }
+KEY_REFUSED = frozenset({401, 403})  # the core refuses SERVICE_API_KEY
+MISCONFIGURED_RETRY_AFTER_S = 60
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 2.0
 
@@ -58,12 +64,6 @@ class RemoteCore:
         if remote == "suggest" and self.settings.service_suggest_url:
             return self.settings.service_suggest_url
         return self.settings.service_base_url or ""
-
-    def health_url(self) -> str:
-        from urllib.parse import urlsplit, urlunsplit
-
-        parts = urlsplit(self.settings.service_base_url or "")
-        return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
 
     def get(self, url: str, params: list[tuple[str, str]], request_id: str | None = None) -> requests.Response:
         deadline = time.monotonic() + self.settings.backend_total_timeout_s
@@ -106,6 +106,17 @@ class RemoteCore:
         if resp.status_code == 200 and "response" in envelope:
             return from_core(envelope["response"])
         error = envelope.get("error") or {}
+        if resp.status_code in KEY_REFUSED:
+            log.error(
+                "backend %s refused SERVICE_API_KEY (HTTP %d: %s): fix the gateway's SERVICE_API_KEY",
+                self.url_for(function.remote),
+                resp.status_code,
+                str(error.get("message") or "")[:200],
+            )
+            raise BackendUnavailable(
+                "backend misconfigured: the gateway's credentials were refused by the backend",
+                retry_after=MISCONFIGURED_RETRY_AFTER_S,
+            )
         kind = PASS_THROUGH.get(resp.status_code)
         if kind is None:
             raise BackendUnavailable(f"backend answered HTTP {resp.status_code}")
@@ -117,8 +128,33 @@ class RemoteCore:
             retry_after=int(retry_after) if retry_after and retry_after.isdigit() else None,
         )
 
-    def ping(self) -> bool:
+    def probe(self, url: str) -> dict[str, Any]:
+        """One readiness check of ``url`` with the service key: ``{"ok", "url"[, "detail"]}``."""
+        result: dict[str, Any] = {"ok": False, "url": url}
         try:
-            return self.session.get(self.health_url(), timeout=min(2.0, self.settings.backend_timeout_s)).ok
-        except requests.RequestException:
-            return False
+            resp = self.session.get(url, timeout=min(2.0, self.settings.backend_timeout_s))
+        except requests.RequestException as exc:
+            result["detail"] = f"backend unreachable ({type(exc).__name__})"
+            return result
+        status = resp.status_code
+        if status in KEY_REFUSED:
+            result["detail"] = f"backend refuses SERVICE_API_KEY (HTTP {status})"
+        elif status == 429:
+            result["detail"] = "backend answers 429: SERVICE_API_KEY is over its quota"
+        elif status >= 500:
+            result["detail"] = f"backend answered HTTP {status}"
+        else:
+            result["ok"] = True
+        return result
+
+    def check(self) -> dict[str, Any]:
+        """The backend and the suggest backend, each probed with the key."""
+        urls = [self.settings.service_base_url]
+        if self.settings.service_suggest_url:
+            urls.append(self.settings.service_suggest_url)
+        probes = [self.probe(url) for url in urls if url]
+        failing = [p for p in probes if not p["ok"]]
+        result: dict[str, Any] = {"ok": not failing, "url": self.settings.service_base_url, "probes": probes}
+        if failing:
+            result["detail"] = "; ".join(f"{p['url']}: {p['detail']}" for p in failing)
+        return result

@@ -11,14 +11,17 @@ protocol's (``queueing/protocol.py``); this is its web side.
    looks at the cache; the worker stores, then wakes every registered waiter), until
    ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with ``Retry-After``, and the task itself is
    bounded by Celery's soft/hard time limits.
+5. A cache miss that would queue into a full queue is refused at once (503, ``app/backpressure.py``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import redis
 
+from app import backpressure
 from engine.errors import Unavailable
 from engine.results import BinaryResult
 from queueing.protocol import (
@@ -47,12 +50,24 @@ def _queue_unavailable(exc: redis.RedisError) -> Unavailable:
     return Unavailable(f"queue unavailable ({type(exc).__name__}); retry shortly", retry_after=5)
 
 
+def _unbounded(queue: str) -> int:
+    return 0
+
+
 class Dispatcher:
-    def __init__(self, client: redis.Redis, celery: TaskSender, namespace: str, wait_timeout_s: float) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        celery: TaskSender,
+        namespace: str,
+        wait_timeout_s: float,
+        max_depth: Callable[[str], int] = _unbounded,
+    ) -> None:
         self.redis = client
         self.celery = celery
         self.ns = namespace
         self.wait_timeout_s = wait_timeout_s
+        self.max_depth = max_depth  # tasks waiting per queue before 503, 0 = unbounded (app/backpressure.py)
 
     def cached(self, key: str) -> JsonText | BinaryResult | None:
         raw = self.redis.get(key)
@@ -71,6 +86,7 @@ class Dispatcher:
             hit = self.cached(key)
             if hit is not None:
                 return hit
+            backpressure.admit(self.redis, call.kind, self.max_depth)
             wake = new_wake_key(key)
             pipe = self.redis.pipeline(transaction=False)
             pipe.sadd(waiters_key(key), wake)
@@ -95,6 +111,7 @@ class Dispatcher:
             if raw is not None:
                 self.redis.set(job_result_key(job), raw, ex=ttl_s)
                 return True
+            backpressure.admit(self.redis, call.kind, self.max_depth)
             send_heavy_job(self.celery, call, key, dataset_versions, job, ttl_s)
             return False
         except redis.RedisError as exc:

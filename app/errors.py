@@ -16,7 +16,10 @@ from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 
+import redis
 from flask import Flask, Response, current_app, g, request
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from engine.errors import DatasetError, ErrorKind, MeridianError
@@ -107,7 +110,8 @@ def render_http_exception(exc: HTTPException) -> Response:
         413: "request body too large",
         414: "request URI too long",
     }
-    message = messages.get(status) or (exc.description or status_phrase(status))
+    specific = exc.description and exc.description != type(exc).description  # raised with its own words
+    message = exc.description if specific else messages.get(status) or exc.description or status_phrase(status)
     resp = error_response(status, message)
     valid_methods = getattr(exc, "valid_methods", None)  # set by werkzeug's MethodNotAllowed
     if status == 405 and valid_methods:
@@ -125,6 +129,23 @@ def render_dataset_error(exc: DatasetError) -> Response:
     )
 
 
+def render_database_unavailable(exc: SQLAlchemyError) -> Response:
+    """The accounts database is down or unreachable: a dependency outage, not a bug."""
+    log.error("database unavailable on %s %s: %s", request.method, request.path, type(exc).__name__)
+    return error_response(
+        503, "the accounts database is unavailable; retry shortly", code=ErrorKind.UNAVAILABLE.code, retry_after=5
+    )
+
+
+def render_redis_unavailable(exc: redis.RedisError) -> Response:
+    """Redis down, restarting or still loading its data (device states, caches, job records): a
+    dependency outage a client retries after, not a bug."""
+    log.error("redis unavailable on %s %s: %s", request.method, request.path, type(exc).__name__)
+    return error_response(
+        503, "a backing service is unavailable; retry shortly", code=ErrorKind.UNAVAILABLE.code, retry_after=2
+    )
+
+
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
@@ -135,4 +156,8 @@ def register(app: Flask) -> None:
     app.register_error_handler(MeridianError, render_meridian_error)
     app.register_error_handler(DatasetError, render_dataset_error)
     app.register_error_handler(HTTPException, render_http_exception)
+    for outage in (OperationalError, InterfaceError, DisconnectionError, PoolTimeout):
+        app.register_error_handler(outage, render_database_unavailable)
+    for redis_outage in (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+        app.register_error_handler(redis_outage, render_redis_unavailable)
     app.register_error_handler(Exception, render_unexpected)

@@ -1,6 +1,7 @@
 """Health: ``/health`` and ``/v1/health`` (status, version, uptime, regions), ``/v1/health/live``
 (the process answers) and ``/v1/health/ready`` (datasets loaded, Redis reachable, a Celery worker
-answering, the backend reachable; 503 naming the failing checks). No key needed."""
+answering, the backend and the suggest backend accepting ``SERVICE_API_KEY``; 503 naming the
+failing checks). No key needed."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from app.runtime import runtime
 bp = Blueprint("health", __name__)
 WORKER_CHECK_TTL_S = 2.0
 _worker_cache: dict = {"at": 0.0, "result": None}
+BACKEND_CHECK_TTL_S = 5.0
+_backend_cache: dict = {"backend": None, "at": 0.0, "result": None}
 
 try:
     VERSION = version("meridian")
@@ -65,6 +68,18 @@ def _check_workers() -> dict:
     return result
 
 
+def _check_backend(backend) -> dict:
+    """The backend probed with the service key (``RemoteCore.check``), cached briefly: a probe of
+    the suggest URL spends one unit of the service key's quota."""
+    now = time.monotonic()
+    fresh = now - _backend_cache["at"] < BACKEND_CHECK_TTL_S
+    if _backend_cache["backend"] is backend and fresh:
+        return _backend_cache["result"]
+    result = backend.check()
+    _backend_cache.update(backend=backend, at=now, result=result)
+    return result
+
+
 def readiness() -> dict[str, dict]:
     rt = runtime()
     checks: dict[str, dict] = {}
@@ -79,10 +94,7 @@ def readiness() -> dict[str, dict]:
     checks["workers"] = _check_workers()
     checks["queues"] = queue_check()  # depth per queue and active workers (informative)
     if rt.backend is not None:
-        ok = rt.backend.ping()
-        checks["backend"] = {"ok": ok, "url": rt.settings.service_base_url}
-        if not ok:
-            checks["backend"]["detail"] = "backend core did not answer /health"
+        checks["backend"] = _check_backend(rt.backend)
     else:
         checks["backend"] = {"ok": True, "mode": "in-process"}
     return checks

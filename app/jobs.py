@@ -39,6 +39,7 @@ from flask import g, request
 from marshmallow import fields as ma_fields
 from marshmallow import post_load
 
+from app import backpressure
 from app.calls import gateway_answer, json_body
 from app.functions import Function
 from app.runtime import runtime
@@ -127,6 +128,7 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
     key = job_key(job_id)
     chunks = [addresses[i : i + BATCH_CHUNK] for i in range(0, len(addresses), BATCH_CHUNK)]
     try:
+        backpressure.admit(rt.redis, protocol.BATCH_QUEUE, rt.settings.queue_max_depth_for)
         rt.redis.hset(
             key,
             mapping={

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 import redis
 from celery import Celery
 from flask import current_app
+from sqlalchemy.exc import SQLAlchemyError
 
 from accounts.access import AccessControl
 from accounts.quota import QuotaCounter
@@ -23,6 +25,7 @@ from queueing.protocol import HeavyCall
 from workers.celery_app import make_celery
 
 DATASET_RECHECK_S = 10.0
+log = logging.getLogger("meridian.runtime")
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -48,7 +51,13 @@ class Runtime:
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
         store = AccountStore(settings.database_url)
-        store.create_schema()
+        try:
+            store.create_schema()
+        except SQLAlchemyError as exc:
+            # a web worker (re)started while the database is down must still boot: gunicorn stops
+            # the whole server when a worker fails to boot. Requests needing the database answer
+            # 503 until it is back; the schema exists already unless this is the first start.
+            log.warning("database unreachable at start-up (%s): schema not checked", type(exc).__name__)
         client = redis_client(settings.redis_url)
         access = AccessControl(
             store,
@@ -58,7 +67,9 @@ class Runtime:
         )
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
         celery = make_celery(settings)  # this process's one Celery app: it sends, never runs, tasks
-        dispatcher = Dispatcher(client, celery, settings.service_name, settings.task_wait_timeout_s)
+        dispatcher = Dispatcher(
+            client, celery, settings.service_name, settings.task_wait_timeout_s, settings.queue_max_depth_for
+        )
         registry = DatasetRegistry(settings.data_dir)
         follow_store(settings, on_change=registry.reload)  # DATASET_STORE: pull published versions
         return cls(settings, registry, store, client, access, backend, celery, dispatcher)

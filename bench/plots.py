@@ -44,3 +44,45 @@ def scaling_figure(doc: dict, out: Path) -> Path | None:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def load_figure(doc: dict, out: Path) -> Path | None:
+    """``bench.load``'s hold: answered requests per second (and failed ones) and the p95 latency of
+    the 2xx over time, each fault of the schedule marked where it happened. None without a series."""
+    series = doc.get("series") or []
+    if not series:
+        return None
+    t = [s["t"] for s in series]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 5.5), sharex=True, constrained_layout=True)
+    top.plot(t, [s["rps"] for s in series], label="answered req/s", linewidth=1)
+    top.plot(t, [s.get("clean_503", 0) for s in series], label="503 + Retry-After /s", linewidth=1)
+    top.plot(t, [s["failed"] for s in series], label="failed /s (no answer, other 5xx)", linewidth=1, color="tab:red")
+    top.axhline(
+        doc["hold"]["target_rps"], color="grey", linestyle=":", linewidth=1, label="target (80 % of saturation)"
+    )
+    top.set_ylabel("requests / s")
+    top.legend(fontsize=8, loc="upper right")
+    bottom.plot(t, [s["p95_ms"] if s["p95_ms"] is not None else float("nan") for s in series], linewidth=1)
+    bottom.set_yscale("log")
+    bottom.set_ylabel("p95 of 2xx, ms")
+    bottom.set_xlabel("seconds into the hold")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+        for f in doc.get("faults", []):
+            ax.axvline(f["at_s"], color="tab:purple", linestyle="--", linewidth=0.8)
+    for f in doc.get("faults", []):
+        top.annotate(
+            f["fault"],
+            (f["at_s"], 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(2, 4),
+            textcoords="offset points",
+            fontsize=7,
+            rotation=90,
+            color="tab:purple",
+            va="bottom",
+        )
+    fig.suptitle("bench.load: the mix at 80 % of saturation with faults", fontsize=11)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,5 +1,5 @@
-"""Writes docs/benchmarks.md from the routing, throughput, map matching and scaling results in
-bench/results/.
+"""Writes docs/benchmarks.md from the routing, throughput, map matching, scaling and load results
+in bench/results/.
 
 The tables are only as fresh as the JSON: each section names the command that rewrites its
 file. Re-run the benchmarks, then this:
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from bench.plots import scaling_figure
+from bench.plots import load_figure, scaling_figure
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
@@ -23,6 +23,7 @@ ROUTING_CMD = (
 THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-peers"
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
+LOAD_CMD = ".venv/bin/python -m bench.load --data-dir DIR --hold 300"
 
 
 def _load(name: str) -> dict | None:
@@ -335,6 +336,44 @@ def scaling_section(doc: dict) -> list[str]:
     return lines + ([f"![Scaling curve: import time, memory and route latency]({figure.name})", ""] if figure else [])
 
 
+def load_section(doc: dict) -> list[str]:
+    hold = doc["hold"]
+    lines = [
+        "## Sustained load with faults",
+        "",
+        f"`{LOAD_CMD}`: a full deployment of its own (gunicorn, the Procfile's workers, Redis with its "
+        "append-only file, PostgreSQL from initdb), the mix of `bench/load_mix.py` (locust), "
+        f"saturation {doc['saturation']['rps']} req/s, held at {hold['target_rps']} req/s for {hold['seconds']} s "
+        f"(measured {hold['measured_rps']} req/s). Latencies of the 2xx; 503+RA = 503 with Retry-After "
+        "(back-pressure or a dependency down).",
+        "",
+    ]
+    rows = [
+        [r["function"], r["requests"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["5xx"], r["clean_503"], r["status"]]
+        for r in doc["functions"]
+    ]
+    lines += _table(["function", "requests", "p50 ms", "p95 ms", "p99 ms", "5xx", "503+RA", "statuses"], rows)
+    faults = [
+        [f["fault"], f["at_s"], f["failed"], f.get("clean_503", 0), f["recovery_s"], f.get("note", "")]
+        for f in doc["faults"]
+    ]
+    lines += _table(["fault", "at s", "failed", "503+RA", "recovery s", "what happened"], faults)
+    jobs = doc["jobs"]
+    lines += [
+        f"Jobs: {jobs['accepted']} accepted (202), states {jobs['states']}, **lost {jobs['lost']}**, "
+        f"duplicated {jobs['duplicated']}.",
+        "",
+    ]
+    for name, q in doc["quota"].items():
+        lines.append(
+            f"- Quota, key `{name}` (plan {q['plan_per_minute']}/min): {q['ok']} x 200 and {q['refused_429']} x 429 "
+            f"of {q['requests']}; at most {q['max_ok_in_any_minute']} x 200 in any minute "
+            f"({'exact' if q['exact'] else 'EXCEEDED'})."
+        )
+    figure = load_figure(doc, OUT.parent / "load.png")
+    return lines + [""] + ([f"![Throughput and p95 over the hold, faults marked]({figure.name})", ""] if figure else [])
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -351,6 +390,7 @@ def main() -> None:
         ("throughput.json", throughput_section),
         ("matching.json", matching_section),
         ("scaling.json", scaling_section),
+        ("load.json", load_section),
     ):
         doc = _load(name)
         if doc:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from engine.limits import Limits
+from engine.netguard import IPNetwork, parse_networks
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +90,28 @@ def _json_object(env: dict, name: str) -> dict:
     return value
 
 
+def _networks(env: dict, name: str) -> tuple[IPNetwork, ...]:
+    try:
+        return parse_networks(env.get(name))
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def _reliability_values(env: dict) -> dict:
+    """The settings of the reliability block (webhook guard, back-pressure)."""
+    return dict(
+        webhook_allowed_networks=_networks(env, "WEBHOOK_ALLOWED_NETWORKS"),
+        body_read_timeout_s=_float(env, "BODY_READ_TIMEOUT", 10.0, 0.1),
+        body_json_max_depth=_int(env, "BODY_JSON_MAX_DEPTH", 64, 2, 1000),
+        queue_max_depth=_int(env, "QUEUE_MAX_DEPTH", 200, 0, 1_000_000),
+        queue_max_depths=tuple(
+            (name[len("QUEUE_MAX_DEPTH_") :].lower(), _int(env, name, 0, 0, 1_000_000))
+            for name in sorted(env)
+            if name.startswith("QUEUE_MAX_DEPTH_")
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class Settings:
     port: int = 3000
@@ -118,6 +141,13 @@ class Settings:
     dataset_poll_interval_s: float = 30.0  # DATASET_POLL_INTERVAL
     dataset_store_options: dict = field(default_factory=dict, hash=False)  # DATASET_STORE_OPTIONS: JSON, fsspec
     limits: Limits = field(default_factory=Limits)  # the engine's; the defaults for now
+    # -- reliability and hostile clients (issue 21) --
+    # networks a webhook may reach besides public addresses (engine/netguard.py), e.g. 10.20.0.0/16
+    webhook_allowed_networks: tuple[IPNetwork, ...] = ()
+    body_read_timeout_s: float = 10.0  # a request body must arrive within this (app/bodies.py), else 408
+    body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
+    queue_max_depth: int = 200  # tasks waiting per heavy queue before 503 (app/backpressure.py); 0 = unbounded
+    queue_max_depths: tuple[tuple[str, int], ...] = ()  # per-queue overrides (QUEUE_MAX_DEPTH_<QUEUE>)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -171,6 +201,7 @@ class Settings:
             dataset_poll_interval_s=_float(env, "DATASET_POLL_INTERVAL", 30.0, 0.5),
             dataset_store_options=_json_object(env, "DATASET_STORE_OPTIONS"),
         )
+        values.update(_reliability_values(env))
         if database_url:
             values["database_url"] = database_url
         if data_dir:
@@ -183,6 +214,9 @@ class Settings:
         if unknown:
             raise ConfigError(f"unknown settings: {sorted(unknown)}")
         return replace(self, **changes)
+
+    def queue_max_depth_for(self, queue: str) -> int:
+        return dict(self.queue_max_depths).get(queue, self.queue_max_depth)
 
     @property
     def remote_backend(self) -> bool:

@@ -8,12 +8,15 @@ README ("Geofencing and webhooks"). The task:
 1. records the event in SQL on its first run (``geofence_events``, unique by delivery id, so a
    redelivered task reuses it) and returns at once if it was already delivered, or if the fence
    was deleted meanwhile;
-2. POSTs the recorded body (:func:`post`: the one HTTP request) signed with the key that created
-   the fence;
+2. POSTs the recorded body signed with the key that created the fence, through
+   ``tasks/webhook_http.py`` (only to an address ``engine.netguard`` allows: public ones plus
+   ``WEBHOOK_ALLOWED_NETWORKS``, checked again on every attempt; no redirects followed; at most
+   64 KiB of the answer read);
 3. records the attempt (``geofence_webhook_attempts``); a 2xx answer marks the event
    ``delivered``; anything else is retried with exponential backoff (``webhook_backoff_s * 2**n``,
    capped, with +-20 % jitter) up to ``webhook_max_retries`` times (``MERIDIAN_WEBHOOK_*``), then
-   the event is ``failed``.
+   the event is ``failed``. A destination the guard refuses fails the event at once (no retry),
+   with the reason in the attempt.
 
 The task is acknowledged late and rejected on worker loss: a delivery id may arrive twice.
 """
@@ -30,12 +33,12 @@ import time
 from datetime import datetime
 from typing import Any
 
-import requests
 from celery import Task, shared_task
 
 from accounts.fences import DELIVERED, FenceStore
 from engine.geofence.webhooks import Delivery
 from queueing.protocol import DEFAULT_QUEUE, TaskSender
+from tasks import webhook_http
 from tasks.base import settings
 
 log = logging.getLogger("meridian.webhooks")
@@ -43,7 +46,6 @@ log = logging.getLogger("meridian.webhooks")
 TASK_NAME = "meridian.geofence_webhook"
 QUEUE = DEFAULT_QUEUE
 BACKOFF_CAP_S = 600.0
-TIMEOUT_S = (3.05, 10.0)  # connect, read
 USER_AGENT = "Meridian-Webhooks/1"
 
 _lock = threading.Lock()
@@ -65,7 +67,6 @@ def fence_store() -> FenceStore:
             store = FenceStore(settings().database_url)
             store.create_schema()
             _state["store"] = store
-            _state["http"] = requests.Session()
         store_: FenceStore = _state["store"]
         return store_
 
@@ -78,17 +79,6 @@ def sign(body: bytes, secret_hash: str) -> str:
 def backoff_s(retries: int) -> float:
     base = min(BACKOFF_CAP_S, settings().webhook_backoff_s * 2.0**retries)
     return round(base * random.uniform(0.8, 1.2), 3)
-
-
-def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str | None]:
-    """One HTTP attempt: (status code or None, error text or None when it answered 2xx)."""
-    try:
-        resp = _state["http"].post(url, data=body, headers=headers, timeout=TIMEOUT_S, allow_redirects=False)
-    except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:500]
-    status = int(resp.status_code)
-    resp.close()
-    return status, None if 200 <= status < 300 else f"HTTP {status}"
 
 
 @shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -124,11 +114,11 @@ def deliver(self: Task[Any, Any], message: dict[str, Any]) -> dict[str, Any]:
         "X-Meridian-Signature": sign(body, secret_hash or ""),
     }
     t0 = time.perf_counter()
-    status, error = post(event.url, body, headers)
+    outcome = webhook_http.post(event.url, body, headers, settings().webhook_allowed_networks)
+    ok, status, error = outcome.ok, outcome.status, outcome.error
     duration_ms = (time.perf_counter() - t0) * 1000
-    ok = error is None
     max_retries = settings().webhook_max_retries
-    final = not ok and self.request.retries >= max_retries
+    final = not ok and (outcome.blocked or self.request.retries >= max_retries)
     attempt = store.record_attempt(
         event.delivery_id, status_code=status, error=error, duration_ms=duration_ms, delivered=ok, final=final
     )

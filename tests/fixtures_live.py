@@ -116,6 +116,7 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
         AUTH_CACHE_TTL=str(settings.auth_cache_ttl_s),
         TASK_WAIT_TIMEOUT=str(settings.task_wait_timeout_s),
         PYTHONPATH=str(PROJECT_ROOT),
+        WEBHOOK_ALLOWED_NETWORKS=",".join(str(n) for n in settings.webhook_allowed_networks),
     )
     env.update(extra)
     return env

@@ -41,7 +41,9 @@ from app.runtime import Runtime, runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema, invalid_from
+from engine.errors import InvalidParameter
 from engine.limits import DEFAULT_LIMITS
+from engine.netguard import BlockedDestination, IPNetwork, check_url
 from engine.services.geofencing import (
     DEVICE_MAX_CHARS,
     FenceService,
@@ -61,6 +63,9 @@ of a device (a check with `device`), a worker POSTs a signed JSON body describin
 and `X-Meridian-Signature: sha256=<hex HMAC-SHA256 of the raw body>` keyed with the SHA-256 hex digest of the
 API Secret of the key that created the fence; failures are retried with exponential backoff, at least once.
 The body's fields, how to verify the signature and the retry schedule: README, "Geofencing and webhooks".
+The URL's host must resolve to public addresses only (loopback, private, link-local, metadata and other
+internal addresses are refused with 400 at creation and again at each delivery, unless the operator allows
+the network); redirects are not followed (a 3xx counts as a failed attempt).
 Every delivery and attempt is listed by `GET /v1/geofences/{fence_id}/events`."""
 
 
@@ -101,7 +106,18 @@ def check_batch(rt: Runtime, params: GeofenceBatchParams) -> dict[str, Any]:
     return service().check_batch(account(), params)
 
 
+def check_webhook_url(url: str, allowed: tuple[IPNetwork, ...]) -> None:
+    """400 ``webhook_url`` unless every address the URL's host resolves to may be called (the
+    delivery checks again: the name may resolve differently by then)."""
+    try:
+        check_url(url, allowed)
+    except BlockedDestination as exc:
+        raise InvalidParameter(f"webhook_url: {exc}", parameter="webhook_url") from None
+
+
 def create(rt: Runtime, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("webhook_url"):
+        check_webhook_url(params["webhook_url"], rt.settings.webhook_allowed_networks)
     return service().create(account(), params, key_id=g.api_key.id)
 
 
@@ -254,7 +270,11 @@ class FenceBody(Schema):
         validate=validate.Length(max=2048),
         allow_none=True,
         error_messages={"invalid": "expected an http or https URL"},
-        metadata={"description": "Called on enter/exit (see Webhooks).", "example": "https://example.com/hooks/fences"},
+        metadata={
+            "description": "Called on enter/exit (see Webhooks). Must resolve to public addresses only "
+            "(or networks the operator allows with WEBHOOK_ALLOWED_NETWORKS); redirects are not followed.",
+            "example": "https://example.com/hooks/fences",
+        },
     )
     id = fields.Raw(metadata={"description": "Ignored: the server assigns fence ids."})
     bbox = fields.Raw(metadata={"description": "Ignored (GeoJSON bounding box)."})

@@ -21,7 +21,7 @@ class PoiArgs(ParamsSchema):
 
     q = f.Text(max_length=200, metadata={"description": "Name to search for.", "example": "cafe"})
     category = fields.String(
-        validate=validate.Length(1, 500),
+        validate=[validate.Length(1, 500), f.known_categories],
         metadata={
             "description": "Category id from /v1/poi/categories, a raw OSM `key=value` tag, or a comma list (any).",
             "example": "cafe",

@@ -22,6 +22,7 @@ class NearestArgs(ParamsSchema):
     categories = f.CommaList(
         required=True,
         max_items=20,
+        validate=f.known_categories,
         metadata={
             "description": "Category ids (see /v1/poi/categories) or raw `key=value` tags, comma-separated: any of them.",
             "example": "fuel,parking",

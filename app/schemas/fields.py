@@ -11,6 +11,10 @@ import math
 
 from marshmallow import ValidationError, fields
 
+from engine.categories import resolve
+from engine.countries import to_alpha3
+from engine.errors import InvalidParameter
+
 
 def _number(text: str, what: str) -> float:
     try:
@@ -170,7 +174,8 @@ class CommaList(fields.String):
 
 
 class Country(fields.String):
-    """ISO 3166-1 alpha-2 or alpha-3 code, returned upper-case as given (the engine normalises)."""
+    """ISO 3166-1 alpha-2 or alpha-3 code of a known country, returned upper-case as given (the
+    engine normalises); an unknown code is refused here, before any backend sees it."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("metadata", {}).setdefault("example", "MCO")
@@ -180,7 +185,19 @@ class Country(fields.String):
         text = super()._deserialize(value, attr, data, **kwargs).strip().upper()
         if not (text.isalpha() and len(text) in (2, 3)):
             raise ValidationError(f"expected an ISO 3166-1 alpha-2 or alpha-3 code, got {value!r}")
+        if to_alpha3(text) is None:
+            raise ValidationError(f"unknown country code {text!r}: use ISO 3166-1 alpha-2 or alpha-3 (e.g. FI, FIN)")
         return text
+
+
+def known_categories(value: str | tuple[str, ...]) -> None:
+    """Validator: every item (a comma list or a tuple) is a category id of /v1/poi/categories or a
+    raw ``key=value`` OSM tag; checked at the gateway, before any backend sees it."""
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        resolve(items)
+    except InvalidParameter as exc:
+        raise ValidationError(exc.message.replace(" in category", "")) from None
 
 
 class Text(fields.String):

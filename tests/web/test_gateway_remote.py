@@ -95,10 +95,36 @@ def test_remote_404_and_400_pass_through(live_server, settings, service_key, api
     assert resp.status_code == 404 and resp.get_json()["statusCode"] == 404
 
 
-def test_backend_auth_failure_maps_to_401(live_server, settings, api_key):
+def test_backend_refusing_the_service_key_is_503_not_the_clients_fault(live_server, settings, api_key, caplog):
     gateway = remote_gateway(settings, live_server, "mrd_AAAAAAAAAA_" + "c" * 32)
-    resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
-    assert resp.status_code == 401 and resp.get_json()["statusCode"] == 401
+    with caplog.at_level("ERROR", logger="meridian.backend"):
+        resp = gateway.get("/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key})
+    body = resp.get_json()
+    assert resp.status_code == 503 and body["statusCode"] == 503, body
+    assert "backend misconfigured" in body["message"] and resp.headers["Retry-After"]
+    assert any("refused SERVICE_API_KEY" in r.getMessage() for r in caplog.records)
+    assert gateway.get("/v1/health/ready").status_code == 503
+
+
+def test_ready_checks_both_backends_with_the_key(live_server, settings, service_key, store, celery_worker):
+    gateway = remote_gateway(settings, live_server, service_key)
+    resp = gateway.get("/v1/health/ready")
+    body = resp.get_json()
+    assert resp.status_code == 200, body
+    probes = body["checks"]["backend"]["probes"]
+    assert [p["url"] for p in probes] == [f"{live_server}/services/v2/json", f"{live_server}/suggest/json"]
+    assert all(p["ok"] for p in probes)
+
+    bad = remote_gateway(settings, live_server, "mrd_AAAAAAAAAA_" + "d" * 32)
+    resp = bad.get("/v1/health/ready")
+    assert resp.status_code == 503 and "refuses SERVICE_API_KEY (HTTP 401)" in resp.get_json()["message"]
+
+    # a key whose scopes lack suggest: the core URL accepts it, the suggest URL answers 403
+    geocoding_only = store.create_key("gateway-no-suggest", "pro", label="no suggest", scopes=["geocoding"]).key
+    resp = remote_gateway(settings, live_server, geocoding_only).get("/v1/health/ready")
+    body = resp.get_json()
+    assert resp.status_code == 503, body
+    assert f"{live_server}/suggest/json: backend refuses SERVICE_API_KEY (HTTP 403)" in body["message"]
 
 
 def test_retries_until_core_answers(live_server, settings, service_key, api_key):
@@ -142,3 +168,22 @@ def test_core_down_503_within_bound(settings, service_key, api_key):
     assert resp.status_code == 503
     assert resp.get_json()["statusCode"] == 503 and "backend unavailable" in resp.get_json()["message"]
     assert elapsed < 3.0 + 0.5
+
+
+@pytest.mark.parametrize(
+    "path, parameter",
+    [
+        ("/v1/geocoding?query=Aleksanterinkatu%2052&country=XX", "country"),
+        ("/v1/suggest?q=Alek&country=ZZZ", "country"),
+        ("/v1/poi?category=unicorns", "category"),
+        ("/v1/proximity/nearest?lat=60.17&lng=24.94&categories=fuel,unicorns", "categories"),
+    ],
+)
+def test_unknown_codes_refused_before_the_backend(live_server, settings, service_key, api_key, path, parameter):
+    with FlakyProxy(live_server, failures=0) as proxy:
+        gateway = remote_gateway(settings, proxy.url, service_key)
+        resp = gateway.get(path, headers={"X-API-Key": api_key})
+        body = resp.get_json()
+        assert resp.status_code == 400 and body["parameter"] == parameter, body
+        assert "unknown" in body["message"]
+        assert proxy.calls == []  # the backend never saw it

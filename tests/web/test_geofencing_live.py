@@ -28,6 +28,7 @@ import redis
 import requests
 
 from config.settings import PROJECT_ROOT
+from engine.netguard import parse_networks
 from tests.fixtures_live import free_port, start_worker, stop, wait_worker
 from tests.web.test_geofencing import MONACO, YARD, offset
 
@@ -175,7 +176,8 @@ def own(settings, store, tmp_path_factory):
             break
         except redis.RedisError:
             time.sleep(0.05)
-    own_settings = settings.with_overrides(redis_url=url)
+    # the receiver listens on loopback, which webhooks may reach only when an operator allows it
+    own_settings = settings.with_overrides(redis_url=url, webhook_allowed_networks=parse_networks("127.0.0.0/8"))
     worker = start_worker(own_settings, workdir / "worker.log", queues="default", name="webhooks")
     try:
         wait_worker(own_settings, worker)
