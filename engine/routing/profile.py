@@ -22,9 +22,8 @@ Drivable classes and default speeds (km/h, used when a way has no usable ``maxsp
 (:data:`CONNECTOR_CLASSES`): kept in the graph, weighted like a local-access-only road (entering
 one from an ordinary road costs :data:`RESTRICTED_ENTRY_S`), and never a snapping target while an
 ordinary road is within reach (:class:`engine.routing.snap.EdgeSnapper`). So a route takes a
-track only where nothing else joins two parts of the network: on Monaco, the roads of the hills
-north-west of La Turbie reach the rest of the extract only by tracks (their paved continuation
-lies outside the extract), and without the tracks every route from there answered "no route".
+track only where nothing else joins two parts of the network, such as hill roads whose paved
+continuation lies outside the extract: without the tracks, a route from there has no answer.
 Tracks a car may not use say so (``motor_vehicle=agricultural|forestry|no``, :data:`ACCESS_DENIED`).
 
 These defaults are already "urban" travel speeds (OSRM's table). A way *with* ``maxspeed`` drives
