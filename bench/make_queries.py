@@ -1,10 +1,15 @@
 """Build the search quality query sets from the sample PBFs (read with osmium, not with Meridian's
 index, so that the answers do not depend on the code under test).
 
-    python -m bench.make_queries            # writes bench/data/<region>-{geocode,suggest,reverse,nearest}.json
+    python -m bench.make_queries   # writes bench/data/<region>-{geocode,suggest,reverse,nearest,routes}.json
 
 Geocoding kinds: exact ("street number, city"), lowercase, no_city, number_first, postcode,
 no_diacritics, abbreviation, typo1, typo2, structured, street, place, poi, name_variant.
+Reverse kinds: address (at an address), street (beside a street given as an address),
+near_address (3-15 m from an address), beside_path (beside a footway or passage). Nearest kinds:
+nearest (a tag; a closed way measured to its outline), area (parks, parkings: to the outline).
+Route pairs (bench.routing --pairs-dir): random road nodes, and near_edge (one end near the
+extract's border).
 A query's ``expect`` is the tagged object's location (a way: the mean of its nodes).
 Deterministic (fixed seed); the outputs are committed.
 """

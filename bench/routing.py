@@ -347,9 +347,10 @@ def print_table(results: list[dict]) -> None:
         if a.get("outliers"):
             print(f"    outside 5%: {a['outliers']['outside_5pct']}, OSRM driving our path: {a['outliers']['counts']}")
             moved = a["outliers"]["osrm_moved_a_point_over_100m"]
+            explained = (a["distance_within_5pct"] * a["compared"] + moved) / a["compared"]
             print(
                 f"    of which OSRM moved the origin or destination more than 100 m: {moved}; within 5% "
-                f"counting those as answered elsewhere by OSRM: {(a['distance_within_5pct'] * a['compared'] + moved) / a['compared']:.3f}"
+                f"counting those as answered elsewhere by OSRM: {explained:.3f}"
             )
     for r in results:
         for kind, row in r.get("by_kind", {}).items():
