@@ -43,6 +43,9 @@ answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every respo
 `RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
 `Cache-Control`) and retry 429/503 with exponential backoff and jitter.
 
+Address fields (`country`, `city`, `district`, `street`, `number`, `postcode`) are `null` here
+when unknown; on the core API (`/services/json`) they are strings, `""` when unknown.
+
 Map data © OpenStreetMap contributors, ODbL 1.0."""
 
 

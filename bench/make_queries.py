@@ -1,10 +1,15 @@
 """Build the search quality query sets from the sample PBFs (read with osmium, not with Meridian's
 index, so that the answers do not depend on the code under test).
 
-    python -m bench.make_queries            # writes bench/data/<region>-{geocode,suggest,reverse,nearest}.json
+    python -m bench.make_queries   # writes bench/data/<region>-{geocode,suggest,reverse,nearest,routes}.json
 
 Geocoding kinds: exact ("street number, city"), lowercase, no_city, number_first, postcode,
 no_diacritics, abbreviation, typo1, typo2, structured, street, place, poi, name_variant.
+Reverse kinds: address (at an address), street (beside a street given as an address),
+near_address (3-15 m from an address), beside_path (beside a footway or passage). Nearest kinds:
+nearest (a tag; a closed way measured to its outline), area (parks, parkings: to the outline).
+Route pairs (bench.routing --pairs-dir): random road nodes, and near_edge (one end near the
+extract's border).
 A query's ``expect`` is the tagged object's location (a way: the mean of its nodes).
 Deterministic (fixed seed); the outputs are committed.
 """
@@ -39,6 +44,28 @@ ABBREV = [
     ("Route ", "Rte "),
 ]
 FI_SUFFIX = [("katu", "k."), ("tie", "t.")]
+# OSRM car.lua's drivable classes: route pairs are drawn from the nodes of these ways, read from the
+# PBF (not from Meridian's graph), so that a road Meridian drops or cuts off is still asked for
+CAR_HIGHWAYS = frozenset(
+    {
+        "motorway",
+        "motorway_link",
+        "trunk",
+        "trunk_link",
+        "primary",
+        "primary_link",
+        "secondary",
+        "secondary_link",
+        "tertiary",
+        "tertiary_link",
+        "unclassified",
+        "residential",
+        "living_street",
+        "service",
+    }
+)
+CAR_DENIED = frozenset({"no", "private", "agricultural", "forestry", "emergency", "psv", "bus"})
+EDGE_BAND_M = 1500.0
 
 
 def _mean(pts):
@@ -66,8 +93,11 @@ def read(region: str):
             streets[name].extend(pts)
             streets[name + "\0lines"].append(pts)
             streets[name + "\0variants"].append({k: v for k, v in t if k.startswith("name:")})
+            streets[name + "\0kinds"].append(t["highway"])
             continue
         lat, lng = _mean(pts)
+        if t.get("addr:street") and "entrance" in t:
+            streets[t["addr:street"] + "\0entrance"].append(True)  # an address street (entrances only)
         if t.get("addr:housenumber") and t.get("addr:street") and "entrance" not in t:
             number = t["addr:housenumber"].split(";")[0].strip()
             addresses.append(
@@ -92,6 +122,7 @@ def read(region: str):
                     "tag": cat,
                     "tags": [f"{k}={t[k]}" for k in POI_KEYS if k in t],
                     "osm": ("n" if isinstance(o, osmium.osm.Node) else "w") + str(o.id),
+                    "outline": pts if len(pts) >= 4 and pts[0] == pts[-1] else None,
                 }
             )
     return addresses, streets, places, pois
@@ -326,8 +357,117 @@ def suggest_queries(region: str, rng: random.Random, n: int = 200) -> list[dict]
     return out
 
 
+# streets a person gives as an address: roads and pedestrian streets, not paths, corridors and
+# passages (unless some address names them)
+ADDRESS_HIGHWAYS = CAR_HIGHWAYS | {"pedestrian", "road"}
+MINOR_HIGHWAYS = frozenset({"footway", "path", "cycleway", "steps", "corridor", "bridleway", "track"})
+
+
+def address_street(name: str, streets: dict, addressed: set[str]) -> bool:
+    return (
+        name in addressed
+        or bool(streets.get(name + "\0entrance"))
+        or any(k in ADDRESS_HIGHWAYS for k in streets[name + "\0kinds"])
+    )
+
+
+def _near_address_queries(addresses, rng: random.Random, n: int) -> list[dict]:
+    """Points 3-15 m from an address, in any direction: expect its street when that address is
+    clearly the nearest one (the next address on another street at least 5 m farther)."""
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    if not addresses:
+        return []
+    k = math.cos(math.radians(addresses[0]["lat"]))
+    xy = [(a["lng"] * k * 111_195.0, a["lat"] * 111_195.0) for a in addresses]
+    tree = cKDTree(xy)
+    out: list[dict] = []
+    order = list(range(len(addresses)))
+    rng.shuffle(order)
+    for i in order:
+        if len(out) >= n:
+            break
+        a = addresses[i]
+        r, phi = rng.uniform(3.0, 15.0), rng.uniform(0.0, 2 * math.pi)
+        lat = a["lat"] + r * math.sin(phi) / 111_195.0
+        lng = a["lng"] + r * math.cos(phi) / (111_195.0 * k)
+        dists, idx = tree.query((lng * k * 111_195.0, lat * 111_195.0), k=min(8, len(addresses)))
+        own = [d for d, j in zip(dists, idx, strict=True) if addresses[j]["street"] == a["street"]]
+        other = [d for d, j in zip(dists, idx, strict=True) if addresses[j]["street"] != a["street"]]
+        if not own or (other and other[0] < own[0] + 5.0):
+            continue
+        out.append({"lat": round(lat, 7), "lng": round(lng, 7), "expect_street": a["street"], "kind": "near_address"})
+    return out
+
+
+def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) -> list[dict]:
+    """Points 2-6 m beside a footway, passage or steps that no address names: expect the street
+    of the nearest address within 40 m when that street is also the nearest address street (the
+    two readings agree; no other address or street within 5 m more); with no address within
+    40 m, the nearest address street within 40 m (none other within 5 m more)."""
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    addressed = {a["street"] for a in addresses}
+    minor = [
+        m
+        for m in names
+        if not address_street(m, streets, addressed) and all(kd in MINOR_HIGHWAYS for kd in streets[m + "\0kinds"])
+    ]
+    if not addresses or not minor:
+        return []
+    from shapely import STRtree  # noqa: PLC0415
+    from shapely.geometry import LineString, Point  # noqa: PLC0415
+
+    k = math.cos(math.radians(addresses[0]["lat"]))
+    tree = cKDTree([(a["lng"] * k * 111_195.0, a["lat"] * 111_195.0) for a in addresses])
+    lines, owners = [], []
+    for m in names:
+        if address_street(m, streets, addressed):
+            for pts in streets[m + "\0lines"]:
+                if len(pts) >= 2:
+                    lines.append(LineString([(lo * k * 111_195.0, la * 111_195.0) for la, lo in pts]))
+                    owners.append(m)
+    street_tree = STRtree(lines)
+    out: list[dict] = []
+    seen: set[tuple[str, int]] = set()
+    for _ in range(n * 20):
+        if len(out) >= n:
+            break
+        name = rng.choice(minor)
+        way = rng.choice(streets[name + "\0lines"])
+        if len(way) < 2:
+            continue
+        i = rng.randrange(len(way) - 1)
+        (la, lo), (lb, lob) = way[i], way[i + 1]
+        f = rng.random()
+        lat = la + f * (lb - la) + rng.uniform(2, 6) / 111_195.0 * rng.choice((-1, 1))
+        lng = lo + f * (lob - lo)
+        dists, idx = tree.query((lng * k * 111_195.0, lat * 111_195.0), k=min(4, len(addresses)))
+        best = addresses[idx[0]]["street"] if dists[0] <= 40.0 else None
+        if best and any(addresses[j]["street"] != best and d < dists[0] + 5.0 for d, j in zip(dists, idx, strict=True)):
+            continue
+        p = Point(lng * k * 111_195.0, lat * 111_195.0)
+        near = street_tree.query(p, predicate="dwithin", distance=60.0)
+        by_street: dict[str, float] = {}
+        for j in near:
+            by_street[owners[j]] = min(by_street.get(owners[j], math.inf), lines[j].distance(p))
+        ranked = sorted(by_street.items(), key=lambda t: t[1])
+        if not ranked or ranked[0][1] > 40.0 or (len(ranked) > 1 and ranked[1][1] < ranked[0][1] + 5.0):
+            continue
+        if best is None:  # no address near: the nearest address street
+            best = ranked[0][0]
+        elif ranked[0][0] != best:
+            continue
+        if (name, best) in seen:
+            continue  # one question per footway and answer
+        seen.add((name, best))
+        out.append({"lat": round(lat, 7), "lng": round(lng, 7), "expect_street": best, "kind": "beside_path"})
+    return out
+
+
 def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]:
     addresses, streets, _places, _pois = read(region)
+    addressed = {a["street"] for a in addresses}
     out = []
     rng.shuffle(addresses)
     for a in addresses[:n]:
@@ -350,6 +490,8 @@ def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]
     for name in names:
         if sum(q["kind"] == "street" for q in out) >= n:
             break
+        if not address_street(name, streets, addressed):
+            continue  # beside a footway the answer is the address street (beside_path below)
         way = rng.choice(streets[name + "\0lines"])
         if len(way) < 2:
             continue
@@ -366,11 +508,27 @@ def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]
         if any(owners[j] != name for j in near):
             continue
         out.append({"lat": round(lat, 7), "lng": round(lng, 7), "expect_street": name, "kind": "street"})
+    out += _near_address_queries(addresses, rng, n // 2)
+    out += _beside_path_queries(addresses, streets, names, rng, n // 3)
     return out
 
 
+def _poi_dist(q: tuple[float, float], poi: dict) -> float:
+    """Metres from q to a POI: to its outline (0 inside) when it is a closed way, else its point."""
+    if not poi.get("outline"):
+        return _dist(q, (poi["lat"], poi["lng"]))
+    from shapely.geometry import Point, Polygon  # noqa: PLC0415
+
+    k = math.cos(math.radians(q[0])) * 111_195.0
+    poly = Polygon([(lng * k, lat * 111_195.0) for lat, lng in poi["outline"]])
+    if not poly.is_valid:
+        return _dist(q, (poi["lat"], poi["lng"]))
+    return poly.distance(Point(q[1] * k, q[0] * 111_195.0))
+
+
 def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float = 5000.0) -> list[dict]:
-    """A point and an OSM tag; expect the nearest object with that tag (named or not), brute force."""
+    """A point and an OSM tag; expect the nearest object with that tag (named or not), brute force,
+    measured as the service documents: to a node's point, to a closed way's outline (0 inside)."""
     _a, _s, _p, pois = read(region)
     by_tag = defaultdict(list)
     for p in pois:
@@ -384,13 +542,13 @@ def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float
         tag = rng.choice(tags)
         lat = rng.uniform(min(lats), max(lats))
         lng = rng.uniform(min(lngs), max(lngs))
-        ranked = sorted(by_tag[tag], key=lambda p: _dist((lat, lng), (p["lat"], p["lng"])))
+        ranked = sorted(by_tag[tag], key=lambda p: _poi_dist((lat, lng), p))
         best = ranked[0]
-        d0 = _dist((lat, lng), (best["lat"], best["lng"]))
+        d0 = _poi_dist((lat, lng), best)
         if d0 > radius * 0.9:
             continue
-        if len(ranked) > 1 and _dist((lat, lng), (ranked[1]["lat"], ranked[1]["lng"])) - d0 < 10.0:
-            continue  # a tie within the precision of a centroid: not a fair question
+        if len(ranked) > 1 and _poi_dist((lat, lng), ranked[1]) - d0 < 10.0:
+            continue  # a tie within 10 m: not a fair question
         out.append(
             {
                 "lat": round(lat, 7),
@@ -406,6 +564,136 @@ def nearest_queries(region: str, rng: random.Random, n: int = 100, radius: float
     return out
 
 
+def road_nodes(region: str) -> tuple[list[tuple[float, float]], tuple[float, float, float, float]]:
+    """Positions of the nodes of car-drivable ways, and the bounding box of every node."""
+    pts: list[tuple[float, float]] = []
+    box = [math.inf, math.inf, -math.inf, -math.inf]
+    fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations()
+    for o in fp:
+        if o.is_node() and o.location.valid():
+            lat, lng = o.location.lat, o.location.lon
+            box = [min(box[0], lat), min(box[1], lng), max(box[2], lat), max(box[3], lng)]
+        if not o.is_way() or o.tags.get("highway") not in CAR_HIGHWAYS:
+            continue
+        access = o.tags.get("motor_vehicle") or o.tags.get("vehicle") or o.tags.get("access")
+        if access in CAR_DENIED or o.tags.get("area") == "yes":
+            continue
+        pts.extend((n.location.lat, n.location.lon) for n in o.nodes if n.location.valid())
+    return sorted(set(pts)), (box[0], box[1], box[2], box[3])
+
+
+def route_pairs(region: str, rng: random.Random, n: int = 1000, n_edge: int = 300) -> list[dict]:
+    """Random pairs of road nodes ("random"), and pairs with one end within EDGE_BAND_M of the
+    extract's border ("near_edge": hills and clipped roads, where the network splits first)."""
+    nodes, (s, w, n_, e) = road_nodes(region)
+
+    def border_m(p: tuple[float, float]) -> float:
+        return min(_dist(p, (s, p[1])), _dist(p, (n_, p[1])), _dist(p, (p[0], w)), _dist(p, (p[0], e)))
+
+    near = [p for p in nodes if border_m(p) <= EDGE_BAND_M]
+    out = []
+    for _ in range(n):
+        a, b = rng.sample(nodes, 2)
+        out.append(
+            {
+                "origin": [round(a[0], 7), round(a[1], 7)],
+                "destination": [round(b[0], 7), round(b[1], 7)],
+                "kind": "random",
+            }
+        )
+    for _ in range(n_edge if near else 0):
+        a, b = rng.choice(near), rng.choice(nodes)
+        out.append(
+            {
+                "origin": [round(a[0], 7), round(a[1], 7)],
+                "destination": [round(b[0], 7), round(b[1], 7)],
+                "kind": "near_edge",
+            }
+        )
+    return out
+
+
+AREA_TAGS = ("leisure=park", "leisure=garden", "leisure=playground", "leisure=pitch", "amenity=parking")
+
+
+def read_areas(region: str) -> dict[str, list[tuple[str, object]]]:
+    """Tag -> [(osm id 'w1'/'r1', shapely polygon in lng/lat)] of the areas (closed ways and
+    multipolygons) and ('n1', point) of the nodes carrying one of AREA_TAGS."""
+    import shapely  # noqa: PLC0415
+    from osmium.geom import WKBFactory  # noqa: PLC0415
+
+    wkb = WKBFactory()
+    out: dict[str, list[tuple[str, object]]] = defaultdict(list)
+    fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations().with_areas()
+    for o in fp:
+        tags = [f"{k}={o.tags[k]}" for k in ("leisure", "amenity") if k in o.tags]
+        tags = [t for t in tags if t in AREA_TAGS]
+        if not tags:
+            continue
+        if o.is_node():
+            geom, oid = shapely.Point(o.location.lon, o.location.lat), f"n{o.id}"
+        elif o.is_way():  # a closed way: its ring of known nodes (an extract may cut it)
+            pts = [(n.location.lon, n.location.lat) for n in o.nodes if n.location.valid()]
+            if len(pts) < 4 or o.nodes[0].ref != o.nodes[-1].ref:
+                continue
+            geom, oid = shapely.Polygon(pts), f"w{o.id}"
+            if not geom.is_valid:
+                continue
+        elif o.is_area() and not o.from_way():
+            try:
+                geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(o)))
+            except Exception:  # noqa: BLE001 - a broken multipolygon: not a fair question
+                continue
+            oid = ("w" if o.from_way() else "r") + str(o.orig_id())
+        else:
+            continue
+        for t in tags:
+            out[t].append((oid, geom))
+    return out
+
+
+def area_nearest_queries(region: str, rng: random.Random, n: int = 60, radius: float = 5000.0) -> list[dict]:
+    """A point and an area tag (parks, parkings...): expect the nearest by distance to the area's
+    outline (0 inside), not to its centroid; nodes with the tag by their point."""
+    import shapely  # noqa: PLC0415
+
+    areas = {t: v for t, v in read_areas(region).items() if len(v) >= 3}
+    if not areas:
+        return []
+    allpts = [g.centroid for v in areas.values() for _, g in v]
+    lat0 = sum(p.y for p in allpts) / len(allpts)
+    k = math.cos(math.radians(lat0)) * 111_195.0
+
+    def metric(coords):
+        return coords * [k, 111_195.0]
+
+    lats, lngs = [p.y for p in allpts], [p.x for p in allpts]
+    tags = sorted(areas)
+    out: list[dict] = []
+    while len(out) < n:
+        tag = rng.choice(tags)
+        lat, lng = rng.uniform(min(lats), max(lats)), rng.uniform(min(lngs), max(lngs))
+        q = shapely.Point(lng * k, lat * 111_195.0)
+        ranked = sorted((shapely.transform(g, metric).distance(q), oid, g) for oid, g in areas[tag])
+        d0, oid, g = ranked[0]
+        if d0 > radius * 0.9 or (len(ranked) > 1 and ranked[1][0] - d0 < 10.0):
+            continue
+        c = g.centroid if g.geom_type == "Point" else g.representative_point()
+        out.append(
+            {
+                "lat": round(lat, 7),
+                "lng": round(lng, 7),
+                "category": tag,
+                "expect": {"lat": round(c.y, 7), "lng": round(c.x, 7)},
+                "tolerance_m": 25.0,
+                "expect_osm": oid,
+                "expect_distance_m": round(d0, 1),
+                "kind": "area",
+            }
+        )
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regions", nargs="*", default=["monaco", "helsinki"])
@@ -416,7 +704,8 @@ def main(argv=None) -> None:
             ("geocode", geocode_queries),
             ("suggest", suggest_queries),
             ("reverse", reverse_queries),
-            ("nearest", nearest_queries),
+            ("nearest", lambda region, rng: nearest_queries(region, rng) + area_nearest_queries(region, rng)),
+            ("routes", route_pairs),
         ):
             rng = random.Random(f"{region}-{kind}-1")
             items = fn(region, rng)

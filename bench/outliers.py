@@ -180,7 +180,10 @@ def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
     if theirs is not None:
         apart = max(haversine_m(p[0], p[1], q[0], q[1]) for p, q in zip(ours, theirs, strict=True))
         if apart > SAME_POINT_M:
-            return {"class": "snapped_elsewhere", "endpoints_apart_m": round(apart, 1)}
+            # how far OSRM itself moved a requested point (a point on a road OSRM counts as a
+            # small component starts on its big network instead, up to kilometres away)
+            moved = max(haversine_m(p[0], p[1], q[0], q[1]) for p, q in zip((a, b), theirs, strict=True))
+            return {"class": "snapped_elsewhere", "endpoints_apart_m": round(apart, 1), "osrm_moved_m": round(moved, 1)}
     driven = osrm_drive(client, resample(doc["routes"][0]["geometry"]["coordinates"]))
     if driven is None:
         return {"class": "osrm_cannot_drive"}
@@ -217,6 +220,7 @@ def explain(datasets, client: Http, rows: list[tuple], router=None) -> dict:
         "outside_5pct": len(rows),
         "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
         "slower_only_by_osrm_uturns": sum(uturns_explain(v) for v in verdicts),
+        "osrm_moved_a_point_over_100m": sum(v.get("osrm_moved_m", 0.0) > 100.0 for v in verdicts),
         "pairs": verdicts,
     }
 

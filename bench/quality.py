@@ -10,7 +10,10 @@ Query files (bench/make_queries.py builds them from the samples):
              hit@k: one of the first k candidates lies within tolerance_m of expect
     suggest  [{"prefix", "expect_text"}]      hit@5: expect_text is in one of the 5 suggestion texts
     reverse  [{"lat", "lng", "expect_street"}]  hit: the first candidate names that street
-    nearest  [{"lat", "lng", "category", "expect": {...}, "tolerance_m"}]  top-1 within tolerance
+    nearest  [{"lat", "lng", "category", "expect": {...}, "tolerance_m", ["expect_osm"],
+              ["expect_distance_m"]}]  top-1 is the expected object (else within tolerance);
+             areas (kind "area"): also dist±5m, the answer's distance within 5 m of the
+             distance to the area's outline
 
 Data: DATA_DIR (or --data-dir) with the regions imported; by default the samples are imported
 into var/bench-data (idempotent). Prints a table, writes bench/results/quality-<mode>-<file>.json.
@@ -73,6 +76,7 @@ def meridian_answer(mode: str, item: dict, datasets) -> dict:
         return {
             "coords": [[r["coord"]["lat"], r["coord"]["lng"]] for r in res],
             "osm": [(r["osm"]["type"] or "?")[0] + str(r["osm"]["id"]) for r in res],
+            "distance": [r["distance"] for r in res],
             "ms": ms,
         }
     raise ValueError(mode)
@@ -87,7 +91,10 @@ def _norm(s: str | None) -> str:
 def score(mode: str, item: dict, answer: dict) -> dict[str, bool]:
     if mode == "nearest" and item.get("expect_osm") and answer.get("osm"):
         ok = answer["osm"][0] == item["expect_osm"]
-        return {"hit@1": ok, "hit@5": item["expect_osm"] in answer["osm"][:5]}
+        out = {"hit@1": ok, "hit@5": item["expect_osm"] in answer["osm"][:5]}
+        if "expect_distance_m" in item:  # areas: the distance is to the outline, as the ranking
+            out["dist±5m"] = ok and abs(answer["distance"][0] - item["expect_distance_m"]) <= 5.0
+        return out
     if mode in ("geocode", "nearest"):
         e = item["expect"]
         ok = [
@@ -116,8 +123,9 @@ def summarize(mode: str, items: list[dict], answers: list[dict]) -> dict:
     table = {}
     for kind, scores in per_kind.items():
         row = {"n": len(scores)}
-        for metric in scores[0]:
-            row[metric] = round(sum(x[metric] for x in scores) / len(scores), 3)
+        metrics = [m for m in scores[0] if kind != "overall" or all(m in x for x in scores)]
+        for metric in metrics:
+            row[metric] = round(sum(x.get(metric, False) for x in scores) / len(scores), 3)
         table[kind] = row
     lat_ms.sort()
     latency = {

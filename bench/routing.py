@@ -134,7 +134,7 @@ def pct(values, q):
 def make_pairs(router, n: int, seed: int):
     g = router.g
     rng = np.random.default_rng(seed)
-    big = np.nonzero(router.snapper.big_edge)[0]
+    big = np.nonzero(router.snapper.big_edge & ~router.snapper.connector_edge)[0]
     pairs = []
     for _ in range(n):
         e1, e2 = rng.choice(big, 2, replace=False)
@@ -147,11 +147,46 @@ def make_pairs(router, n: int, seed: int):
 TURN = 50
 
 
+def load_pairs(path: Path) -> tuple[list, list[str]]:
+    """Pairs of bench/make_queries.py (``<region>-routes.json``): road nodes read from the PBF,
+    independent of Meridian's graph, with their kind ("random", "near_edge")."""
+    items = json.loads(path.read_text(encoding="utf-8"))
+    return [(tuple(i["origin"]), tuple(i["destination"])) for i in items], [i.get("kind", "random") for i in items]
+
+
+def by_kind(kinds: list[str], answers_by: dict[str, list]) -> dict:
+    """Per kind of pair: how many each engine answers "no route", and how many pairs both peers
+    route but Meridian does not (the issue-20 target: none)."""
+    out: dict = {}
+    for kind in sorted(set(kinds)):
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        row: dict = {"pairs": len(idx)}
+        for name, answers in answers_by.items():
+            row[f"{name}_no_route"] = sum(1 for i in idx if answers[i][0] is None)
+        if "osrm" in answers_by and "valhalla" in answers_by:
+            row["peers_route_meridian_not"] = sum(
+                1
+                for i in idx
+                if answers_by["meridian"][i][0] is None
+                and answers_by["osrm"][i][0] is not None
+                and answers_by["valhalla"][i][0] is not None
+            )
+        out[kind] = row
+    return out
+
+
 def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
     dataset = ds.require(region)
     router = dataset.router
-    pairs = make_pairs(router, args.pairs, args.seed)
+    pairs_file = Path(args.pairs_dir) / f"{region}-routes.json" if args.pairs_dir else None
+    if pairs_file is not None:
+        pairs, kinds = load_pairs(pairs_file)
+    else:
+        pairs = make_pairs(router, args.pairs, args.seed)
+        kinds = ["random"] * len(pairs)
     out: dict = {"region": region, "pairs": len(pairs), "graph": router.g.meta.get("counts")}
+    if pairs_file is not None:
+        out["pairs_file"] = str(pairs_file)
 
     # --- Meridian in process
     res_mer = {}
@@ -192,6 +227,7 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
         "best_of_3_p95_steps_us": pct(best_of_3[True], 95),
     }
     mer = res_mer[False][1]
+    answers_by: dict[str, list[Any]] = {"meridian": mer}
 
     running = peers_region()
     if running != region and args.start_peers:
@@ -212,7 +248,6 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
     # the engines take turns every TURN pairs (each still sees back-to-back requests on its
     # keep-alive connection), so that a busy moment of the shared machine falls on all of them
     # alike instead of on whichever engine's block of 1000 requests it overlaps
-    answers_by = {}
     stats: dict[str, dict[str, Any]] = {name: {} for name in engines}
     for steps in (False, True):
         for client, fn in engines.values():
@@ -233,12 +268,13 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
                 answers_by[name] = engine_answers[name]
                 stats[name]["no_route"] = sum(1 for d, _ in engine_answers[name] if d is None)
     out.update(stats)
+    out["by_kind"] = by_kind(kinds, answers_by)
 
     if "osrm" in answers_by:
         osrm = answers_by["osrm"]
         ratios_d, ratios_t, worst = [], [], []
-        for (a, b), (md, mt), (od, ot) in zip(pairs, mer, osrm, strict=True):
-            if md is None or od is None:
+        for (a, b), (md, mt), (od, ot), kind in zip(pairs, mer, osrm, kinds, strict=True):
+            if md is None or od is None or kind != "random":
                 continue
             rd = md / od if od > 0 else (1.0 if md < 1 else np.inf)
             rt = mt / ot if ot > 0 else (1.0 if mt < 1 else np.inf)
@@ -312,6 +348,15 @@ def print_table(results: list[dict]) -> None:
             print(f"    worst: {w['origin']} -> {w['destination']}: meridian {w['meridian_m']} m, osrm {w['osrm_m']} m")
         if a.get("outliers"):
             print(f"    outside 5%: {a['outliers']['outside_5pct']}, OSRM driving our path: {a['outliers']['counts']}")
+            moved = a["outliers"]["osrm_moved_a_point_over_100m"]
+            explained = (a["distance_within_5pct"] * a["compared"] + moved) / a["compared"]
+            print(
+                f"    of which OSRM moved the origin or destination more than 100 m: {moved}; within 5% "
+                f"counting those as answered elsewhere by OSRM: {explained:.3f}"
+            )
+    for r in results:
+        for kind, row in r.get("by_kind", {}).items():
+            print(f"{r['region']} {kind}: {row}")
 
 
 def _redact(args: list[str]) -> list[str]:
@@ -365,6 +410,11 @@ def main(argv=None) -> int:
     ap.add_argument("--regions", default="monaco,helsinki")
     ap.add_argument("--pairs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument(
+        "--pairs-dir",
+        default=None,
+        help="take the pairs from <dir>/<region>-routes.json (bench/make_queries.py) instead of the graph's",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("MERIDIAN_BENCH_DATA", "/tmp/meridian-bench-data"))
     ap.add_argument("--start-peers", action="store_true", help="switch the peers to each region")
     ap.add_argument("--meridian-url", default=None, help="also measure Meridian over HTTP (/v1/routing)")

@@ -53,8 +53,27 @@ class NearestCoreArgs(NearestArgs):
     )
 
 
+class NearestItemSchema(PoiSchema):
+    tag = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "The POI's own OSM `key=value` that the query asked for: the precise class "
+            "(`shop=optician` for `categories=shop=*` or `shop`).",
+            "example": "amenity=parking",
+        },
+    )
+    distance_to = fields.String(
+        validate=validate.OneOf(["point", "outline"]),
+        metadata={
+            "description": "What `distance` (and the ranking) measures to: the POI's point, or the outline of a "
+            "POI mapped as an area (park, parking lot), 0 inside it; never an area's centroid.",
+            "example": "outline",
+        },
+    )
+
+
 class NearestResult(ResponseSchema):
-    results = fields.List(fields.Nested(PoiSchema), required=True)
+    results = fields.List(fields.Nested(NearestItemSchema), required=True)
 
 
 FUNCTION = register(
@@ -77,5 +96,7 @@ blp.function_route(
     errors=(404,),
     summary="Nearest POIs of some categories",
     description="POIs of any of `categories` (e.g. the nearest fuel station), sorted by straight-line distance, "
-    "each with `distance` in metres. An unknown category is a 400 naming it.",
+    "each with `distance` in metres: to the POI's point, or for a POI mapped as an area (park, parking lot) to "
+    "its outline, 0 inside (`distance_to` says which), and with `tag`, its precise OSM class. An unknown "
+    "category is a 400 naming it.",
 )

@@ -11,8 +11,10 @@ streets (same-name ways clustered), addresses (orphans adopted, duplicates dropp
 filled, tied to a street), places, admin areas as places, POIs, and ``_write_index``.
 
 Tables (see engine.search.index for the reader):
-    features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat)
-                  or an address's building outline (WKB, metres in the projection of meta 'proj')
+    features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat),
+                  an address's building outline or an area POI's outline (park, parking lot; WKB,
+                  metres in the projection of meta 'proj'); a street's category is its highway
+                  kind ('highway=residential', reverse geocoding tells footways from streets)
     entries       one row per searchable name variant (normalised), with entries_fts (FTS5)
     vocab         every normalised word with its frequency (typo tolerance works on it)
     points_rtree  R*Tree over addresses, places, POIs;  street_parts + parts_rtree over streets
@@ -40,6 +42,7 @@ from engine.categories import categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import housenumbers, name_variants, names_of
+from engine.search.index import MINOR_STREET_KINDS
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
 STREET_HIGHWAYS_EXCLUDED = {
@@ -107,6 +110,8 @@ DUPLICATE_DLAT = 0.00055
 DUPLICATE_DLNG = 0.0011
 
 LonLat = tuple[float, float]
+# an outline: a closed way's ring (lon/lat), or an assembled multipolygon (shapely, lon/lat)
+Outline = list[LonLat] | shapely.Geometry
 
 
 # -- what the PBF pass collects -------------------------------------------------------------------
@@ -130,7 +135,7 @@ class CollectedAddress:
     entrance: bool
     building: bool
     name: str | None
-    footprint: list[LonLat] | None  # the outline of a closed way, lon/lat
+    footprint: Outline | None  # the building's outline
     street_key: str = ""
     hn_norm: str = ""
     street_id: int | None = None
@@ -176,6 +181,7 @@ class CollectedPoi:
     postcode: str | None
     city: str | None
     importance: float
+    outline: Outline | None = None  # an area POI (park, parking): nearest-by-category measures to it
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,7 @@ class TaggedObject:
     tags: osmium.osm.TagList
     lat: float
     lng: float
-    footprint: list[LonLat] | None = None  # the outline of a closed way, lon/lat
+    footprint: Outline | None = None  # the outline of a closed way or a multipolygon
 
 
 class _Collector:
@@ -273,6 +279,7 @@ class _Collector:
                 postcode=tags.get("addr:postcode"),
                 city=tags.get("addr:city"),
                 importance=0.35 + (0.1 if tags.get("wikidata") else 0) + (0.05 if name else -0.1),
+                outline=obj.footprint,
             )
         )
 
@@ -333,7 +340,7 @@ def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom
     c = geom.centroid if geom.is_valid else geom.representative_point()
     if geom.is_valid and not geom.contains(c):
         c = geom.representative_point()
-    col.take(TaggedObject("relation", area.orig_id(), area.tags, c.y, c.x))
+    col.take(TaggedObject("relation", area.orig_id(), area.tags, c.y, c.x, geom if geom.is_valid else None))
 
 
 def collect(pbf_path: Path | str) -> _Collector:
@@ -433,6 +440,7 @@ class IndexedStreet:
     lines: MultiLineString
     lat: float
     lng: float
+    kind: str = ""  # its highway kind (street_kind)
 
 
 class _IndexRows:
@@ -538,6 +546,14 @@ def _street_importance(group: list[CollectedWay], proj: LocalProjection) -> floa
     return min(0.6, 0.2 + 0.1 * math.log10(1 + length)) + (0.05 if drivable else 0)
 
 
+def street_kind(highways: list[str]) -> str:
+    """The ``highway`` value a street of several ways is known by (its ``category`` column):
+    the most frequent drivable one, else the most frequent one."""
+    drivable = [h for h in highways if h in DRIVABLE]
+    pool = drivable or highways
+    return max(sorted(set(pool)), key=pool.count)
+
+
 def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: LocalProjection) -> IndexedStreet:
     """A street feature of same-name pieces, with one street part per piece."""
     lines = [LineString(w.coords) for w in group]
@@ -546,6 +562,7 @@ def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: Loc
     name, names = _street_names(group)
     p = rows.parts(rep.y, rep.x)
     fid = rows.next_id
+    kind = street_kind([w.highway for w in group])
     feature = Feature(
         id=fid,
         type="street",
@@ -564,7 +581,7 @@ def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: Loc
         lng=rep.x,
         osm_type="way",
         osm_id=group[0].osm_id,
-        category=None,
+        category=f"highway={kind}",
         tags=None,
         importance=_street_importance(group, proj),
         geom=shapely.to_wkb(multi),
@@ -575,7 +592,7 @@ def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: Loc
         if not part.is_valid:
             part = line
         rows.street_parts.append(StreetPart(len(rows.street_parts) + 1, fid, shapely.to_wkb(part), line.bounds))
-    return IndexedStreet(fid, key, name, multi, rep.y, rep.x)
+    return IndexedStreet(fid, key, name, multi, rep.y, rep.x, kind)
 
 
 def _add_streets(
@@ -598,6 +615,8 @@ def _adopt_orphans(
         return kept
     lines, owner = [], []
     for street in streets:
+        if street.kind in MINOR_STREET_KINDS:
+            continue  # a bare number belongs to a street, not to a footway
         for part in street.lines.geoms:
             arr = np.asarray(part.coords)
             x, y = proj.to_xy(arr[:, 1], arr[:, 0])
@@ -760,14 +779,24 @@ def _add_addresses(
     _set_street_postcodes(rows, addresses)
 
 
-def _footprint_wkb(coords: list[LonLat] | None, proj: LocalProjection) -> bytes | None:
-    """The building outline of an address in the index's metric projection (meta 'proj'):
-    reverse geocoding measures distances to it in metres, 0 inside."""
-    if not coords:
+def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | None:
+    """An outline (a building's, an area POI's) in the index's metric projection (meta 'proj'):
+    reverse geocoding and nearest-by-category measure distances to it in metres, 0 inside."""
+    if outline is None:
         return None
-    arr = np.asarray(coords)
-    x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-    poly = Polygon(np.column_stack([x, y]))
+    if isinstance(outline, list):
+        if not outline:
+            return None
+        arr = np.asarray(outline)
+        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
+        poly = Polygon(np.column_stack([x, y]))
+    else:
+
+        def metric(coords: np.ndarray) -> np.ndarray:
+            x, y = proj.to_xy(coords[:, 1], coords[:, 0])
+            return np.column_stack([x, y])
+
+        poly = shapely.transform(outline, metric)
     return shapely.to_wkb(poly) if poly.is_valid and poly.area > 0 else None
 
 
@@ -848,7 +877,7 @@ def _add_admin_places(rows: _IndexRows, areas: list[AdminArea], places: list[Col
         rows.add(feature, [area.name, *name_variants(names_of(area.names))])
 
 
-def _add_pois(rows: _IndexRows, pois: list[CollectedPoi]) -> None:
+def _add_pois(rows: _IndexRows, pois: list[CollectedPoi], proj: LocalProjection) -> None:
     for poi in pois:
         p = rows.parts(poi.lat, poi.lng)
         feature = Feature(
@@ -872,7 +901,7 @@ def _add_pois(rows: _IndexRows, pois: list[CollectedPoi]) -> None:
             category=poi.category,
             tags="|" + "|".join(poi.tags) + "|",
             importance=poi.importance,
-            geom=None,
+            geom=_footprint_wkb(poi.outline, proj),
         )
         rows.add(feature, [poi.name, *name_variants(poi.names)] if poi.name else [])
 
@@ -972,7 +1001,7 @@ def build(
     _add_addresses(rows, col.addresses, streets, proj)
     _add_places(rows, col.places)
     _add_admin_places(rows, admin_areas or [], col.places)
-    _add_pois(rows, col.pois)
+    _add_pois(rows, col.pois, proj)
     _write_index(out_path, rows, proj)
     counts = Counter(f.type for f in rows.features)
     return {

@@ -370,7 +370,9 @@ class MatchOptions:
     sigma: float = 10.0  # GPS accuracy (m)
     search_radius: float | None = None  # default max(40, 4 sigma)
     beta: float = 5.0  # transition scale (m) at 100 m spacing, scaled with the distance
-    max_candidates: int = 16
+    # states per point: in a dense centre a noisy point (sigma 20 m, search radius 80 m) has more
+    # than 8 roads (16 directed edges) nearer than its true road, which a smaller cap cuts off
+    max_candidates: int = 48
     max_speed_ms: float = 60.0  # with timestamps: no transition faster than this (+ slack)
     back_tolerance: float | None = None  # default 2 sigma
     max_skip: int = 2  # outliers skipped in a row before the chain is broken

@@ -15,7 +15,16 @@ Drivable classes and default speeds (km/h, used when a way has no usable ``maxsp
     unclassified     25  residential      25
     living_street    10  service          15
     road (unknown)   20  ferry (route)     5
+    track            10
     ============== ===== ============== =====
+
+``highway=track`` (OSRM's car.lua drops it; Valhalla's ``auto`` drives it) is a *connector*
+(:data:`CONNECTOR_CLASSES`): kept in the graph, weighted like a local-access-only road (entering
+one from an ordinary road costs :data:`RESTRICTED_ENTRY_S`), and never a snapping target while an
+ordinary road is within reach (:class:`engine.routing.snap.EdgeSnapper`). So a route takes a
+track only where nothing else joins two parts of the network, such as hill roads whose paved
+continuation lies outside the extract: without the tracks, a route from there has no answer.
+Tracks a car may not use say so (``motor_vehicle=agricultural|forestry|no``, :data:`ACCESS_DENIED`).
 
 These defaults are already "urban" travel speeds (OSRM's table). A way *with* ``maxspeed`` drives
 at ``URBAN_FACTOR`` (0.8) times the posted limit: a posted 50 km/h street is not driven at
@@ -83,6 +92,7 @@ HIGHWAY_CLASSES: tuple[str, ...] = (
     "living_street",
     "service",
     "road",
+    "track",
 )
 CLASS_CODE: dict[str, int] = {name: i for i, name in enumerate(HIGHWAY_CLASSES)}
 
@@ -103,7 +113,11 @@ DEFAULT_SPEED_KMH: dict[str, float] = {
     "service": 15,
     "road": 20,
     "ferry": 5,
+    "track": 10,
 }
+# classes a route uses only to connect roads that nothing else joins: entering one from an ordinary
+# road costs RESTRICTED_ENTRY_S of weight (as a local-access-only road), and snapping avoids them
+CONNECTOR_CLASSES = frozenset({"track"})
 URBAN_FACTOR = 0.8  # driven speed / posted maxspeed
 
 # generic zone rows, then per-country exceptions (km/h)
@@ -366,6 +380,8 @@ def way_profile(tags: Mapping[str, str]) -> WayProfile | None:
     if tags.get("tunnel") not in (None, "no"):
         flags |= FLAG_TUNNEL
     if _access(tags, "forward") in ACCESS_RESTRICTED or _access(tags, "backward") in ACCESS_RESTRICTED:
+        flags |= FLAG_RESTRICTED
+    if highway in CONNECTOR_CLASSES:
         flags |= FLAG_RESTRICTED
 
     default = float(DEFAULT_SPEED_KMH[highway])

@@ -13,6 +13,8 @@ the turn graph (at least ``min(BIG_COMPONENT, largest component)`` edges; turn r
 one-ways and barriers count) and falls back to any edge only when no big one is within the
 limit: a point beside an isolated parking loop, or beside a street piece walled off by
 ``barrier=block`` at both ends, snaps to the street network (OSRM's small-component flag).
+Connector edges (``profile.CONNECTOR_CLASSES``: tracks) are snapped to only when no other road of
+the well-connected network is within the limit: a trip starts and ends on a road.
 
 API for other engines (map matching uses ``candidates``)::
 
@@ -35,6 +37,7 @@ from numba import njit
 
 from engine.arrays import grown
 from engine.geo import LocalProjection
+from engine.routing.profile import CLASS_CODE, CONNECTOR_CLASSES
 
 CELL_M = 64.0
 BIG_COMPONENT = 100
@@ -223,7 +226,11 @@ class EdgeSnapper:
         big_edge = big_edge.copy()
         big_edge[has_twin] |= big_edge[tw[has_twin]]
         self.big_edge = big_edge
+        # connectors (tracks) join parts of the network but are no place to start or end a trip
+        connector = np.isin(np.asarray(graph.edge_class), [CLASS_CODE[c] for c in CONNECTOR_CLASSES])
+        self.connector_edge = connector
         self.seg_big = np.ascontiguousarray(big_edge[seg_edge]) if n else np.zeros(0, bool)
+        self.seg_big_road = np.ascontiguousarray(self.seg_big & ~connector[seg_edge]) if n else np.zeros(0, bool)
         self.seg_all = np.ones(n, dtype=np.bool_)
 
     def _make(self, seg: int, t: float, d: float) -> Snap:
@@ -234,11 +241,39 @@ class EdgeSnapper:
         return Snap(int(e), float(frac), lat, lng, float(d))
 
     def snap(self, lat: float, lng: float, max_distance_m: float = math.inf) -> Snap | None:
-        """Nearest edge of the well-connected network within the limit, else nearest of any."""
+        """Nearest road (not a connector) of the well-connected network within the limit, else its
+        nearest connector, else the nearest edge of any component."""
         if not len(self.seg_edge):
             return None
         x, y = self.proj.point_xy(lat, lng)
-        for allowed in (self.seg_big, self.seg_all):
+        for allowed in (self.seg_big_road, self.seg_big, self.seg_all):
+            i, t, d = _nearest(
+                self.x0,
+                self.y0,
+                self.x1,
+                self.y1,
+                allowed,
+                self.first,
+                self.items,
+                self.minx,
+                self.miny,
+                CELL_M,
+                self.nx,
+                self.ny,
+                x,
+                y,
+                float(max_distance_m),
+            )
+            if i >= 0:
+                return self._make(int(i), float(t), float(d))
+        return None
+
+    def snap_big(self, lat: float, lng: float, max_distance_m: float) -> Snap | None:
+        """Nearest road (else connector) of the well-connected network within the limit, or None."""
+        if not len(self.seg_edge):
+            return None
+        x, y = self.proj.point_xy(lat, lng)
+        for allowed in (self.seg_big_road, self.seg_big):
             i, t, d = _nearest(
                 self.x0,
                 self.y0,

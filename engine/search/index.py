@@ -222,41 +222,61 @@ class SearchIndex:
 
 
 class PoiArrays:
-    """POI coordinates per category in numpy arrays, for nearest-by-category in microseconds."""
+    """POI coordinates in numpy arrays, for nearest-by-category in microseconds.
+
+    ``arrays[category]`` and :meth:`for_tag` give positions into ``all_ids`` / ``all_lat`` /
+    ``all_lng`` / ``all_reach``. An area POI (a park, a parking lot: stored with its outline) has
+    its outline in ``outlines[position]`` (metres of ``index.proj``) and, in ``all_reach``, the
+    farthest any point of it lies from its (lat, lng): its outline is at least
+    ``distance - reach`` away, so a scan by point distance knows which outlines to measure."""
 
     def __init__(self, index: SearchIndex) -> None:
         import numpy as np  # noqa: PLC0415
 
-        rows = index.execute("SELECT id, category, lat, lng, tags FROM features WHERE type = 'poi'").fetchall()
-        by_cat: dict[str, list] = {}
-        for fid, cat, lat, lng, _tags in rows:
-            if cat:
-                by_cat.setdefault(cat, []).append((fid, lat, lng))
+        rows = index.execute("SELECT id, category, lat, lng, tags, geom FROM features WHERE type = 'poi'").fetchall()
+        by_cat: dict[str, list[int]] = {}
+        for pos, row in enumerate(rows):
+            if row[1]:
+                by_cat.setdefault(row[1], []).append(pos)
+        self.proj = index.proj
         self.all_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.all_lat = np.array([r[2] for r in rows])
-        self.all_lng = np.array([r[3] for r in rows])
+        self.all_lat = np.array([r[2] for r in rows], dtype=np.float64)
+        self.all_lng = np.array([r[3] for r in rows], dtype=np.float64)
+        self.all_reach = np.zeros(len(rows))
+        self.outlines: dict[int, object] = {}
+        for pos, row in enumerate(rows):
+            if row[5] is not None:
+                outline = shapely.from_wkb(row[5])
+                x, y = index.proj.to_xy(row[2], row[3])
+                self.outlines[pos] = outline
+                self.all_reach[pos] = shapely.hausdorff_distance(shapely.Point(float(x), float(y)), outline)
         self._tags = [r[4] or "" for r in rows]
-        self._masks: dict[str, Any] = {}  # needle -> boolean numpy mask over the POIs
-        self.arrays = {
-            cat: (
-                np.array([r[0] for r in items], dtype=np.int64),
-                np.array([r[1] for r in items]),
-                np.array([r[2] for r in items]),
-            )
-            for cat, items in by_cat.items()
-        }
+        self._masks: dict[str, Any] = {}  # needle -> positions of the POIs whose tags hold it
+        self.arrays = {cat: np.array(items, dtype=np.int64) for cat, items in by_cat.items()}
+
+    def tags(self, pos: int) -> str:
+        """The POI's raw tags, ``'|k=v|k=v|'``."""
+        return self._tags[pos]
 
     def for_tag(self, needle: str):
-        """(ids, lats, lngs) of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
+        """Positions of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
         import numpy as np  # noqa: PLC0415
 
-        mask = self._masks.get(needle)
-        if mask is None:
-            mask = np.fromiter((needle in t for t in self._tags), dtype=bool, count=len(self._tags))
+        found = self._masks.get(needle)
+        if found is None:
+            found = np.nonzero(np.fromiter((needle in t for t in self._tags), dtype=bool, count=len(self._tags)))[0]
             if len(self._masks) > 512:
                 self._masks.clear()
-            self._masks[needle] = mask
-        return self.all_ids[mask], self.all_lat[mask], self.all_lng[mask]
+            self._masks[needle] = found
+        return found
+
+    def outline_distance(self, pos: int, lat: float, lng: float) -> float | None:
+        """Metres from the point to the POI's outline (0 inside), or None for a point POI."""
+        outline = self.outlines.get(pos)
+        if outline is None:
+            return None
+        x, y = self.proj.to_xy(lat, lng)
+        return float(outline.distance(shapely.Point(float(x), float(y))))
 
 
 def poi_arrays(index: SearchIndex) -> PoiArrays:
@@ -267,10 +287,16 @@ def poi_arrays(index: SearchIndex) -> PoiArrays:
     return found
 
 
+# ``highway`` kinds of streets that are no address of their own (reverse geocoding answers them
+# only when no address and no other street is within the radius)
+MINOR_STREET_KINDS = frozenset({"footway", "path", "cycleway", "steps", "corridor", "bridleway", "track"})
+
+
 class SpatialCache:
     """In-memory, metric (``index.proj``) copies of what reverse geocoding scans: address points
-    (and POIs that carry an address) in a KD-tree, street pieces in an STRtree. Built on first
-    use, a few MB for a city."""
+    (and POIs that carry an address) in a KD-tree, street pieces in an STRtree, the ids of the
+    minor streets (:data:`MINOR_STREET_KINDS` that no address names). Built on first use, a few MB
+    for a city."""
 
     def __init__(self, index: SearchIndex) -> None:
         import numpy as np  # noqa: PLC0415
@@ -304,6 +330,13 @@ class SpatialCache:
             fid: shapely.from_wkb(g)
             for fid, g in index.execute("SELECT id, geom FROM features WHERE type = 'address' AND geom IS NOT NULL")
         }
+        # streets nobody gives as an address: footways, passages, steps... that no address names
+        addressed = set(self.addr_street[~self.addr_is_poi].tolist())
+        self.minor_streets = frozenset(
+            sid
+            for sid, category in index.execute("SELECT id, category FROM features WHERE type = 'street'")
+            if category and category.removeprefix("highway=") in MINOR_STREET_KINDS and sid not in addressed
+        )
 
 
 def spatial_cache(index: SearchIndex) -> SpatialCache:

@@ -14,6 +14,12 @@ from engine.dataset import DatasetRegistry
 from engine.geo import round_coord
 from engine.search.index import SearchIndex, spatial_cache
 
+ON_ADDRESS_M = 15.0  # an address this near (its building outline, else its point) is where the point is
+OWN_STREET_SLACK_M = 8.0  # an address whose street is this much farther than the nearest still wins
+STREET_BIAS_M = 3.0  # a street ranks as an address this much nearer
+FAR_PENALTY_M = 50.0  # an address on another street than the one the point is at
+MINOR_PENALTY_M = 1000.0  # a minor street: only when nothing else is within the radius
+
 
 @dataclass(frozen=True)
 class ReverseParams:
@@ -98,38 +104,58 @@ def _near_addresses(
     ]
 
 
+def _ranked(index: SearchIndex, cache: SpatialCache, params: ReverseParams) -> list[tuple[Any, ...]]:
+    """(rank key, point distance, feature id, street point or None, distance) of the addresses
+    and streets near the point, best first. The rule:
+
+    * an address wins when the point is on its building (within ``ON_ADDRESS_M`` of the outline
+      or the address point), or when its own street is about as near as the nearest street
+      (``OWN_STREET_SLACK_M``): the point is in front of that building;
+    * otherwise the nearest street, ``STREET_BIAS_M`` behind an address at the same distance;
+    * minor streets (footways, passages, steps that no address names:
+      ``engine.search.index.MINOR_STREET_KINDS``) neither count as "the nearest street" nor win
+      over an address or another street within the radius: nobody lives at a corridor.
+    """
+    addrs = _near_addresses(index, params.lat, params.lng, params.radius)
+    streets = nearest_streets(index, params.lat, params.lng, params.radius)
+    minor = cache.minor_streets
+    street_d = {sid: d for d, sid, _ in streets}
+    nearest_d = next((d for d, sid, _ in streets if sid not in minor), None)
+    px, py = index.proj.to_xy(params.lat, params.lng)
+    pt = shapely.Point(float(px), float(py))
+    found: list[tuple[Any, ...]] = []
+    for d, fid, is_poi, street_id in addrs:
+        fp = cache.footprints.get(fid)
+        d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
+        own = street_d.get(street_id)
+        if is_poi:  # a shop with an address: only when the point is on it
+            key = d_fp if d_fp <= 2.0 else d_fp + FAR_PENALTY_M
+        elif d_fp <= ON_ADDRESS_M or nearest_d is None or (own is not None and own <= nearest_d + OWN_STREET_SLACK_M):
+            key = d_fp
+        else:
+            key = d_fp + FAR_PENALTY_M
+        found.append((key, d, fid, None, d_fp))
+    n_streets = 0
+    for d, sid, point in streets:
+        if sid in minor:
+            found.append((d + STREET_BIAS_M + MINOR_PENALTY_M, d, sid, point, d))
+        elif n_streets < max(3, params.limit):
+            n_streets += 1
+            found.append((d + STREET_BIAS_M, d, sid, point, d))
+    found.sort(key=lambda t: (t[0], t[1], t[2]))
+    return found
+
+
 def run(datasets: DatasetRegistry, params: ReverseParams) -> dict[str, Any]:
     margin = params.radius / 111_000.0
     cands: list[dict[str, Any]] = []
     admin: list[dict[str, Any]] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
-        addrs = _near_addresses(index, params.lat, params.lng, params.radius)
-        streets = nearest_streets(index, params.lat, params.lng, params.radius)
-        street_d = {sid: d for d, sid, _ in streets}
-        nearest_d = streets[0][0] if streets else None
-        fps = spatial_cache(index).footprints
-        px, py = index.proj.to_xy(params.lat, params.lng)
-        pt = shapely.Point(float(px), float(py))
-        # (rank key, point distance, feature id, street point or None, distance)
-        found: list[tuple[Any, ...]] = []
-        for d, fid, is_poi, street_id in addrs:
-            fp = fps.get(fid)
-            d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
-            own = street_d.get(street_id)
-            if is_poi:  # a shop with an address: only when the point is on it
-                key = d_fp if d_fp <= 2.0 else d_fp + 50.0
-            elif d_fp <= 3.0 or nearest_d is None or (own is not None and own <= nearest_d + 8.0):
-                # the building here, or one on a street about as near as the nearest street
-                key = d_fp
-            else:
-                key = d_fp + 50.0
-            found.append((key, d, fid, None, d_fp))
-        for d, sid, point in streets[: max(3, params.limit)]:
-            found.append((d + 3.0, d, sid, point, d))
+        cache = spatial_cache(index)
+        found = _ranked(index, cache, params)
         if not found:
             continue
-        found.sort(key=lambda t: (t[0], t[1], t[2]))
         top = found[: params.limit + 5]
         feats = index.features(t[2] for t in top)
         for _key, _d, fid, point, dist in top:

@@ -12,6 +12,13 @@ The first route is the best; alternatives (only without intermediate waypoints) 
 Errors: a point farther than ``Limits.snap_max_distance_m`` from any drivable road ->
 InvalidParameter naming ``origin`` / ``destination`` / ``waypoints``; no region covering the
 points or no path between them -> NotFound.
+
+Points start on the nearest road of the well-connected network within the snap limit
+(:meth:`engine.routing.snap.EdgeSnapper.snap`). A point with only a fragment of the network in
+reach (roads cut off where the extract ends) starts on the fragment; when no route leaves it,
+the point moves to the nearest road of the well-connected network within
+``FRAGMENT_ESCAPE`` times the snap limit, as OSRM and Valhalla do, and its waypoint's
+``snap_distance`` says how far that is. Only then is the answer 404.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from engine.routing.snap import Snap
 LatLng = tuple[float, float]
 
 AVOIDABLE = ("tolls", "ferries", "motorways")
+FRAGMENT_ESCAPE = 1.5  # times Limits.snap_max_distance_m
 GEOMETRIES = ("polyline", "polyline6", "geojson")
 
 
@@ -102,6 +110,32 @@ def _snap_all(router: Router, points: list[LatLng], names: list[str], limits: Li
     return snaps
 
 
+def _legs(router: Router, snaps: list[Snap], mask: Any) -> list[Leg] | None:
+    legs: list[Leg] = []
+    for a, b in zip(snaps, snaps[1:], strict=False):
+        leg = router.leg(a, b, mask)
+        if leg is None:
+            return None
+        legs.append(leg)
+    return legs
+
+
+def _escape_fragments(
+    router: Router, points: list[LatLng], snaps: list[Snap], limits: Limits
+) -> list[Snap] | None:
+    """The snaps again, those on a fragment moved to the well-connected network (None: no move)."""
+    big = router.snapper.big_edge
+    out: list[Snap] = []
+    moved = False
+    for (lat, lng), s in zip(points, snaps, strict=True):
+        if not big[s.edge]:
+            found = router.snapper.snap_big(lat, lng, FRAGMENT_ESCAPE * limits.snap_max_distance_m)
+            if found is not None:
+                s, moved = found, True
+        out.append(s)
+    return out if moved else None
+
+
 def _geometry(lat: NDArray[np.float64], lng: NDArray[np.float64], kind: str) -> dict[str, Any] | str:
     if kind == "geojson":
         return {
@@ -127,14 +161,15 @@ def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None 
     else:
         raise first_error or NotFound("no imported region covers all the route points")
     mask = avoid_mask(params.avoid)
-    legs = []
-    for i in range(len(snaps) - 1):
-        leg = router.leg(snaps[i], snaps[i + 1], mask)
-        if leg is None:
-            what = "origin and destination" if len(snaps) == 2 else f"points {i} and {i + 1}"
+    legs = _legs(router, snaps, mask)
+    if legs is None:
+        escaped = _escape_fragments(router, points, snaps, limits)
+        legs = _legs(router, escaped, mask) if escaped is not None else None
+        if legs is None:
+            what = "origin and destination" if len(snaps) == 2 else "route points"
             extra = f" while avoiding {', '.join(sorted(params.avoid))}" if params.avoid else ""
             raise NotFound(f"no drivable route between the {what}{extra}")
-        legs.append(leg)
+        snaps = escaped
     routes = [legs]
     if params.alternatives and len(legs) == 1:
         for alt in router.alternatives(snaps[0], snaps[1], legs[0], params.alternatives, mask):

@@ -165,7 +165,9 @@ def test_motorway_is_oneway_by_default():
     assert P.way_profile({"highway": "residential", "motorcar": "no"}) is None
     assert P.way_profile({"highway": "residential", "access": "no", "motorcar": "yes"}) is not None
     assert P.way_profile({"highway": "footway"}) is None
-    assert P.way_profile({"highway": "track"}) is None
+    track = P.way_profile({"highway": "track"})  # a connector: drivable, local access only
+    assert track is not None and track.flags & P.FLAG_RESTRICTED
+    assert P.way_profile({"highway": "track", "motor_vehicle": "forestry"}) is None
 
 
 @pytest.mark.parametrize(
@@ -518,3 +520,86 @@ def test_roundabout_does_not_count_service_exits(tmp_path):
     rb = res["routes"][0]["legs"][0]["steps"][1]
     assert rb["maneuver"] == {**rb["maneuver"], "type": "roundabout", "exit": 1}
     assert rb["instruction"] == "Enter the roundabout and take the 1st exit onto East Road"
+
+
+# Issue 20: a group of roads that reaches the rest of the extract only by a track (its paved
+# continuation lies outside the extract), as in the hills west of Monaco.
+HILLS = """
+    H----I                J----K
+         |                |    |
+         T----------------U    |
+         |                |    |
+         L                M----N----P
+"""
+
+
+def hills_map(track_tags: dict | None = None) -> OsmGrid:
+    g = OsmGrid(HILLS, grid_m=20)
+    g.way("HITL", highway="residential", name="Hill Road")
+    g.way("JKNMUJ", highway="residential", name="Town Loop")
+    g.way("NP", highway="residential", name="Town Spur")  # a dead end: the loop's U-turn
+    g.way("TU", highway="track", **(track_tags or {}))
+    return g
+
+
+def test_a_track_joins_roads_nothing_else_joins(tmp_path):
+    g = hills_map()
+    ds = serve(tmp_path, g)
+    res = route(ds, g.coord_between("H", "I"), g.coord_between("K", "N"))
+    assert passes_near(res, g.coord("T")) and passes_near(res, g.coord("U"))
+    w = res["waypoints"]
+    assert w[0]["snap_distance"] < 1 and w[1]["snap_distance"] < 1
+    # its duration is driven at the track's speed; the hour that keeps through traffic off
+    # tracks is routing weight only
+    assert res["routes"][0]["duration"] < 600
+
+
+def test_a_point_beside_a_track_starts_on_a_road(tmp_path):
+    g = hills_map()
+    ds = serve(tmp_path, g)
+    beside_track = g.offset("T", north_m=-3, east_m=150)  # 3 m from the track, 50+ m from roads
+    w = route(ds, beside_track, g.coord_between("K", "N"))["waypoints"][0]
+    assert w["snap_distance"] > 40
+
+
+def test_a_track_closed_to_cars_joins_nothing(tmp_path):
+    g = hills_map({"motor_vehicle": "agricultural"})
+    ds = serve(tmp_path, g)
+    res = route(ds, g.coord_between("H", "I"), g.coord_between("K", "N"))
+    # no way out of the hill roads: the origin moves to the town's roads, and says so
+    assert not passes_near(res, g.coord("T"))
+    assert res["waypoints"][0]["snap_distance"] > 300
+    assert res["waypoints"][0]["name"] == "Town Loop"
+
+
+def test_a_road_shorter_by_a_track_is_still_driven_by_road(tmp_path):
+    g = OsmGrid(
+        """
+        A---------B
+        |         |
+        C---------D
+    """,
+        grid_m=30,
+    )
+    g.way("ACDB", highway="residential")
+    g.way("AB", highway="track")
+    ds = serve(tmp_path, g)
+    res = route(ds, g.offset("A", north_m=-10), g.offset("B", north_m=-10))
+    assert passes_near(res, g.coord("C")) and passes_near(res, g.coord("D"))
+
+
+def test_a_point_on_a_cut_off_fragment_starts_on_the_network(tmp_path):
+    """Roads cut off at the extract's edge, 1.2 km from the rest: no route leaves them, so the
+    point starts on the nearest road of the network (as OSRM and Valhalla do) and says how far."""
+    g, _ = square()
+    g.add_node("X", *g.offset("C", east_m=1200))
+    g.add_node("Y", *g.offset("C", east_m=1300))
+    g.way(["X", "Y"], highway="residential")
+    ds = serve(tmp_path, g)
+    res = route(ds, g.coord_between("X", "Y"), g.coord("A"))
+    assert 1240 < res["waypoints"][0]["snap_distance"] < 1260
+    assert res["waypoints"][0]["name"] == "East Street"
+    # both ends on the fragment: the route stays on it
+    inside = route(ds, g.coord_between("X", "Y", 0.2), g.coord_between("X", "Y", 0.8))
+    assert inside["waypoints"][0]["snap_distance"] < 1
+    assert 55 < inside["routes"][0]["distance"] < 65
