@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from bench.plots import scaling_figure
+from bench.plots import scaling_figure, search_scaling_figure
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
@@ -23,6 +23,7 @@ ROUTING_CMD = (
 THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-peers"
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
+SEARCH_SCALING_CMD = ".venv/bin/python -m bench.scaling_search --addresses 100000,1000000 --fences 10000,100000"
 
 
 def _load(name: str) -> dict | None:
@@ -335,6 +336,90 @@ def scaling_section(doc: dict) -> list[str]:
     return lines + ([f"![Scaling curve: import time, memory and route latency]({figure.name})", ""] if figure else [])
 
 
+def _p(stats: dict | None) -> str:
+    return "" if not stats else f"{stats['p50']:.2f} / {stats['p95']:.1f}"
+
+
+def search_scaling_section(doc: dict) -> list[str]:
+    lines = [
+        "## Search and geofencing at scale (synthetic cities with addresses)",
+        "",
+        f"`{SEARCH_SCALING_CMD}`: `bench/synthetic_search.py` adds to a synthetic city (road nodes = "
+        "addresses / 2) house numbers on both sides of every street, POIs of 14 categories, towns "
+        "as admin boundaries and street names drawn from a pool of 3,000 + addresses / 100 names "
+        "reused across districts. The import runs the `admin` and `search` stages; queries run in "
+        "a fresh process (as a web worker) through `engine.services`. Private / shared memory: "
+        "that process's /proc/self/smaps_rollup after the queries (shared: the memory-mapped "
+        "dataset, counted once for all gunicorn workers). hit: the first result is the address "
+        "asked for (suggest: its street). load: the machine's 1-minute load average (2 cores, "
+        "shared with other jobs): absolute times are inflated by it.",
+        "",
+    ]
+    rows = []
+    for r in doc.get("search", []):
+        if "error" in r:
+            rows.append([f"{r['addresses']:,}", "", r["error"][-200:]] + [""] * 10)
+            continue
+        imp, q = r["import"], r["query"]
+        mem = q["memory_after_mb"]
+        rows.append(
+            [
+                f"{r['addresses']:,}",
+                f"{imp['search_s']:.0f}",
+                f"{imp['peak_rss_mb']:,.0f}",
+                f"{imp['search_db_mb']:,.0f}",
+                f"{_p(q['geocode_ms'])} ({q['geocode_hit']:.0%})",
+                f"{_p(q['geocode_typo_ms'])} ({q['geocode_typo_hit']:.0%})",
+                f"{_p(q['suggest_ms'])} ({q['suggest_hit']:.0%})",
+                f"{_p(q['reverse_ms'])} ({q['reverse_hit']:.0%})",
+                f"{q['reverse_first_ms'] / 1000:.1f}",
+                f"{mem['private_mb']:.0f} / {mem['shared_mb']:.0f}",
+                f"{q['search_private_mb']:.0f}",
+                f"{imp['load']} / {q['load']}",
+            ]
+        )
+    lines += _table(
+        [
+            "addresses",
+            "search import s",
+            "import peak MB",
+            "search.sqlite MB",
+            "geocode p50 / p95 ms (hit)",
+            "geocode with a typo",
+            "suggest",
+            "reverse",
+            "first reverse s (spatial cache)",
+            "worker private / shared MB",
+            "private MB to open",
+            "load (import / queries)",
+        ],
+        rows,
+    )
+    fences = [
+        [
+            f"{r['fences']:,}",
+            r.get("build_s", ""),
+            r.get("index_private_mb", ""),
+            _p(r.get("containing_ms")),
+            _p(r.get("near100_ms")),
+            r.get("fences_per_point", ""),
+            r.get("load", r.get("error", "")),
+        ]
+        for r in doc.get("fences", [])
+    ]
+    lines += [
+        "Geofences of one account (half circles, half polygons of 6-40 vertices, 10-75 m radius) over "
+        "a 58 x 58 km city, `engine.geofence.index.FenceIndex` in process, 4,000 random points:",
+        "",
+    ]
+    lines += _table(
+        ["fences", "build s", "private MB", "containing p50 / p95 ms", "check within 100 m", "fences/point", "load"],
+        fences,
+    )
+    figure = search_scaling_figure(doc, OUT.parent / "scaling-search.png")
+    return lines + ([f"![Search scaling: import, latency, worker memory]({figure.name})", ""] if figure else [])
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -351,6 +436,7 @@ def main() -> None:
         ("throughput.json", throughput_section),
         ("matching.json", matching_section),
         ("scaling.json", scaling_section),
+        ("scaling-search.json", search_scaling_section),
     ):
         doc = _load(name)
         if doc:

@@ -103,7 +103,7 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict:
         streets = nearest_streets(index, params.lat, params.lng, params.radius)
         street_d = {sid: d for d, sid, _ in streets}
         nearest_d = streets[0][0] if streets else None
-        fps = spatial_cache(index).footprints
+        fps = index.footprints(fid for _d, fid, _p, _s in addrs)  # read per request: no per-process copy
         px, py = index.proj.to_xy(params.lat, params.lng)
         pt = shapely.Point(float(px), float(py))
         # (rank key, point distance, feature id, street point or None, distance)
