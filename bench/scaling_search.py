@@ -10,9 +10,10 @@ time in process (engine.services.*):
 * ``suggest``: the first words of '<street> <number>' cut inside a word, as typed;
 * ``reverse``: 2-6 m from random addresses (the first call, which builds the process's spatial
   cache, is reported apart as ``reverse_first_ms``);
-* memory of that process after the queries, from /proc/self/smaps_rollup: private (what each
-  gunicorn worker pays for itself) and shared (file pages of the memory-mapped dataset, shared by
-  all workers), and the private growth from opening the search index.
+* memory of that process after the queries, from /proc/self/smaps_rollup: anonymous (heap and
+  arrays: what each gunicorn worker pays for itself) and file-backed (the memory-mapped dataset,
+  one copy in the page cache for all workers; smaps calls it private while only one process maps
+  it), and the growth from opening the search index.
 
 Fences: ``--fences 10000,100000`` polygons and circles over the city (one account at that size):
 FenceIndex build time, private memory, ``containing`` and ``check(within 100 m)`` p50/p95.
@@ -57,10 +58,16 @@ def memory_mb() -> dict[str, float]:
                 fields[parts[0].rstrip(":")] = int(parts[1])
     private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
     shared = fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
+    anon = fields.get("Anonymous", 0)
     return {
         "rss_mb": round(fields.get("Rss", 0) / 1024, 1),
         "private_mb": round(private / 1024, 1),
         "shared_mb": round(shared / 1024, 1),
+        # smaps counts a file page as private while one process maps it: a lone worker's view of
+        # the memory-mapped dataset is "private" until a second worker maps the same pages.
+        # Anonymous memory (heap, arrays built in the process) is what each worker really pays.
+        "anon_mb": round(anon / 1024, 1),
+        "file_mb": round((fields.get("Rss", 0) - anon) / 1024, 1),
     }
 
 
@@ -194,6 +201,7 @@ def child_query(data: str, layer_path: str, n: int, seed: int) -> dict[str, Any]
         "memory_after_mb": after,
         "search_private_mb": round(opened["private_mb"] - before["private_mb"], 1),
         "private_growth_mb": round(after["private_mb"] - before["private_mb"], 1),
+        "anon_growth_mb": round(after["anon_mb"] - before["anon_mb"], 1),
         "load": load_average(),
     }
 
@@ -215,8 +223,7 @@ def child_worker(data: str, seed: int) -> dict[str, Any]:
 
     steps: dict[str, Any] = {"start": memory_mb()}
     reg = DatasetRegistry(Path(data))
-    dataset = reg.get(REGION)
-    assert dataset is not None, f"no {REGION} dataset in {data}"
+    dataset = reg.all()[0]  # the one region of DATA_DIR
     bbox = dataset.bbox
     rng = np.random.default_rng(seed)
 
@@ -241,6 +248,7 @@ def child_worker(data: str, seed: int) -> dict[str, Any]:
     manifest = dataset.manifest
     return {
         "data": data,
+        "region": dataset.region,
         "counts": manifest.get("counts"),
         "memory_mb": steps,
         "load": load_average(),

@@ -230,6 +230,27 @@ def poi_arrays(index: SearchIndex) -> PoiArrays:
     return found
 
 
+ADDRESS_POINTS = (
+    "FROM features WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
+)
+
+
+def _address_points(index: SearchIndex, chunk: int = 20_000):
+    """(id, lat, lng, is_poi, street id or -1) of every address-bearing point, as one float array
+    filled a chunk of rows at a time: never a million Python tuples at once, whose freed memory a
+    worker would keep (ids stay exact in float64 below 2**53)."""
+    import numpy as np  # noqa: PLC0415
+
+    count = index.execute(f"SELECT COUNT(*) {ADDRESS_POINTS}").fetchone()[0]
+    out = np.empty((count, 5))
+    cur = index.execute(f"SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) {ADDRESS_POINTS}")
+    i = 0
+    while rows := cur.fetchmany(chunk):
+        out[i : i + len(rows)] = rows
+        i += len(rows)
+    return out[:i]
+
+
 class SpatialCache:
     """In-memory, metric (``index.proj``) copies of what reverse geocoding scans: address points
     (and POIs that carry an address) in a KD-tree, street pieces in an STRtree. Built on first
@@ -241,18 +262,16 @@ class SpatialCache:
         from scipy.spatial import cKDTree  # noqa: PLC0415
 
         proj = index.proj
-        rows = index.execute(
-            "SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) FROM features "
-            "WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
-        ).fetchall()
-        self.addr_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.addr_is_poi = np.array([bool(r[3]) for r in rows], dtype=bool)
-        self.addr_street = np.array([r[4] for r in rows], dtype=np.int64)
-        if rows:
-            x, y = proj.to_xy(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+        cols = _address_points(index)
+        self.addr_ids = cols[:, 0].astype(np.int64)
+        self.addr_is_poi = cols[:, 3].astype(bool)
+        self.addr_street = cols[:, 4].astype(np.int64)
+        if len(cols):
+            x, y = proj.to_xy(cols[:, 1], cols[:, 2])
             self.addr_tree = cKDTree(np.column_stack([x, y]))
         else:
             self.addr_tree = None
+        del cols
         parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
         self.part_street = np.array([p[0] for p in parts], dtype=np.int64)
         lines = []

@@ -79,6 +79,7 @@ class Vocabulary:
     def __init__(self, execute: Execute) -> None:
         self._execute = execute
         self._freq: dict[str, int | None] = {}
+        self._by_length: dict[int, list[str]] = {}
 
     def get(self, word: str, default: int | None = None) -> int | None:
         """The word's frequency in the names (0: a context word only), ``default`` when unknown."""
@@ -128,5 +129,10 @@ class Vocabulary:
         return self._neighbours("vocab_prefix_deletes", keys)
 
     def of_length(self, length: int) -> list[str]:
-        """Every non-numeric word of ``length`` letters (the last-resort typo scan)."""
-        return [w for (w,) in self._execute("SELECT word FROM vocab_lengths WHERE length = ?", (length,))]
+        """Every non-numeric word of ``length`` letters (the last-resort typo scan). Kept once read:
+        the words themselves are a small part of the tables (about 60 bytes a word)."""
+        found = self._by_length.get(length)
+        if found is None:
+            rows = self._execute("SELECT word FROM vocab_lengths WHERE length = ?", (length,))
+            found = self._by_length[length] = [w for (w,) in rows]
+        return found
