@@ -50,7 +50,7 @@ SEARCH_PANELS = (
     ("search import", lambda r: r["import"]["search_s"], "s"),
     ("peak memory of the import", lambda r: r["import"]["peak_rss_mb"], "MB"),
     ("p50 in process", None, "ms"),
-    ("worker private memory", lambda r: r["query"]["memory_after_mb"]["private_mb"], "MB"),
+    ("worker anonymous memory", lambda r: r["query"]["memory_after_mb"]["anon_mb"], "MB"),
 )
 
 
