@@ -86,3 +86,40 @@ def load_figure(doc: dict, out: Path) -> Path | None:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+SEARCH_PANELS = (
+    ("search import", lambda r: r["import"]["search_s"], "s"),
+    ("peak memory of the import", lambda r: r["import"]["peak_rss_mb"], "MB"),
+    ("p50 in process", None, "ms"),
+    ("worker anonymous memory", lambda r: r["query"]["memory_after_mb"]["anon_mb"], "MB"),
+)
+
+
+def search_scaling_figure(doc: dict, out: Path) -> Path | None:
+    """``bench.scaling_search``'s curve: import time, import memory, geocode/suggest/reverse p50 and
+    a worker's private memory against the address count (log-log). None when nothing was measured."""
+    sizes = [r for r in doc.get("search", []) if "error" not in r]
+    if not sizes:
+        return None
+    xs = [r["addresses"] for r in sizes]
+    fig, axes = plt.subplots(1, len(SEARCH_PANELS), figsize=(14, 3.6), constrained_layout=True)
+    for ax, (title, value, unit) in zip(axes, SEARCH_PANELS, strict=True):
+        if value is None:
+            for key, label in (("geocode_ms", "geocode"), ("suggest_ms", "suggest"), ("reverse_ms", "reverse")):
+                ax.loglog(xs, [r["query"][key]["p50"] for r in sizes], marker="o", label=label)
+            ax.legend(fontsize=8)
+        else:
+            ys = [value(r) for r in sizes]
+            ax.loglog(xs, ys, marker="o")
+            for x, y in zip(xs, ys, strict=True):
+                ax.annotate(f"{y:,.0f} {unit}", (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        ax.margins(x=0.3, y=0.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("addresses")
+        ax.set_ylabel(unit)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("Search on synthetic cities with addresses (bench/synthetic_search.py)", fontsize=11)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

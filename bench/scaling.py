@@ -17,6 +17,9 @@ not fit in the time budget.
 
 Each import child is killed after ``--timeout`` seconds (default 600, the 10-minute budget
 of a 1M-node import). Results: bench/results/scaling.json.
+
+Search and geofencing (addresses, POIs and names on the synthetic city, fences per account) have
+their own curve, bench/scaling_search.py; ``--addresses 100000,1000000`` here runs it.
 """
 
 from __future__ import annotations
@@ -219,8 +222,14 @@ def main(argv: list[str] | None = None) -> None:
         help="sizes (comma list) measured without import: matching and isochrone "
         "cores on a network built from the generated ways",
     )
+    parser.add_argument("--addresses", default="", help="run bench.scaling_search for these address counts")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.addresses:
+        from bench import scaling_search  # noqa: PLC0415
+
+        scaling_search.main(["--addresses", args.addresses])
+        return
     if args.child:
         kind, *rest = args.child
         if kind == "import":

@@ -17,6 +17,7 @@ Tables (see engine.search.index for the reader):
                   kind ('highway=residential', reverse geocoding tells footways from streets)
     entries       one row per searchable name variant (normalised), with entries_fts (FTS5)
     vocab         every normalised word with its frequency (typo tolerance works on it)
+    vocab_deletes, vocab_prefix_deletes, vocab_lengths   its typo tables (engine.search.vocabulary)
     points_rtree  R*Tree over addresses, places, POIs;  street_parts + parts_rtree over streets
 """
 
@@ -26,6 +27,7 @@ import json
 import math
 import sqlite3
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import NamedTuple
@@ -42,6 +44,7 @@ from engine.categories import categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import housenumbers, name_variants, names_of
+from engine.search import vocabulary
 from engine.search.index import MINOR_STREET_KINDS
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
@@ -102,6 +105,7 @@ RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office",
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
 POSTCODE_FILL_M = 300.0
 ORPHAN_M = 50.0  # a house number without a street: the nearest named street this close
+MANY_STREETS = 16  # streets of one name beyond which an address finds its street with a KD-tree
 
 
 # Two addresses of the same street and number closer than this (degrees, about 60 m each way at
@@ -190,7 +194,7 @@ class TaggedObject:
 
     osm_type: str  # node / way / relation
     osm_id: int
-    tags: osmium.osm.TagList
+    tags: Mapping[str, str]  # a dict: read dozens of times per object, much faster than a TagList
     lat: float
     lng: float
     footprint: Outline | None = None  # the outline of a closed way or a multipolygon
@@ -284,7 +288,7 @@ class _Collector:
         )
 
 
-def _street_of(tags: osmium.osm.TagList) -> str | None:
+def _street_of(tags: Mapping[str, str]) -> str | None:
     street: str | None = tags.get("addr:street") or tags.get("addr:place")
     return street
 
@@ -328,7 +332,7 @@ def _take_way(col: _Collector, way: osmium.osm.Way) -> None:
         if not street.area:
             return  # a square may also be a place or a POI (a market square)
     lat, lng = _way_point(coords)
-    col.take(TaggedObject("way", way.id, way.tags, lat, lng, coords if _is_closed(coords) else None))
+    col.take(TaggedObject("way", way.id, dict(way.tags), lat, lng, coords if _is_closed(coords) else None))
 
 
 def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom.WKBFactory) -> None:
@@ -340,7 +344,7 @@ def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom
     c = geom.centroid if geom.is_valid else geom.representative_point()
     if geom.is_valid and not geom.contains(c):
         c = geom.representative_point()
-    col.take(TaggedObject("relation", area.orig_id(), area.tags, c.y, c.x, geom if geom.is_valid else None))
+    col.take(TaggedObject("relation", area.orig_id(), dict(area.tags), c.y, c.x, geom if geom.is_valid else None))
 
 
 def collect(pbf_path: Path | str) -> _Collector:
@@ -357,7 +361,7 @@ def collect(pbf_path: Path | str) -> _Collector:
     for o in fp:
         if isinstance(o, osmium.osm.Node):
             if o.location.valid():
-                col.take(TaggedObject("node", o.id, o.tags, o.location.lat, o.location.lon))
+                col.take(TaggedObject("node", o.id, dict(o.tags), o.location.lat, o.location.lon))
         elif isinstance(o, osmium.osm.Way):
             _take_way(col, o)
         elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
@@ -641,13 +645,24 @@ def _dedupe_addresses(addresses: list[CollectedAddress]) -> list[CollectedAddres
         key=lambda a: (0 if a.building else (2 if a.entrance else 1), a.osm_type != "way"),
     )
     kept: dict[tuple[str, str], list[CollectedAddress]] = defaultdict(list)
+    # the kept addresses also by grid cell of the duplicate box: a duplicate is in one of the 9
+    # cells around, so a name shared by thousands of streets (a country's 'Hauptstraße') costs
+    # no more than a rare one
+    cells: dict[tuple[str, str, int, int], list[CollectedAddress]] = defaultdict(list)
     for a in ranked:
         a.street_key = normalize(a.street)
         a.hn_norm = normalize_housenumber(a.number)
-        same = kept[(a.street_key, a.hn_norm)]
-        if any(abs(b.lat - a.lat) < DUPLICATE_DLAT and abs(b.lng - a.lng) < DUPLICATE_DLNG for b in same):
+        ci, cj = math.floor(a.lat / DUPLICATE_DLAT), math.floor(a.lng / DUPLICATE_DLNG)
+        near = (
+            b
+            for di in (-1, 0, 1)
+            for dj in (-1, 0, 1)
+            for b in cells.get((a.street_key, a.hn_norm, ci + di, cj + dj), ())
+        )
+        if any(abs(b.lat - a.lat) < DUPLICATE_DLAT and abs(b.lng - a.lng) < DUPLICATE_DLNG for b in near):
             continue
-        same.append(a)
+        kept[(a.street_key, a.hn_norm)].append(a)
+        cells[(a.street_key, a.hn_norm, ci, cj)].append(a)
     return [a for group in kept.values() for a in group]
 
 
@@ -678,10 +693,21 @@ def _assign_streets(
     for street in streets:
         by_key[street.key].append(street)
     unknown: dict[str, list[CollectedAddress]] = defaultdict(list)
+    aspect = proj.kx / proj.ky
+    trees = {  # names of many streets: a KD-tree instead of a scan per address
+        key: cKDTree(np.array([(s.lat, s.lng * aspect) for s in group]))
+        for key, group in by_key.items()
+        if len(group) > MANY_STREETS
+    }
     for a in addresses:
+        group = by_key.get(a.street_key, [])
+        tree = trees.get(a.street_key)
+        if tree is not None:
+            a.street_id = group[int(tree.query((a.lat, a.lng * aspect))[1])].feature_id
+            continue
         best = None
-        for street in by_key.get(a.street_key, []):
-            d = (street.lat - a.lat) ** 2 + ((street.lng - a.lng) * proj.kx / proj.ky) ** 2
+        for street in group:
+            d = (street.lat - a.lat) ** 2 + ((street.lng - a.lng) * aspect) ** 2
             if best is None or d < best:
                 best, a.street_id = d, street.feature_id
         if a.street_id is None:
@@ -963,6 +989,7 @@ def _write_index(out_path: Path | str, rows: _IndexRows, proj: LocalProjection) 
         conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", rows.entries)
         conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
         conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(_vocabulary(rows).items()))
+        vocabulary.write_tables(conn)
         conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", rows.point_boxes)
         conn.executemany(
             "INSERT INTO street_parts VALUES (?,?,?)", [(s.id, s.street_id, s.geom) for s in rows.street_parts]

@@ -1,14 +1,13 @@
 """Read side of search.sqlite: opened read-only, shared by every request of a process.
 
 SQLite connections are per thread (``mode=ro`` URI, memory-mapped), so gunicorn threads and
-Celery threads share the page cache. The vocabulary (every normalised word of every name, a few
-thousand words for a city) is loaded once into a symmetric-delete table for typo tolerance
-(edit distance 1, 2 for words of 8+ letters) and a sorted list for prefixes.
+Celery threads share the page cache. The vocabulary (every normalised word of every name) and
+its typo tables (symmetric deletes: edit distance 1, 2 for words of 8+ letters; prefixes while
+typing) are tables of the same file, written by the import (engine.search.vocabulary).
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import json
 import sqlite3
@@ -22,16 +21,13 @@ from rapidfuzz.distance import OSA
 
 from engine import layout
 from engine.geo import LocalProjection
+from engine.search.vocabulary import Vocabulary, deletes
 
 FEATURE_COLUMNS = (
     "id, type, name, names, housenumber, hn_norm, street, street_key, street_id, city, district, "
     "postcode, country, lat, lng, osm_type, osm_id, category, tags, importance"
 )
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
-
-
-def _deletes(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
 class SearchIndex:
@@ -41,27 +37,8 @@ class SearchIndex:
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         conn = self._conn()
-        self.vocab: dict[str, int] = dict(conn.execute("SELECT word, freq FROM vocab"))
-        self.sorted_words = sorted(self.vocab)
-        self._del: dict[str, list[str]] = {}
-        for w in self.vocab:
-            if len(w) >= 4 and not w.isdigit():
-                for d in _deletes(w):
-                    self._del.setdefault(d, []).append(w)
-        # prefixes (4..10 letters) by their one-letter deletes: typos while typing
-        pdel: dict[str, set[str]] = {}
-        for w in self.vocab:
-            if len(w) >= 5 and not w.isdigit():
-                for n in range(4, min(len(w), 10) + 1):
-                    pre = w[:n]
-                    for d in _deletes(pre) | {pre}:
-                        pdel.setdefault(d, set()).add(w)
-        self._pdel: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in pdel.items()}
-        del pdel
-        self._by_len: dict[int, list[str]] = {}
-        for w in self.vocab:
-            if not w.isdigit():
-                self._by_len.setdefault(len(w), []).append(w)
+        # read from the dataset's typo tables, not built here: every process shares the pages
+        self.vocab = Vocabulary(self.execute)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
         self.proj = LocalProjection(lat0, lng0)
@@ -116,46 +93,36 @@ class SearchIndex:
         if tok in self.vocab:
             out[tok] = 1.0
         if prefix and len(tok) >= 4:  # shorter prefixes: FTS5 prefix queries (geocoder)
-            i = bisect.bisect_left(self.sorted_words, tok)
-            n = 0
-            while i < len(self.sorted_words) and self.sorted_words[i].startswith(tok) and n < 40:
-                w = self.sorted_words[i]
+            for w in self.vocab.with_prefix(tok, 40):
                 if w != tok:
                     out.setdefault(w, 0.75 + 0.2 * len(tok) / len(w))
-                i += 1
-                n += 1
         if prefix and fuzzy and len(tok) >= 4 and len(out) < 3 and not tok.isdigit():
             head = tok[:10]
             maxd = 1 if len(tok) < 8 else 2
-            for key in _deletes(head) | {head}:
-                for w in self._pdel.get(key, ()):
-                    if w in out:
-                        continue
-                    n = len(tok)
-                    d = min(OSA.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
-                    if d <= maxd:
-                        out[w] = 0.7
+            for w in self.vocab.prefix_neighbours(deletes(head) | {head}):
+                if w in out:
+                    continue
+                n = len(tok)
+                d = min(OSA.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
+                if d <= maxd:
+                    out[w] = 0.7
         if fuzzy and len(tok) >= 4 and not tok.isdigit() and tok not in self.vocab:
             maxd = 2 if len(tok) >= 8 else 1
-            keys = {tok} | _deletes(tok)
+            keys = {tok} | deletes(tok)
             if maxd == 2:
-                keys |= {d2 for d in _deletes(tok) for d2 in _deletes(d)}
-            for key in keys:
-                for w in self._del.get(key, ()):
-                    if w in out:
-                        continue
-                    d = OSA.distance(tok, w, score_cutoff=maxd)
-                    if d <= maxd:
-                        out[w] = 0.85 if d == 1 else 0.7
-                w_exact = key if key in self.vocab and key != tok else None
-                if w_exact and w_exact not in out and len(w_exact) >= 3:
-                    d = OSA.distance(tok, w_exact, score_cutoff=maxd)
-                    if d <= maxd:
-                        out[w_exact] = 0.85 if d == 1 else 0.7
+                keys |= {d2 for d in deletes(tok) for d2 in deletes(d)}
+            # words sharing a delete with the token, and the deletes that are words themselves
+            exact = {k for k in self.vocab.known(keys) if k != tok and len(k) >= 3}
+            for w in [*self.vocab.delete_neighbours(keys), *sorted(exact)]:
+                if w in out:
+                    continue
+                d = OSA.distance(tok, w, score_cutoff=maxd)
+                if d <= maxd:
+                    out[w] = 0.85 if d == 1 else 0.7
             if not out and len(tok) >= 6:
                 # two edits the delete table cannot see (e.g. a swap and a substitution)
                 for n in range(len(tok) - 2, len(tok) + 3):
-                    pool = self._by_len.get(n)
+                    pool = self.vocab.of_length(n)
                     if pool:
                         for w, d, _ in process.extract(tok, pool, scorer=OSA.distance, score_cutoff=2, limit=4):
                             out.setdefault(w, 0.85 if d == 1 else 0.7)
@@ -292,28 +259,49 @@ def poi_arrays(index: SearchIndex) -> PoiArrays:
 MINOR_STREET_KINDS = frozenset({"footway", "path", "cycleway", "steps", "corridor", "bridleway", "track"})
 
 
+ADDRESS_POINTS = (
+    "FROM features WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
+)
+
+
+def _address_points(index: SearchIndex, chunk: int = 20_000):
+    """(id, lat, lng, is_poi, street id or -1) of every address-bearing point, as one float array
+    filled a chunk of rows at a time: never a million Python tuples at once, whose freed memory a
+    worker would keep (ids stay exact in float64 below 2**53)."""
+    import numpy as np  # noqa: PLC0415
+
+    count = index.execute(f"SELECT COUNT(*) {ADDRESS_POINTS}").fetchone()[0]
+    out = np.empty((count, 5))
+    cur = index.execute(f"SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) {ADDRESS_POINTS}")
+    i = 0
+    while rows := cur.fetchmany(chunk):
+        out[i : i + len(rows)] = rows
+        i += len(rows)
+    return out[:i]
+
+
 class SpatialCache:
     """In-memory, metric (``index.proj``) copies of what reverse geocoding scans: address points
     (and POIs that carry an address) in a KD-tree, street pieces in an STRtree, the ids of the
     minor streets (:data:`MINOR_STREET_KINDS` that no address names). Built on first use, a few MB
-    for a city."""
+    for a city. Building outlines are not copied (one per address in a country):
+    ``SearchIndex.footprints`` reads the few a request needs."""
 
     def __init__(self, index: SearchIndex) -> None:
         import numpy as np  # noqa: PLC0415
         from scipy.spatial import cKDTree  # noqa: PLC0415
 
         proj = index.proj
-        rows = index.execute(
-            "SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) FROM features "
-            "WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
-        ).fetchall()
-        self.addr_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.addr_is_poi = np.array([bool(r[3]) for r in rows], dtype=bool)
-        self.addr_street = np.array([r[4] for r in rows], dtype=np.int64)
-        self.addr_tree: cKDTree | None = None
-        if rows:
-            x, y = proj.to_xy(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+        cols = _address_points(index)
+        self.addr_ids = cols[:, 0].astype(np.int64)
+        self.addr_is_poi = cols[:, 3].astype(bool)
+        self.addr_street = cols[:, 4].astype(np.int64)
+        if len(cols):
+            x, y = proj.to_xy(cols[:, 1], cols[:, 2])
             self.addr_tree = cKDTree(np.column_stack([x, y]))
+        else:
+            self.addr_tree = None
+        del cols
         parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
         self.part_street = np.array([p[0] for p in parts], dtype=np.int64)
         lines = []
@@ -326,10 +314,6 @@ class SpatialCache:
             lines.append(shapely.transform(shapely.from_wkb(wkb), metric))
         self.part_lines = np.array(lines, dtype=object)
         self.part_tree = shapely.STRtree(lines) if lines else None
-        self.footprints = {
-            fid: shapely.from_wkb(g)
-            for fid, g in index.execute("SELECT id, geom FROM features WHERE type = 'address' AND geom IS NOT NULL")
-        }
         # streets nobody gives as an address: footways, passages, steps... that no address names
         addressed = set(self.addr_street[~self.addr_is_poi].tolist())
         self.minor_streets = frozenset(

@@ -123,9 +123,10 @@ def _ranked(index: SearchIndex, cache: SpatialCache, params: ReverseParams) -> l
     nearest_d = next((d for d, sid, _ in streets if sid not in minor), None)
     px, py = index.proj.to_xy(params.lat, params.lng)
     pt = shapely.Point(float(px), float(py))
+    fps = index.footprints(fid for _d, fid, _p, _s in addrs)  # read per request: no per-process copy
     found: list[tuple[Any, ...]] = []
     for d, fid, is_poi, street_id in addrs:
-        fp = cache.footprints.get(fid)
+        fp = fps.get(fid)
         d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
         own = street_d.get(street_id)
         if is_poi:  # a shop with an address: only when the point is on it

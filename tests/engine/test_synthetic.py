@@ -74,3 +74,31 @@ def test_imports_through_pipeline(tmp_path):
     counts = result.manifest["counts"]
     graph_counts = {k: v for k, v in counts.items() if "node" in k or "edge" in k}
     assert graph_counts and all(v > 0 for v in graph_counts.values()), counts
+
+
+def test_search_layer_addresses_pois_and_towns(tmp_path):
+    """Addresses, POIs and town boundaries (bench/synthetic_search.py): counts as asked, street
+    names reused across districts, every address on a street of its name, towns as admin areas."""
+    from engine.ingest.admin import build_areas, extract_bbox
+
+    city = generate(20_000, seed=5, addresses=6_000, pois=200)
+    layer = city.search
+    assert layer.address_count == 6_000 and layer.poi_count == 200
+    names = [tags["name"] for _, _, tags in city.ways]
+    assert len(set(names)) < len(names) / 2  # one name, many streets
+    out = tmp_path / "syn.osm.pbf"
+    write_pbf(city, out)
+    addr_streets, pois, way_names = Counter(), 0, set()
+    for obj in osmium.FileProcessor(str(out)):
+        if obj.is_node() and "addr:housenumber" in obj.tags and "name" not in obj.tags:
+            addr_streets[obj.tags["addr:street"]] += 1
+            assert obj.tags["addr:postcode"].isdigit() and obj.tags["addr:city"]
+        elif obj.is_node() and "name" in obj.tags:
+            pois += 1
+        elif obj.is_way() and "highway" in obj.tags:
+            way_names.add(obj.tags["name"])
+    assert sum(addr_streets.values()) == 6_000 and pois == 200
+    assert set(addr_streets) <= way_names
+    areas = build_areas(out, extract_bbox(out))
+    assert len(areas) == len(layer.town_names) and all(a.level == 8 and not a.clipped for a in areas)
+    assert {a.name for a in areas} == set(layer.town_names)
