@@ -286,8 +286,9 @@ class AccountStore:
         )
         ends = utcnow() + grace
         with self.session() as s, s.begin():
-            row = s.scalar(select(ApiKey).where(ApiKey.prefix == old.prefix))
-            if row.expires_at is None or _aware(row.expires_at) > ends:
+            row = s.scalars(select(ApiKey).where(ApiKey.prefix == old.prefix)).one()
+            current = _aware(row.expires_at)
+            if current is None or current > ends:
                 row.expires_at = ends
         return issued
 

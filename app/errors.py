@@ -111,7 +111,9 @@ def render_http_exception(exc: HTTPException) -> Response:
         414: "request URI too long",
     }
     specific = exc.description and exc.description != type(exc).description  # raised with its own words
-    message = exc.description if specific else messages.get(status) or exc.description or status_phrase(status)
+    message = (
+        (exc.description if specific else None) or messages.get(status) or exc.description or status_phrase(status)
+    )
     resp = error_response(status, message)
     valid_methods = getattr(exc, "valid_methods", None)  # set by werkzeug's MethodNotAllowed
     if status == 405 and valid_methods:

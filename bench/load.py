@@ -84,7 +84,7 @@ def find_saturation(runner: Any, step_s: float) -> dict[str, Any]:
             }
         )
         print(f"  saturation step {steps[-1]}", flush=True)
-    best = max(steps, key=lambda s: s["rps"])
+    best = max(steps, key=lambda s: s["rps"] or 0.0)
     return {"rps": best["rps"], "users": best["users"], "steps": steps}
 
 

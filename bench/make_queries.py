@@ -21,12 +21,17 @@ import json
 import math
 import random
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import osmium
+from numpy.typing import NDArray
 from unidecode import unidecode
 
 from config.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from shapely.geometry.base import BaseGeometry
 
 SAMPLES = PROJECT_ROOT / "data" / "samples"
 OUT = PROJECT_ROOT / "bench" / "data"
@@ -391,13 +396,19 @@ def _near_address_queries(addresses, rng: random.Random, n: int) -> list[dict]:
         r, phi = rng.uniform(3.0, 15.0), rng.uniform(0.0, 2 * math.pi)
         lat = a["lat"] + r * math.sin(phi) / 111_195.0
         lng = a["lng"] + r * math.cos(phi) / (111_195.0 * k)
-        dists, idx = tree.query((lng * k * 111_195.0, lat * 111_195.0), k=min(8, len(addresses)))
+        dists, idx = _k_nearest(tree, (lng * k * 111_195.0, lat * 111_195.0), min(8, len(addresses)))
         own = [d for d, j in zip(dists, idx, strict=True) if addresses[j]["street"] == a["street"]]
         other = [d for d, j in zip(dists, idx, strict=True) if addresses[j]["street"] != a["street"]]
         if not own or (other and other[0] < own[0] + 5.0):
             continue
         out.append({"lat": round(lat, 7), "lng": round(lng, 7), "expect_street": a["street"], "kind": "near_address"})
     return out
+
+
+def _k_nearest(tree: Any, xy: tuple[float, float], k: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Distances and positions of the ``k`` nearest points of a cKDTree, as arrays also for k = 1."""
+    dists, idx = tree.query(xy, k=k)
+    return np.atleast_1d(dists), np.atleast_1d(idx)
 
 
 def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) -> list[dict]:
@@ -429,7 +440,7 @@ def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) 
                     owners.append(m)
     street_tree = STRtree(lines)
     out: list[dict] = []
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, str]] = set()
     for _ in range(n * 20):
         if len(out) >= n:
             break
@@ -442,7 +453,7 @@ def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) 
         f = rng.random()
         lat = la + f * (lb - la) + rng.uniform(2, 6) / 111_195.0 * rng.choice((-1, 1))
         lng = lo + f * (lob - lo)
-        dists, idx = tree.query((lng * k * 111_195.0, lat * 111_195.0), k=min(4, len(addresses)))
+        dists, idx = _k_nearest(tree, (lng * k * 111_195.0, lat * 111_195.0), min(4, len(addresses)))
         best = addresses[idx[0]]["street"] if dists[0] <= 40.0 else None
         if best and any(addresses[j]["street"] != best and d < dists[0] + 5.0 for d, j in zip(dists, idx, strict=True)):
             continue
@@ -570,10 +581,10 @@ def road_nodes(region: str) -> tuple[list[tuple[float, float]], tuple[float, flo
     box = [math.inf, math.inf, -math.inf, -math.inf]
     fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations()
     for o in fp:
-        if o.is_node() and o.location.valid():
+        if isinstance(o, osmium.osm.Node) and o.location.valid():
             lat, lng = o.location.lat, o.location.lon
             box = [min(box[0], lat), min(box[1], lng), max(box[2], lat), max(box[3], lng)]
-        if not o.is_way() or o.tags.get("highway") not in CAR_HIGHWAYS:
+        if not isinstance(o, osmium.osm.Way) or o.tags.get("highway") not in CAR_HIGHWAYS:
             continue
         access = o.tags.get("motor_vehicle") or o.tags.get("vehicle") or o.tags.get("access")
         if access in CAR_DENIED or o.tags.get("area") == "yes":
@@ -616,30 +627,33 @@ def route_pairs(region: str, rng: random.Random, n: int = 1000, n_edge: int = 30
 AREA_TAGS = ("leisure=park", "leisure=garden", "leisure=playground", "leisure=pitch", "amenity=parking")
 
 
-def read_areas(region: str) -> dict[str, list[tuple[str, object]]]:
+def read_areas(region: str) -> dict[str, list[tuple[str, BaseGeometry]]]:
     """Tag -> [(osm id 'w1'/'r1', shapely polygon in lng/lat)] of the areas (closed ways and
     multipolygons) and ('n1', point) of the nodes carrying one of AREA_TAGS."""
     import shapely  # noqa: PLC0415
     from osmium.geom import WKBFactory  # noqa: PLC0415
 
     wkb = WKBFactory()
-    out: dict[str, list[tuple[str, object]]] = defaultdict(list)
+    out: dict[str, list[tuple[str, BaseGeometry]]] = defaultdict(list)
     fp = osmium.FileProcessor(str(SAMPLES / f"{region}.osm.pbf")).with_locations().with_areas()
+    geom: BaseGeometry
     for o in fp:
+        if isinstance(o, osmium.osm.Changeset):
+            continue
         tags = [f"{k}={o.tags[k]}" for k in ("leisure", "amenity") if k in o.tags]
         tags = [t for t in tags if t in AREA_TAGS]
         if not tags:
             continue
-        if o.is_node():
+        if isinstance(o, osmium.osm.Node):
             geom, oid = shapely.Point(o.location.lon, o.location.lat), f"n{o.id}"
-        elif o.is_way():  # a closed way: its ring of known nodes (an extract may cut it)
+        elif isinstance(o, osmium.osm.Way):  # a closed way: its ring of known nodes (an extract may cut it)
             pts = [(n.location.lon, n.location.lat) for n in o.nodes if n.location.valid()]
             if len(pts) < 4 or o.nodes[0].ref != o.nodes[-1].ref:
                 continue
             geom, oid = shapely.Polygon(pts), f"w{o.id}"
             if not geom.is_valid:
                 continue
-        elif o.is_area() and not o.from_way():
+        elif isinstance(o, osmium.osm.Area) and not o.from_way():
             try:
                 geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(o)))
             except Exception:  # noqa: BLE001 - a broken multipolygon: not a fair question

@@ -56,7 +56,7 @@ class ErrorBodySchema(Schema):
     parameter = fields.String(metadata={"description": "The parameter at fault (400 only)."})
 
 
-class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-smorest ships no type hints
+class GatewayBlueprint(flask_smorest.Blueprint):  # flask-smorest ships no type hints: Any to mypy
     """flask-smorest's Blueprint with Meridian's parser (400 in the spec's body, unknown parameters
     rejected) and the standard view of a function (:meth:`function_route`)."""
 

@@ -810,6 +810,7 @@ def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | No
     reverse geocoding and nearest-by-category measure distances to it in metres, 0 inside."""
     if outline is None:
         return None
+    poly: shapely.Geometry
     if isinstance(outline, list):
         if not outline:
             return None
@@ -823,7 +824,7 @@ def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | No
             return np.column_stack([x, y])
 
         poly = shapely.transform(outline, metric)
-    return shapely.to_wkb(poly) if poly.is_valid and poly.area > 0 else None
+    return shapely.to_wkb(poly) if shapely.is_valid(poly) and shapely.area(poly) > 0 else None
 
 
 def _country(code: str | None) -> str | None:

@@ -318,7 +318,7 @@ class Matcher:
         # very common words ('rue', 'katu') only slow FTS down when rarer words are there;
         # they still count in the alignment below
         vocab = self.index.vocab
-        rare = {w for w in alts if vocab.get(w, 0) <= COMMON_WORD}
+        rare = {w for w in alts if (vocab.get(w) or 0) <= COMMON_WORD}
         if rare:
             alts = rare
         match = " OR ".join(f'"{w}"' for w in sorted(alts)) if alts else None

@@ -12,12 +12,14 @@ import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import shapely
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
+from shapely.geometry.base import BaseGeometry
 
 from engine import layout
 from engine.geo import LocalProjection
@@ -170,7 +172,7 @@ class SearchIndex:
                 self._street_geoms[street_id] = geom
         return geom
 
-    def footprints(self, ids) -> dict[int, object]:
+    def footprints(self, ids: Iterable[int]) -> dict[int, BaseGeometry]:
         """Building outlines of address features, in metres of ``self.proj`` (see ingest)."""
         ids = list(ids)
         if not ids:
@@ -210,7 +212,7 @@ class PoiArrays:
         self.all_lat = np.array([r[2] for r in rows], dtype=np.float64)
         self.all_lng = np.array([r[3] for r in rows], dtype=np.float64)
         self.all_reach = np.zeros(len(rows))
-        self.outlines: dict[int, object] = {}
+        self.outlines: dict[int, BaseGeometry] = {}
         for pos, row in enumerate(rows):
             if row[5] is not None:
                 outline = shapely.from_wkb(row[5])
@@ -296,11 +298,10 @@ class SpatialCache:
         self.addr_ids = cols[:, 0].astype(np.int64)
         self.addr_is_poi = cols[:, 3].astype(bool)
         self.addr_street = cols[:, 4].astype(np.int64)
+        self.addr_tree: cKDTree | None = None
         if len(cols):
             x, y = proj.to_xy(cols[:, 1], cols[:, 2])
             self.addr_tree = cKDTree(np.column_stack([x, y]))
-        else:
-            self.addr_tree = None
         del cols
         parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
         self.part_street = np.array([p[0] for p in parts], dtype=np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 from engine.categories import BY_ID, resolve
 from engine.dataset import Dataset, DatasetRegistry
 from engine.geo import haversine_m_np
-from engine.search.index import poi_arrays
+from engine.search.index import PoiArrays, poi_arrays
 from engine.services.poi import poi_result
 
 
@@ -60,7 +60,7 @@ def run(datasets: DatasetRegistry, params: NearestParams) -> dict[str, Any]:
     return {"results": results}
 
 
-def _nearest(arrays, pos: np.ndarray, params: NearestParams) -> list[tuple[int, float, bool]]:
+def _nearest(arrays: PoiArrays, pos: np.ndarray, params: NearestParams) -> list[tuple[int, float, bool]]:
     """(position, distance, measured to an outline) of the ``limit`` nearest POIs among ``pos``
     within the radius. A point POI is measured to its point, an area POI to its outline (0
     inside): never nearer than its point distance less its reach, never farther than its point

@@ -12,7 +12,7 @@ import shapely
 
 from engine.dataset import DatasetRegistry
 from engine.geo import round_coord
-from engine.search.index import SearchIndex, spatial_cache
+from engine.search.index import SearchIndex, SpatialCache, spatial_cache
 
 ON_ADDRESS_M = 15.0  # an address this near (its building outline, else its point) is where the point is
 OWN_STREET_SLACK_M = 8.0  # an address whose street is this much farther than the nearest still wins

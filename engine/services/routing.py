@@ -120,9 +120,7 @@ def _legs(router: Router, snaps: list[Snap], mask: Any) -> list[Leg] | None:
     return legs
 
 
-def _escape_fragments(
-    router: Router, points: list[LatLng], snaps: list[Snap], limits: Limits
-) -> list[Snap] | None:
+def _escape_fragments(router: Router, points: list[LatLng], snaps: list[Snap], limits: Limits) -> list[Snap] | None:
     """The snaps again, those on a fragment moved to the well-connected network (None: no move)."""
     big = router.snapper.big_edge
     out: list[Snap] = []
@@ -165,7 +163,7 @@ def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None 
     if legs is None:
         escaped = _escape_fragments(router, points, snaps, limits)
         legs = _legs(router, escaped, mask) if escaped is not None else None
-        if legs is None:
+        if legs is None or escaped is None:
             what = "origin and destination" if len(snaps) == 2 else "route points"
             extra = f" while avoiding {', '.join(sorted(params.avoid))}" if params.avoid else ""
             raise NotFound(f"no drivable route between the {what}{extra}")

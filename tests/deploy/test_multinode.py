@@ -23,6 +23,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -75,6 +76,7 @@ class Traffic:
         deadline = time.monotonic() + 150  # bounded even if the test forgets to stop it
         while not self._stop.is_set() and time.monotonic() < deadline:
             i += 1
+            params: dict[str, Any]
             if n == 0 and i % 8 == 0:  # heavy: goes through the worker node (a new contour each time)
                 url, params = f"{self.base}/v1/isochrone", {"lat": 60.17, "lng": 24.944, "time": 1 + (i // 8) % 50}
             else:

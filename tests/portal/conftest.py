@@ -50,7 +50,9 @@ class Mailbox:
 
 
 def link_in(message: EmailMessage) -> str:
-    text = message.get_body(preferencelist=("plain",)).get_content()
+    body = message.get_body(preferencelist=("plain",))
+    assert body is not None, "the mail has no plain-text part"
+    text = body.get_content()
     match = re.search(r"https?://\S+/portal/\S+", text)
     assert match, text
     return match.group(0)

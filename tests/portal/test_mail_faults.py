@@ -4,7 +4,6 @@ temporary SMTP refusals, SMTP_URL validation, and Redis down (sign-in works, sig
 
 from __future__ import annotations
 
-import re
 import smtplib
 import time
 
@@ -16,6 +15,7 @@ from config.settings import ConfigError
 from tasks.mail import TemporaryMailError, build_message, deliver
 from tests.fixtures_live import free_port, stop, wait_worker
 from tests.portal.conftest import SECRET, Mailbox, start_portal_worker
+from tests.portal.test_pages import found
 
 pytestmark = [pytest.mark.integration]
 
@@ -156,7 +156,7 @@ def test_redis_down_sign_in_works_sign_up_fails_closed(portal_settings, portal_e
     client = app.test_client()
 
     def token(path: str) -> str:
-        return re.search(rb'name="csrf_token" value="([^"]+)"', client.get(path).data).group(1).decode()
+        return found(rb'name="csrf_token" value="([^"]+)"', client.get(path).data)
 
     signup = client.post(
         "/portal/signup",

@@ -45,6 +45,7 @@ def make_user(portal_app, *, verified: bool = True, role: str = "user") -> tuple
     with portal_app.app_context():
         users: UserDirectory = portal().users
         user = users.sign_up(fresh_email(), PASSWORD)
+        assert user is not None and user.email is not None
         if verified:
             users.mark_verified(user.id)
         users.set_role(user.id, role)
@@ -60,11 +61,18 @@ def post(client, path: str, data: dict, page: str = "/portal/dashboard"):
     return client.post(path, data={"csrf_token": csrf(client.get(page).data), **data})
 
 
+def found(pattern: bytes, page: bytes) -> str:
+    """The first group of ``pattern`` in the page (the test fails when it is not there)."""
+    match = re.search(pattern, page)
+    assert match is not None, f"{pattern!r} not in the page"
+    return match.group(1).decode()
+
+
 def create_key(client, **fields) -> tuple[str, str, bytes]:
     resp = post(client, "/portal/keys/new", {"label": "test", **fields}, page="/portal/keys/new")
     assert resp.status_code == 200, resp.data[:2000]
-    key = re.search(rb'id="new-key" class="mono" readonly value="([^"]+)"', resp.data).group(1).decode()
-    secret = re.search(rb'id="new-secret" class="mono" readonly value="([^"]+)"', resp.data).group(1).decode()
+    key = found(rb'id="new-key" class="mono" readonly value="([^"]+)"', resp.data)
+    secret = found(rb'id="new-secret" class="mono" readonly value="([^"]+)"', resp.data)
     return key, secret, resp.data
 
 

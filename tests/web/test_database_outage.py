@@ -34,7 +34,7 @@ def test_app_boots_and_answers_503_without_the_database(settings, dead_db_url):
 
 def test_known_key_served_from_cache_while_the_database_is_down(settings, store, dead_db_url):
     issued = store.create_key("outage", "pro")
-    access = AccessControl(store, quota=None, cache_ttl_s=0.0)  # type: ignore[arg-type]
+    access = AccessControl(store, quota=None, cache_ttl_s=0.0)
     assert access.authenticate(issued.key).id == issued.record.id  # cached, already expired (TTL 0)
     access.store = AccountStore(dead_db_url)  # the database goes away
     assert access.authenticate(issued.key).id == issued.record.id  # stale record served
