@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -104,6 +105,21 @@ def test_no_worker_clean_503_within_bound(env, web, api_key):
     assert resp.status_code == 200
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_busy(pids: list[int], busy_s: float, timeout_s: float) -> None:
+    """Until the processes together have used ``busy_s`` more CPU time than now."""
+    start = sum(cpu_seconds(p) for p in pids)
+    deadline = time.monotonic() + timeout_s
+    while sum(cpu_seconds(p) for p in pids) - start < busy_s:
+        assert time.monotonic() < deadline, "the pool process never started the task"
+        time.sleep(0.005)
+
+
 def test_worker_killed_mid_task_is_redelivered(env, web, api_key):
     worker = ensure_worker(env)
     result = {}
@@ -114,21 +130,21 @@ def test_worker_killed_mid_task_is_redelivered(env, web, api_key):
 
     web_thread = threading.Thread(target=client)
     web_thread.start()
-    # Once the task is queued (its in-flight marker exists) and picked up, SIGKILL the pool process
-    # running it (concurrency 1: the worker's only child). The render takes ~1.5 s.
+    # Once the task is queued (its in-flight marker exists) and the pool process (concurrency 1: the
+    # worker's only child) has spent some CPU time on it, SIGKILL that process mid-render.
     client_redis = redis.Redis.from_url(env["settings"].redis_url)
     deadline = time.monotonic() + 20
     markers = []
     while time.monotonic() < deadline and not markers:
         markers = client_redis.keys("*:cache:staticmap:*:inflight")
-        time.sleep(0.01)
+        time.sleep(0.005)
     assert markers, "the task was never queued"
-    time.sleep(0.4)
-    assert not client_redis.exists(markers[0].removesuffix(b":inflight")), "the render finished before the kill"
     children = [
         int(p) for p in subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
     ]
     assert children, "no pool process found"
+    wait_until_busy(children, busy_s=0.05, timeout_s=20)
+    assert not client_redis.exists(markers[0].removesuffix(b":inflight")), "the render finished before the kill"
     for child in children:
         os.kill(child, signal.SIGKILL)
     web_thread.join(WAIT_S + 60)
