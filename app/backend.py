@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -31,6 +31,9 @@ from app.core_format import from_core
 from app.results import BinaryResult
 from config.settings import Settings
 from engine.errors import ErrorKind, MeridianError
+
+if TYPE_CHECKING:
+    from app.functions import Function
 
 log = logging.getLogger("meridian.backend")
 
@@ -88,7 +91,7 @@ class RemoteCore:
             log.info("backend %s: %s, retry %d in %.0f ms", url, reason, attempt, sleep * 1000)
             time.sleep(sleep)
 
-    def call(self, function, args: list[tuple[str, str]], request_id: str | None = None) -> Any:
+    def call(self, function: Function, args: list[tuple[str, str]], request_id: str | None = None) -> Any:
         params = [(function.gateway_to_core.get(k, k), v) for k, v in args]
         if function.remote != "suggest" or not self.settings.service_suggest_url:
             params.append(("cmd", function.cmd))

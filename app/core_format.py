@@ -23,11 +23,11 @@ def coord_text(value: float) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _is_point(obj: dict) -> bool:
+def _is_point(obj: dict[str, Any]) -> bool:
     return len(obj) == 2 and "lat" in obj and "lng" in obj
 
 
-def _address(obj: dict, unknown: Any, known_as: Any) -> dict:
+def _address(obj: dict[str, Any], unknown: Any, known_as: Any) -> dict[str, Any]:
     """An address object with its unknown string fields (``known_as``) written as ``unknown``."""
     return {k: unknown if k in ADDRESS_STRINGS and v == known_as else v for k, v in obj.items()}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Response, abort, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
@@ -59,7 +60,7 @@ def served_html() -> str:
     )
 
 
-def standalone_html(spec: dict) -> str:
+def standalone_html(spec: dict[str, Any]) -> str:
     css = (ASSETS / "swagger-ui.css").read_text(encoding="utf-8")
     bundle = (ASSETS / "swagger-ui-bundle.js").read_text(encoding="utf-8")
     preset = (ASSETS / "swagger-ui-standalone-preset.js").read_text(encoding="utf-8")
@@ -79,7 +80,7 @@ def swagger_ui() -> Response:
 
 
 @bp.get("/api/assets/<path:name>")
-def swagger_asset(name: str):
+def swagger_asset(name: str) -> Response:
     if name not in ALLOWED_ASSETS:
         abort(404)
     resp = send_from_directory(ASSETS, name, max_age=86_400)

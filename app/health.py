@@ -7,20 +7,38 @@ from __future__ import annotations
 
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from flask import Blueprint, current_app
+from flask import Blueprint, Response, current_app
 
 from app.calls import json_body
 from app.errors import error_response
 from app.metrics import queue_check
 from app.runtime import runtime
 
+if TYPE_CHECKING:
+    from app.backend import RemoteCore
+
+# One readiness check: {"ok": bool, "detail": why not (when failing), ...what was checked}.
+Check = dict[str, Any]
+
+
+class _WorkerCheckCache(TypedDict):
+    at: float  # time.monotonic() of the check
+    result: Check | None
+
+
+class _BackendCheckCache(TypedDict):
+    backend: RemoteCore | None  # the backend that was checked
+    at: float
+    result: Check | None
+
+
 bp = Blueprint("health", __name__)
 WORKER_CHECK_TTL_S = 2.0
-_worker_cache: dict = {"at": 0.0, "result": None}
+_worker_cache: _WorkerCheckCache = {"at": 0.0, "result": None}
 BACKEND_CHECK_TTL_S = 5.0
-_backend_cache: dict = {"backend": None, "at": 0.0, "result": None}
+_backend_cache: _BackendCheckCache = {"backend": None, "at": 0.0, "result": None}
 
 try:
     VERSION = version("meridian")
@@ -28,7 +46,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
     VERSION = "0.0.0"
 
 
-def _status() -> dict:
+def _status() -> dict[str, Any]:
     rt = runtime()
     return {
         "status": "ok",
@@ -43,16 +61,16 @@ def _status() -> dict:
 
 @bp.get("/health")
 @bp.get("/v1/health")
-def health():
+def health() -> Response:
     return json_body(_status())
 
 
 @bp.get("/v1/health/live")
-def live():
+def live() -> Response:
     return json_body({"status": "ok"})
 
 
-def _check_workers() -> dict:
+def _check_workers() -> Check:
     now = time.monotonic()
     if _worker_cache["result"] is not None and now - _worker_cache["at"] < WORKER_CHECK_TTL_S:
         return _worker_cache["result"]
@@ -64,25 +82,27 @@ def _check_workers() -> dict:
             result["detail"] = "no Celery worker answered within 1 s"
     except Exception as exc:  # broker down, ...
         result = {"ok": False, "detail": f"Celery unreachable: {type(exc).__name__}"}
-    _worker_cache.update(at=now, result=result)
+    _worker_cache.update({"at": now, "result": result})
     return result
 
 
-def _check_backend(backend) -> dict:
+def _check_backend(backend: RemoteCore) -> Check:
     """The backend probed with the service key (``RemoteCore.check``), cached briefly: a probe of
     the suggest URL spends one unit of the service key's quota."""
     now = time.monotonic()
     fresh = now - _backend_cache["at"] < BACKEND_CHECK_TTL_S
     if _backend_cache["backend"] is backend and fresh:
-        return _backend_cache["result"]
+        cached = _backend_cache["result"]
+        assert cached is not None  # stored together with its backend
+        return cached
     result = backend.check()
-    _backend_cache.update(backend=backend, at=now, result=result)
+    _backend_cache.update({"backend": backend, "at": now, "result": result})
     return result
 
 
-def readiness() -> dict[str, dict]:
+def readiness() -> dict[str, Check]:
     rt = runtime()
-    checks: dict[str, dict] = {}
+    checks: dict[str, Check] = {}
     regions = rt.datasets.regions()
     checks["datasets"] = {"ok": bool(regions) or rt.backend is not None, "regions": regions}
     if not checks["datasets"]["ok"]:
@@ -101,7 +121,7 @@ def readiness() -> dict[str, dict]:
 
 
 @bp.get("/v1/health/ready")
-def ready():
+def ready() -> Response:
     checks = readiness()
     failing = [name for name, c in checks.items() if not c["ok"]]
     if failing:

@@ -33,9 +33,10 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import UTC, datetime
+from typing import Any
 
 import redis
-from flask import g, request
+from flask import Response, g, request
 from marshmallow import fields as ma_fields
 from marshmallow import post_load
 
@@ -60,7 +61,7 @@ ASYNC_DESCRIPTION = (
 )
 
 
-def async_field():
+def async_field() -> ma_fields.Boolean:
     """The ``async`` query parameter of a heavy function (gateway only; the core face ignores it)."""
     return ma_fields.Boolean(
         data_key="async",
@@ -75,7 +76,7 @@ class AsyncParamsSchema(ParamsSchema):
     async_ = async_field()
 
     @post_load
-    def _build(self, data: dict, **kwargs):
+    def _build(self, data: dict[str, Any], **kwargs: Any) -> Any:
         data.pop("async_", None)
         return super()._build(data, **kwargs)
 
@@ -121,7 +122,7 @@ def account_of_request() -> str:
 
 
 # ------------------------------------------------------------------------------------ submit
-def submit_batch(addresses: list[str], limit: int, *, account: str, function: str = "geocoding") -> dict:
+def submit_batch(addresses: list[str], limit: int, *, account: str, function: str = "geocoding") -> dict[str, Any]:
     """Create a batch geocoding job and queue its chunks on the ``batch`` queue."""
     rt = runtime()
     job_id = new_job_id()
@@ -160,7 +161,7 @@ def async_requested() -> bool:
         raise InvalidParameter("async: expected a boolean (true/false)", parameter="async") from None
 
 
-def submit_heavy(function: Function, call: HeavyCall) -> dict:
+def submit_heavy(function: Function, call: HeavyCall) -> dict[str, Any]:
     """Queue a heavy computation as a job (answered from the cache at once when possible)."""
     rt = runtime()
     if rt.backend is not None:
@@ -187,14 +188,14 @@ def submit_heavy(function: Function, call: HeavyCall) -> dict:
     return {"job_id": job_id, "status": "done" if done else "queued", "total": 1, "status_url": status_url(job_id)}
 
 
-def accepted(body: dict):
+def accepted(body: dict[str, Any]) -> Response:
     resp = json_body(body, status=202)
     resp.headers["Location"] = body["status_url"]
     resp.headers["Cache-Control"] = "private, no-store"
     return resp
 
 
-def answer(function: Function, call: HeavyCall):
+def answer(function: Function, call: HeavyCall) -> Response:
     """A heavy function's gateway answer: synchronous, or a 202 job with ``async=true``."""
     if async_requested():
         return accepted(submit_heavy(function, call))
@@ -202,11 +203,11 @@ def answer(function: Function, call: HeavyCall):
 
 
 # ------------------------------------------------------------------------------------ read
-def _decode(v):
+def _decode(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
-def load(job_id: str, account: str) -> dict:
+def load(job_id: str, account: str) -> dict[str, str]:
     """The job's record; NotFound for an unknown, expired or another account's job."""
     if not job_id or len(job_id) > 64:
         raise NotFound("no such job")
@@ -220,14 +221,14 @@ def load(job_id: str, account: str) -> dict:
     return record
 
 
-def _error_body(err: MeridianError) -> dict:
+def _error_body(err: MeridianError) -> dict[str, Any]:
     body = {"statusCode": err.status, "code": err.kind.code, "message": err.message}
     if err.parameter:
         body["parameter"] = err.parameter
     return body
 
 
-def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
+def _batch_state(job_id: str, record: dict[str, str], with_results: bool) -> dict[str, Any]:
     client = runtime().redis
     key = job_key(job_id)
     total, chunks = int(record["total"]), int(record["chunks"])
@@ -236,7 +237,7 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
     pipe.hgetall(protocol.job_failed_key(key))
     progress, failed = pipe.execute()
     done = sum(int(v) for v in progress.values())
-    body = {
+    body: dict[str, Any] = {
         "job_id": job_id,
         "kind": "batch",
         "function": record.get("function", "geocoding"),
@@ -268,9 +269,14 @@ def _batch_state(job_id: str, record: dict, with_results: bool) -> dict:
     return body
 
 
-def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
+def _heavy_state(job_id: str, record: dict[str, str]) -> tuple[dict[str, Any], object]:
     raw = runtime().redis.get(protocol.job_result_key(job_key(job_id)))
-    body = {"job_id": job_id, "kind": "heavy", "function": record.get("function"), "created": record.get("created")}
+    body: dict[str, Any] = {
+        "job_id": job_id,
+        "kind": "heavy",
+        "function": record.get("function"),
+        "created": record.get("created"),
+    }
     value = None
     if raw is None:
         body["status"] = "running" if record.get("started") else "queued"
@@ -293,7 +299,7 @@ def _heavy_state(job_id: str, record: dict) -> tuple[dict, object]:
     return body, value
 
 
-def state(job_id: str, account: str) -> dict:
+def state(job_id: str, account: str) -> dict[str, Any]:
     record = load(job_id, account)
     try:
         if record.get("kind") == "batch":
@@ -303,7 +309,7 @@ def state(job_id: str, account: str) -> dict:
         raise _unavailable(exc) from exc
 
 
-def result(job_id: str, account: str):
+def result(job_id: str, account: str) -> object:
     """The finished job's result: (BinaryResult | dict). Raises the job's error when it failed,
     and 409 while it is not finished."""
     record = load(job_id, account)

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from functools import cache
+from typing import Any
 
 import redis
 from flask import Blueprint, Flask, Request, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from app.metrics_buffer import MetricsBuffer
 from queueing.metrics import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, http_key, tasks_key, workers_key
@@ -47,6 +49,8 @@ HTTP_LABELS = ["function", "face", "method", "status"]
 PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 bp = Blueprint("metrics", __name__)
+
+Series = dict[tuple[str, ...], float]  # label values -> value
 
 
 def _labels(req: Request) -> tuple[str, str]:
@@ -86,7 +90,7 @@ def active_workers(client: redis.Redis, ns: str) -> int:
     return int(client.zcount(workers_key(ns), time.time() - ACTIVE_WINDOW_S, "+inf"))
 
 
-def queue_check() -> dict:
+def queue_check() -> dict[str, Any]:
     """For ``/v1/health/ready``: queue depths and active workers (informative, never failing)."""
     rt = current_app.extensions["meridian"]
     try:
@@ -99,10 +103,10 @@ def queue_check() -> dict:
         return {"ok": True, "detail": f"queue depths unavailable: {type(exc).__name__}"}
 
 
-def _split(raw: dict, labels: int) -> dict[str, dict[tuple, float]]:
+def _split(raw: dict[bytes, bytes], labels: int) -> dict[str, Series]:
     """{kind: {labels: value}} from a metrics hash (kind n|s|b|f); fields with another number of
     labels (written by an older version) are skipped."""
-    out: dict[str, dict[tuple, float]] = {"n": {}, "s": {}, "b": {}, "f": {}}
+    out: dict[str, Series] = {"n": {}, "s": {}, "b": {}, "f": {}}
     sizes = {"n": labels, "s": labels, "b": labels + 1, "f": 2}
     for field, value in raw.items():
         parts = field.decode().split(SEP)
@@ -112,9 +116,11 @@ def _split(raw: dict, labels: int) -> dict[str, dict[tuple, float]]:
     return out
 
 
-def _histogram(name: str, doc: str, labelnames: list[str], data: dict, bounds: tuple[float, ...]):
+def _histogram(
+    name: str, doc: str, labelnames: list[str], data: dict[str, Series], bounds: tuple[float, ...]
+) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, doc, labels=labelnames)
-    per_series: dict[tuple, dict[str, float]] = {}
+    per_series: dict[tuple[str, ...], dict[str, float]] = {}
     for labels_idx, value in data["b"].items():
         labels, idx = labels_idx[:-1], labels_idx[-1]
         per_series.setdefault(labels, {})[idx] = value
@@ -136,7 +142,7 @@ class RedisCollector:
         self.client = client
         self.ns = ns
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(http_key(self.ns))
         pipe.hgetall(tasks_key(self.ns))
@@ -181,7 +187,7 @@ class RedisCollector:
 
 
 @bp.get("/metrics")
-def metrics():
+def metrics() -> Response:
     rt = current_app.extensions["meridian"]
     current_app.extensions["metrics_buffer"].flush()
     registry = CollectorRegistry(auto_describe=False)

@@ -64,7 +64,7 @@ class MetricsBuffer:
             log.debug("request metrics kept for the next flush: %s", exc)
             self._merge_back(counts, sums)
 
-    def _merge_back(self, counts: dict, sums: dict) -> None:
+    def _merge_back(self, counts: dict[tuple[str, str], int], sums: dict[tuple[str, str], float]) -> None:
         with self._lock:
             for k, n in counts.items():
                 self._counts[k] = self._counts.get(k, 0) + n

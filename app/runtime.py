@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import redis
 from celery import Celery
@@ -20,8 +22,9 @@ from app.backend import RemoteCore
 from app.dispatch import Dispatcher
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
+from engine.results import BinaryResult
 from engine.store_follower import follow_store
-from queueing.protocol import HeavyCall
+from queueing.protocol import HeavyCall, JsonText
 from workers.celery_app import make_celery
 
 DATASET_RECHECK_S = 10.0
@@ -88,14 +91,14 @@ class Runtime:
                 self.datasets.reload()
 
 
-def heavy(kind: str, service_ref: str):
+def heavy(kind: str, service_ref: str) -> Callable[[Runtime, object], JsonText | BinaryResult]:
     """``Function.run`` for a heavy function: cache, else a Celery worker on queue ``kind``."""
 
-    def run(rt: Runtime, params):
+    def run(rt: Runtime, params: object) -> JsonText | BinaryResult:
         return rt.dispatcher.run(HeavyCall(kind, service_ref, params), rt.dataset_versions())
 
     return run
 
 
 def runtime() -> Runtime:
-    return current_app.extensions["meridian"]
+    return cast(Runtime, current_app.extensions["meridian"])

@@ -31,7 +31,7 @@ class Function:
 
 
 def heavy_function(
-    *, service: str, cmd: str, core_schema: type[Schema], queue: str, service_ref: str, **options
+    *, service: str, cmd: str, core_schema: type[Schema], queue: str, service_ref: str, **options: Any
 ) -> Function:
     """A function computed by Celery workers on ``queue`` (answered from the Redis cache when it
     can be); its gateway view also accepts ``async=true`` (202 + job)."""

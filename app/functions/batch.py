@@ -25,11 +25,13 @@ import csv
 import hashlib
 import io
 import json
+from collections.abc import Mapping
+from typing import Any, cast
 
 import redis
-from flask import g, request
+from flask import Request, Response, g, request
 from flask.views import MethodView
-from marshmallow import ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 from accounts.store import split_key
 from app import jobs
@@ -63,7 +65,7 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 IDEMPOTENCY_MAX = 200
 
 
-def check_addresses(items, parameter: str) -> list[str]:
+def check_addresses(items: object, parameter: str) -> list[str]:
     """The validated list of addresses, or InvalidParameter naming ``parameter``."""
     if not isinstance(items, list):
         raise InvalidParameter(f"{parameter}: expected a list of address strings", parameter=parameter)
@@ -113,7 +115,7 @@ def parse_csv(raw: bytes, parameter: str) -> list[str]:
     return check_addresses(addresses, parameter)
 
 
-def _read_body() -> dict:
+def _read_body() -> dict[str, Any]:
     mimetype = request.mimetype or ""
     if request.is_json:
         try:
@@ -147,7 +149,7 @@ def _read_body() -> dict:
     )
 
 
-def batch_body() -> dict:
+def batch_body() -> dict[str, Any]:
     """The request body as a dict, parsed once per request (cost callable and argument parser)."""
     if "batch_body" not in g:
         try:
@@ -156,7 +158,7 @@ def batch_body() -> dict:
             g.batch_body = exc
     if isinstance(g.batch_body, Exception):
         raise g.batch_body
-    return g.batch_body
+    return cast(dict[str, Any], g.batch_body)
 
 
 def _idempotency_key() -> str | None:
@@ -210,17 +212,20 @@ def batch_cost() -> int:
 class BatchParser(MeridianParser):
     """The "json" location also reads CSV bodies and multipart uploads (see the module doc)."""
 
-    def load_json(self, req, schema):
+    def load_json(self, req: Request, schema: Schema) -> dict[str, Any]:
         return batch_body()
 
 
-class AddressList(fields.List):
-    def __init__(self, **kwargs):
+class AddressList(fields.List[str]):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             fields.String(validate=validate.Length(1, LIMITS.query_length)), validate=validate.Length(1, MAX), **kwargs
         )
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    # marshmallow types a List's items as optional (list[str | None]); these never are None
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> list[str]:
         try:
             return check_addresses(value, "addresses")
         except InvalidParameter as exc:
@@ -280,7 +285,7 @@ MULTIPART_BODY = {
 }
 
 
-def _accepted(body: dict, status: int):
+def _accepted(body: dict[str, Any], status: int) -> Response:
     resp = jobs.accepted(body)
     resp.status_code = status
     return resp
@@ -331,7 +336,7 @@ class BatchGeocodingView(MethodView):
             }
         ],
     )
-    def post(self, params):
+    def post(self, params: dict[str, Any]) -> Response:
         idem = _idempotency_key()
         replay = g.get("batch_replay")
         if replay is not None:

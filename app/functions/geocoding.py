@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.functions import Function, register
@@ -47,7 +49,7 @@ class GeocodingArgs(ParamsSchema):
     )
 
     @validates_schema
-    def _one_form(self, data, **_kwargs):
+    def _one_form(self, data: dict[str, Any], **_kwargs: Any) -> None:
         structured = [k for k in STRUCTURED if data.get(k)]
         if data.get("query") and structured:
             raise ValidationError(

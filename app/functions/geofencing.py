@@ -27,9 +27,10 @@ import functools
 import json
 import math
 import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import current_app, g, request
+from flask import Response, current_app, g, request
 from flask.views import MethodView
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
@@ -200,10 +201,10 @@ OBJECT: dict[str, str | list[Any] | dict[Any, Any]] = {"invalid": "expected a JS
 class JsonNumber(fields.Float):
     """A JSON number (a numeric string or a boolean is refused, unlike ``fields.Float``)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_nan=False, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValidationError("expected a number")
         return super()._deserialize(value, attr, data, **kwargs)
@@ -281,9 +282,9 @@ class FenceBody(Schema):
 
 
 class JsonObject(fields.String):
-    """A JSON object passed as a query parameter (the core face's ``fence=``)."""
+    """A JSON object passed as a query parameter (the core face's ``fence=``), loaded by :class:`FenceBody`."""
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
         text = super()._deserialize(value, attr, data, **kwargs)
         try:
             obj = json.loads(text)
@@ -301,7 +302,7 @@ class CoreCreateArgs(ParamsSchema):
     fence = JsonObject(required=True, metadata={"description": "The fence as JSON (the body of POST /v1/geofences)."})
 
     @post_load
-    def _body(self, data, **_kwargs):
+    def _body(self, data: dict[str, Any], **_kwargs: Any) -> Any:
         return data["fence"]
 
 
@@ -335,7 +336,7 @@ class BatchBody(Schema):
     )
 
     @post_load
-    def _params(self, data, **_kwargs):
+    def _params(self, data: dict[str, Any], **_kwargs: Any) -> GeofenceBatchParams:
         points = tuple(GeofencePoint(p["lat"], p["lng"], p.get("device")) for p in data["points"])
         fences = data.get("fences")
         return GeofenceBatchParams(points, tuple(fences) if fences is not None else None)
@@ -448,7 +449,7 @@ class BatchResultSchema(ResponseSchema):
 # ------------------------------------------------------------------------------ functions
 
 
-def _fn(cmd: str, schema, run) -> Function:
+def _fn(cmd: str, schema: type[ParamsSchema], run: Callable[[Runtime, Any], dict[str, Any]]) -> Function:
     return register(Function(service="geofencing", cmd=cmd, core_schema=schema, run=run, cacheable=False))
 
 
@@ -462,7 +463,7 @@ EVENTS = _fn("geofence_events", IdPageArgs, fence_events)
 BATCH = Function(service="geofencing", cmd="geofencing_batch", core_schema=NoArgs, run=check_batch, cacheable=False)
 
 
-def private(body: dict, status: int = 200):
+def private(body: dict[str, Any], status: int = 200) -> Response:
     resp = json_body(body, status)
     resp.headers["Cache-Control"] = "private, no-store"
     return resp
@@ -522,7 +523,7 @@ class GeofencingView(MethodView):
             "Account-specific: `Cache-Control: private, no-store`."
         ),
     )
-    def get(self, params):
+    def get(self, params: GeofenceCheckParams) -> Response:
         return private(check(runtime(), params))
 
 
@@ -554,7 +555,7 @@ class GeofencingBatchView(MethodView):
             f"request per started {BATCH_POINTS_PER_UNIT} points."
         ),
     )
-    def post(self, params):
+    def post(self, params: GeofenceBatchParams) -> Response:
         return private(check_batch(runtime(), params))
 
 
@@ -589,7 +590,7 @@ class FencesView(MethodView):
             "within a second.\n\n" + SIGNATURE_DOC
         ),
     )
-    def post(self, params):
+    def post(self, params: dict[str, Any]) -> Response:
         return private(create(runtime(), params))
 
     @gateway_call(LIST)
@@ -603,7 +604,7 @@ class FencesView(MethodView):
             "geometries are left out: get one fence for its geometry."
         ),
     )
-    def get(self, params):
+    def get(self, params: dict[str, Any]) -> Response:
         return private(list_fences(runtime(), params))
 
 
@@ -618,7 +619,7 @@ class FenceView(MethodView):
         description="The fence with its geometry. 404 when the account has no such "
         "fence (another account's fences are invisible).",
     )
-    def get(self, _params, fence_id):
+    def get(self, _params: dict[str, Any], fence_id: str) -> Response:
         return private(get_fence(runtime(), {"id": fence_id}))
 
     @gateway_call(DELETE)
@@ -630,7 +631,7 @@ class FenceView(MethodView):
         description="Deletes the fence and its webhook events; every check stops "
         "seeing it within a second. 404 when the account has no such fence.",
     )
-    def delete(self, _params, fence_id):
+    def delete(self, _params: dict[str, Any], fence_id: str) -> Response:
         return private(delete_fence(runtime(), {"id": fence_id}))
 
 
@@ -648,5 +649,5 @@ class FenceEventsView(MethodView):
             "404 when the account has no such fence.\n\n" + SIGNATURE_DOC
         ),
     )
-    def get(self, params, fence_id):
+    def get(self, params: dict[str, Any], fence_id: str) -> Response:
         return private(fence_events(runtime(), {"id": fence_id, **params}))

@@ -3,6 +3,8 @@ Celery workers (queue ``geometry``) and cached in Redis."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app import jobs
@@ -43,7 +45,7 @@ class GeometryArgs(jobs.AsyncParamsSchema):
     )
 
     @validates_schema
-    def _one_selector(self, data, **_kwargs):
+    def _one_selector(self, data: dict[str, Any], **_kwargs: Any) -> None:
         point = data.get("lat") is not None or data.get("lng") is not None
         if point and (data.get("lat") is None or data.get("lng") is None):
             raise ValidationError("lat and lng go together", field_name="lat" if data.get("lat") is None else "lng")

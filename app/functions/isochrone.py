@@ -3,6 +3,8 @@ computed by Celery workers (queue ``isochrone``) and cached in Redis."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app import jobs
@@ -48,12 +50,12 @@ class IsochroneArgs(ParamsSchema):
     async_ = jobs.async_field()
 
     @validates_schema
-    def _one_metric(self, data, **_kwargs):
+    def _one_metric(self, data: dict[str, Any], **_kwargs: Any) -> None:
         if bool(data.get("time")) == bool(data.get("distance")):
             raise ValidationError("give exactly one of time (minutes) or distance (metres)", field_name="time")
 
     @post_load
-    def _build(self, data, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> isochrone.IsochroneParams:
         return isochrone.IsochroneParams(
             lat=data["lat"],
             lng=data["lng"],

@@ -114,7 +114,7 @@ class JobView(MethodView):
             f"{jobs.JOB_TTL_S // 3600} h after submission."
         ),
     )
-    def get(self, job_id):
+    def get(self, job_id: str) -> Response:
         body = jobs.state(job_id, _account())
         resp = json_body(body)
         resp.headers["Cache-Control"] = "private, no-store"
@@ -153,7 +153,7 @@ class JobResultView(MethodView):
             }
         },
     )
-    def get(self, job_id):
+    def get(self, job_id: str) -> Response:
         value = jobs.result(job_id, _account())
         if isinstance(value, BinaryResult):
             resp = Response(value.body, mimetype=value.content_type)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.functions import Function, register
@@ -45,7 +47,7 @@ class PoiArgs(ParamsSchema):
     )
 
     @validates_schema
-    def _what(self, data, **_kwargs):
+    def _what(self, data: dict[str, Any], **_kwargs: Any) -> None:
         if not data.get("q") and not data.get("category"):
             raise ValidationError("give q (a name) or category", field_name="q")
         if data.get("radius") is not None and data.get("near") is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import fields, post_load, validate
 
 from app.functions import Function, register
@@ -40,7 +42,7 @@ class NearestArgs(ParamsSchema):
     )
 
     @post_load
-    def _build(self, data, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> proximity.NearestParams:
         data.pop("operation", None)
         return proximity.NearestParams(**data)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from marshmallow import ValidationError, fields, post_load, validate
 
 from app.functions import Function, register
@@ -15,10 +18,10 @@ from engine.services import routing
 LIMITS = DEFAULT_LIMITS
 
 
-class Alternatives(fields.Field):
+class Alternatives(fields.Field[int]):
     """``true``/``false`` or a count 0..Limits.routing_alternatives."""
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> int:
         text = str(value).strip().lower()
         if text in ("true", "yes"):
             return 1
@@ -59,7 +62,7 @@ class RoutingArgs(ParamsSchema):
     )
 
     @post_load
-    def _build(self, data, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> routing.RoutingParams:
         data["avoid"] = frozenset(data.get("avoid") or ())
         data["waypoints"] = tuple(data.get("waypoints") or ())
         return routing.RoutingParams(**data)

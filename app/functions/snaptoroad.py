@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.functions import Function, register
@@ -49,7 +51,7 @@ class SnapArgs(ParamsSchema):
     )
 
     @validates_schema
-    def _one_time_per_point(self, data, **_kwargs):
+    def _one_time_per_point(self, data: dict[str, Any], **_kwargs: Any) -> None:
         times = data.get("timestamps")
         if times is not None and data.get("points") is not None and len(times) != len(data["points"]):
             raise ValidationError(
@@ -57,7 +59,7 @@ class SnapArgs(ParamsSchema):
             )
 
     @post_load
-    def _build(self, data, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> snaptoroad.SnapParams:
         return snaptoroad.SnapParams(**data)
 
 

@@ -72,7 +72,7 @@ class StaticMapArgs(ParamsSchema):
     async_ = jobs.async_field()
 
     @validates_schema
-    def _window(self, data, **_kwargs):
+    def _window(self, data: dict[str, Any], **_kwargs: Any) -> None:
         if data.get("center") is not None and data.get("bbox") is not None:
             raise ValidationError("give either center (+zoom) or bbox, not both", field_name="bbox")
         if (
@@ -85,7 +85,7 @@ class StaticMapArgs(ParamsSchema):
             raise ValidationError("give center+zoom, bbox, or markers/path to fit the map to", field_name="center")
 
     @post_load
-    def _build(self, data, **_kwargs):
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> staticmap.StaticMapParams:
         data.pop("async_", None)  # read from the query by app.jobs.answer
         try:
             width, height = parse_size(data.pop("size"))

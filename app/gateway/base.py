@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flask_smorest
 from flask.typing import ResponseReturnValue
@@ -56,11 +56,57 @@ class ErrorBodySchema(Schema):
     parameter = fields.String(metadata={"description": "The parameter at fault (400 only)."})
 
 
-class GatewayBlueprint(flask_smorest.Blueprint):  # flask-smorest ships no type hints: Any to mypy
+class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-smorest ships no type hints: Any to mypy
     """flask-smorest's Blueprint with Meridian's parser (400 in the spec's body, unknown parameters
     rejected) and the standard view of a function (:meth:`function_route`)."""
 
     ARGUMENTS_PARSER = MeridianParser()
+
+    if TYPE_CHECKING:
+        # flask-smorest's view decorators with their documented parameters: as inherited from an
+        # untyped library they are Any, which would make every view they decorate untyped.
+
+        def arguments(
+            self,
+            schema: type[Schema] | Schema,
+            *,
+            location: str = "json",
+            content_type: str | None = None,
+            required: bool = True,
+            description: str | None = None,
+            example: Any = None,
+            examples: dict[str, Any] | None = None,
+            **kwargs: Any,
+        ) -> Decorator: ...
+
+        def response(
+            self,
+            status_code: int | str,
+            schema: type[Schema] | Schema | str | dict[str, Any] | None = None,
+            *,
+            content_type: str | None = None,
+            description: str | None = None,
+            example: Any = None,
+            examples: dict[str, Any] | None = None,
+            headers: dict[str, Any] | None = None,
+        ) -> Decorator: ...
+
+        def alt_response(
+            self,
+            status_code: int | str,
+            response: str | None = None,
+            *,
+            schema: type[Schema] | Schema | str | dict[str, Any] | None = None,
+            content_type: str | None = None,
+            description: str | None = None,
+            example: Any = None,
+            examples: dict[str, Any] | None = None,
+            headers: dict[str, Any] | None = None,
+            success: bool = False,
+        ) -> Decorator: ...
+
+        @staticmethod
+        def doc(**kwargs: Any) -> Decorator: ...
 
     def function_route(
         self,

@@ -13,7 +13,7 @@ from accounts.passwords import MAX_LENGTH as PASSWORD_MAX
 from accounts.users import MAX_EMAIL_LENGTH
 
 
-class PortalForm(FlaskForm):  # flask-wtf ships no type hints: FlaskForm is Any to mypy
+class PortalForm(FlaskForm):  # type: ignore[misc]  # flask-wtf ships no type hints: FlaskForm is Any to mypy
     class Meta:
         csrf = False  # checked by the blueprint for every POST
 
@@ -51,7 +51,7 @@ class ChangeEmailForm(PortalForm):
     current = PasswordField("Current password", validators=[DataRequired("current: required")])
 
 
-class MultiCheckbox(SelectMultipleField):
+class MultiCheckbox(SelectMultipleField):  # type: ignore[misc]  # wtforms ships no type hints: Any to mypy
     widget = ListWidget(prefix_label=False)
     option_widget = CheckboxInput()
 

@@ -3,17 +3,25 @@
 Each field's error message names what was expected, and the parser (``app/validation.py``)
 prefixes it with the parameter's name, so a client reads e.g.
 ``origin: expected "<lat>,<lng>" in decimal degrees, lat in -90..90``.
+
+Most of them are strings on the wire (and in the OpenAPI document) that load as something else: a
+point, a tuple of points or numbers. marshmallow types every ``fields.String`` as loading a
+``str``, hence the ``type: ignore[override]`` on those ``_deserialize`` methods.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from marshmallow import ValidationError, fields
 
 from engine.categories import resolve
 from engine.countries import to_alpha3
 from engine.errors import InvalidParameter
+
+LatLng = tuple[float, float]  # (lat, lng), decimal degrees
 
 
 def _number(text: str, what: str) -> float:
@@ -39,24 +47,24 @@ def check_lng(value: float) -> float:
 
 
 class Latitude(fields.Float):
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("metadata", {}).setdefault("description", "Latitude, decimal degrees (-90..90)")
         super().__init__(allow_nan=False, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> float:
         return check_lat(_number(value, "latitude"))
 
 
 class Longitude(fields.Float):
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("metadata", {}).setdefault("description", "Longitude, decimal degrees (-180..180)")
         super().__init__(allow_nan=False, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> float:
         return check_lng(_number(value, "longitude"))
 
 
-def parse_point(text: str) -> tuple[float, float]:
+def parse_point(text: str) -> LatLng:
     parts = str(text).split(",")
     if len(parts) != 2:
         raise ValidationError(f'expected "<lat>,<lng>" in decimal degrees, got {text!r}')
@@ -68,13 +76,13 @@ def parse_point(text: str) -> tuple[float, float]:
 class Point(fields.String):
     """``<lat>,<lng>`` in decimal degrees -> (lat, lng)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         meta = kwargs.setdefault("metadata", {})
         meta.setdefault("pattern", r"^-?\d+(\.\d+)?,\s*-?\d+(\.\d+)?$")
         meta.setdefault("example", "43.7384,7.4246")
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> LatLng:  # type: ignore[override]
         return parse_point(super()._deserialize(value, attr, data, **kwargs))
 
 
@@ -82,12 +90,14 @@ class PointList(fields.String):
     """``lat,lng|lat,lng|...`` -> tuple of (lat, lng), with a configured maximum count; also an
     encoded polyline behind ``polyline:`` (precision 5) or ``polyline6:`` (precision 6)."""
 
-    def __init__(self, *, min_points: int = 1, max_points: int = 1000, **kwargs):
+    def __init__(self, *, min_points: int = 1, max_points: int = 1000, **kwargs: Any) -> None:
         self.min_points, self.max_points = min_points, max_points
         kwargs.setdefault("metadata", {}).setdefault("example", "43.7384,7.4246|43.7402,7.4271")
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> tuple[LatLng, ...]:
         text = super()._deserialize(value, attr, data, **kwargs).strip()
         for prefix, precision in (("polyline6:", 6), ("polyline:", 5)):
             if text.startswith(prefix):
@@ -105,7 +115,7 @@ class PointList(fields.String):
                 raise ValidationError(f"point {i}: {exc.messages[0]}") from None
         return tuple(out)
 
-    def _check_count(self, points):
+    def _check_count(self, points: tuple[LatLng, ...]) -> tuple[LatLng, ...]:
         if len(points) < self.min_points:
             raise ValidationError(f"expected at least {self.min_points} point(s)")
         if len(points) > self.max_points:
@@ -113,7 +123,7 @@ class PointList(fields.String):
         return points
 
     @staticmethod
-    def _decode(encoded: str, precision: int):
+    def _decode(encoded: str, precision: int) -> tuple[LatLng, ...]:
         from engine.polyline import decode
 
         try:
@@ -129,11 +139,13 @@ class PointList(fields.String):
 class BBox(fields.String):
     """``<minlng>,<minlat>,<maxlng>,<maxlat>`` -> tuple of 4 floats."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("metadata", {}).setdefault("example", "7.40,43.72,7.44,43.75")
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> tuple[float, float, float, float]:
         text = super()._deserialize(value, attr, data, **kwargs)
         parts = text.split(",")
         if len(parts) != 4:
@@ -151,7 +163,7 @@ class BBox(fields.String):
 class CommaList(fields.String):
     """``a,b,c`` -> tuple of non-empty stripped strings, optionally from a fixed choice."""
 
-    def __init__(self, *, choices: tuple[str, ...] | None = None, max_items: int = 50, **kwargs):
+    def __init__(self, *, choices: tuple[str, ...] | None = None, max_items: int = 50, **kwargs: Any) -> None:
         self.choices, self.max_items = choices, max_items
         if choices:
             kwargs.setdefault("metadata", {}).setdefault(
@@ -159,7 +171,9 @@ class CommaList(fields.String):
             )
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> tuple[str, ...]:
         text = super()._deserialize(value, attr, data, **kwargs)
         items = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
         if not items:
@@ -177,11 +191,11 @@ class Country(fields.String):
     """ISO 3166-1 alpha-2 or alpha-3 code of a known country, returned upper-case as given (the
     engine normalises); an unknown code is refused here, before any backend sees it."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("metadata", {}).setdefault("example", "MCO")
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs).strip().upper()
         if not (text.isalpha() and len(text) in (2, 3)):
             raise ValidationError(f"expected an ISO 3166-1 alpha-2 or alpha-3 code, got {value!r}")
@@ -203,11 +217,11 @@ def known_categories(value: str | tuple[str, ...]) -> None:
 class Text(fields.String):
     """Free text, stripped, non-empty, bounded length."""
 
-    def __init__(self, *, max_length: int = 500, **kwargs):
+    def __init__(self, *, max_length: int = 500, **kwargs: Any) -> None:
         self.max_length = max_length
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs).strip()
         if not text:
             raise ValidationError("must not be empty")
@@ -220,13 +234,13 @@ class Text(fields.String):
 
 class Parsed(fields.String):
     """A string parsed by an engine parser (which raises ``InvalidParameter``), e.g. the static
-    map's ``markers`` and ``path`` mini-languages."""
+    map's ``markers`` and ``path`` mini-languages; loads as whatever the parser returns."""
 
-    def __init__(self, parser, **kwargs):
+    def __init__(self, parser: Callable[[str], Any], **kwargs: Any) -> None:
         self.parser = parser
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
         from engine.errors import InvalidParameter
 
         try:
@@ -239,11 +253,13 @@ class NumberList(fields.String):
     """``a,b,c`` -> tuple of floats within (lo, hi], at most ``max_items``; ascending and unique
     unless ``keep_order`` (e.g. timestamps, one per point)."""
 
-    def __init__(self, *, lo: float, hi: float, max_items: int, keep_order: bool = False, **kwargs):
+    def __init__(self, *, lo: float, hi: float, max_items: int, keep_order: bool = False, **kwargs: Any) -> None:
         self.lo, self.hi, self.max_items, self.keep_order = lo, hi, max_items, keep_order
         super().__init__(**kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> tuple[float, ...]:
         text = super()._deserialize(value, attr, data, **kwargs)
         items = [p.strip() for p in text.split(",") if p.strip()]
         if not items:
