@@ -179,6 +179,11 @@ def final_poll(base_url: str, key: str, budget_s: float) -> None:
         gevent.sleep(1.0)
 
 
+def redis_outages(faults: list[dict]) -> list[tuple[float, float]]:
+    """When Redis was down (the restart fault, with the requests in flight at its end)."""
+    return [(f["at"], f["ended"] + load_report.IN_FLIGHT_S) for f in faults if f["fault"] == "restart Redis"]
+
+
 def analyse(sat: dict, hold_start: float, hold_end: float, faults: list[dict], target: float) -> dict[str, Any]:
     with RECORDER.lock:
         rows = list(RECORDER.rows)
@@ -209,7 +214,8 @@ def analyse(sat: dict, hold_start: float, hold_end: float, faults: list[dict], t
         "faults": fault_rows,
         "jobs": load_report.job_audit(jobs),
         "quota": {
-            name: load_report.quota_exactness(rows, f"quota_{name}", FREE_PLAN_PER_MINUTE) for name in ("over", "under")
+            name: load_report.quota_exactness(rows, f"quota_{name}", FREE_PLAN_PER_MINUTE, redis_outages(faults))
+            for name in ("over", "under")
         },
         "series": series,
     }

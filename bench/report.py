@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from bench.load_report import quota_summary
 from bench.plots import load_figure, scaling_figure, search_scaling_figure
 from config.settings import PROJECT_ROOT
 
@@ -365,12 +366,7 @@ def load_section(doc: dict) -> list[str]:
         f"duplicated {jobs['duplicated']}.",
         "",
     ]
-    for name, q in doc["quota"].items():
-        lines.append(
-            f"- Quota, key `{name}` (plan {q['plan_per_minute']}/min): {q['ok']} x 200 and {q['refused_429']} x 429 "
-            f"of {q['requests']}; at most {q['max_ok_in_any_minute']} x 200 in any minute "
-            f"({'exact' if q['exact'] else 'EXCEEDED'})."
-        )
+    lines += [f"- Quota, key `{name}`: {quota_summary(q)}." for name, q in doc["quota"].items()]
     figure = load_figure(doc, OUT.parent / "load.png")
     return lines + [""] + ([f"![Throughput and p95 over the hold, faults marked]({figure.name})", ""] if figure else [])
 

@@ -12,6 +12,7 @@ from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
 from app.portal.ratelimit import RateLimiter
 from app.portal.services import Portal
+from app.portal.sessions import PortalSessionInterface
 from config.portal import PortalSettings, portal_enabled
 
 
@@ -44,4 +45,5 @@ def init_portal(app: Flask) -> None:
         PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
         WTF_CSRF_TIME_LIMIT=4 * 3600,
     )
+    app.session_interface = PortalSessionInterface()
     app.register_blueprint(bp)

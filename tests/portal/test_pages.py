@@ -362,3 +362,15 @@ def test_operator_disable_makes_keys_401_and_admin_view(client, portal_app, port
     assert resp.status_code == 302
     with portal_app.app_context():
         assert portal().users.by_email(email).plan == "standard"
+
+
+def test_api_requests_open_no_session_portal_pages_do(client, portal_app):
+    email, _ = make_user(portal_app)
+    assert login(client, email).status_code == 302
+    with portal_app.test_request_context("/v1/geocoding", headers={"Cookie": client.get_cookie("meridian_portal")}):
+        from flask import session
+
+        portal_app.preprocess_request()
+        assert portal_app.session_interface.is_null_session(session)  # the API faces: no cookie parsed
+    page = client.get("/portal/dashboard")
+    assert page.status_code == 200 and b'action="/portal/logout"' in page.data  # still signed in there

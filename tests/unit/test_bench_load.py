@@ -45,6 +45,22 @@ def test_quota_exactness_uses_a_sliding_minute():
     assert (q["max_ok_in_any_minute"], q["exact"]) == (61, False)
 
 
+def test_quota_exactness_counts_a_request_only_where_it_was_sent_and_answered():
+    # 60 fast answers in [0, 60), then one sent at 59.5 and answered 1.5 s later: the server may
+    # have counted it after 60, when the first has left the window
+    ok = [(float(t), "quota_over", 5.0, 200, False) for t in range(0, 60)]
+    late = [(59.5, "quota_over", 1500.0, 200, False)]
+    q = lr.quota_exactness(ok + late, "quota_over", 60)
+    assert (q["max_ok_in_any_minute"], q["max_ok_sent_in_any_minute"], q["exact"]) == (60, 61, True)
+
+
+def test_quota_exactness_sets_answers_during_a_redis_outage_apart():
+    ok = [(float(t), "quota_over", 5.0, 200, False) for t in range(0, 60)]
+    during = [(30.0 + i / 10, "quota_over", 5.0, 200, False) for i in range(5)]
+    q = lr.quota_exactness(ok + during, "quota_over", 60, outages=[(29.9, 30.5)])
+    assert (q["max_ok_in_any_minute"], q["ok_during_outage"], q["exact"]) == (59, 6, True)
+
+
 def test_job_audit_finds_lost_and_duplicated_jobs():
     jobs = {
         "a": {"status": "done", "done": 20, "total": 20, "results": 20},
@@ -68,7 +84,7 @@ def test_format_table_names_every_part():
         "quota": {"over": lr.quota_exactness(rows, "quota_over", 60)},
     }
     text = lr.format_table(doc)
-    for part in ("geocoding", "restart Redis", "jobs: 0 accepted", "quota over: 0 x 200 / 5 requests", "5 x 429"):
+    for part in ("geocoding", "restart Redis", "jobs: 0 accepted", "quota over: plan 60/min: 0 x 200 and 5 x 429 of 5"):
         assert part in text, text
 
 
