@@ -5,7 +5,8 @@
 - PostgreSQL of its own: ``initdb`` into a temporary directory (as the ``postgres`` user when run
   as root) and ``pg_ctl`` on a free port; never the machine's server on 5432.
 - The Procfile's processes (``web``, ``worker``, ``mapworker``, ``isoworker``; not the Flower
-  monitor), each as the Procfile says, with the deployment's environment.
+  monitor nor the development mail catcher), each as the Procfile says, with the deployment's
+  environment (the portal on, as in production).
 - Accounts: an unlimited plan for the traffic mix, the ``free`` plan for the quota probes.
 
 Every fault of the schedule is a method here: SIGKILL a Celery pool process, SIGKILL a gunicorn
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import signal
@@ -33,7 +35,7 @@ import requests
 
 from config.settings import PROJECT_ROOT
 
-PROCFILE_SKIP = ("monitor",)
+PROCFILE_SKIP = ("monitor", "mail")  # Flower; the development mail catcher
 
 
 def free_port() -> int:
@@ -68,6 +70,8 @@ class Deployment:
         self.web_port = free_port()
         self.redis_port = free_port()
         self.pg_port = free_port()
+        self.smtp_port = free_port()
+        self.portal_secret = secrets.token_hex(32)
         self.pg_dir = self.root / "pg"
         self.redis_dir = self.root / "redis"
         self.logs = self.root / "logs"
@@ -97,6 +101,10 @@ class Deployment:
             DATA_DIR=str(self.data_dir),
             SERVICE_NAME="meridian",
             NODE_ENV="production",
+            # the portal is served (production requires its secret and a mail server); the mix
+            # sends no mail, so the SMTP server named here need not run
+            PORTAL_SECRET_KEY=self.portal_secret,
+            SMTP_URL=f"smtp://127.0.0.1:{self.smtp_port}",
             PYTHONPATH=str(PROJECT_ROOT),
             PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
         )

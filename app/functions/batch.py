@@ -38,6 +38,7 @@ from app import jobs
 from app.functions import Function
 from app.gateway.base import GatewayBlueprint, gateway_call
 from app.runtime import runtime
+from app.schemas.fields import StrList
 from app.validation import MeridianParser, ParamsSchema
 from engine.errors import InvalidParameter
 from engine.limits import DEFAULT_LIMITS
@@ -216,7 +217,7 @@ class BatchParser(MeridianParser):
         return batch_body()
 
 
-class AddressList(fields.List[str]):
+class AddressList(StrList):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             fields.String(validate=validate.Length(1, LIMITS.query_length)), validate=validate.Length(1, MAX), **kwargs

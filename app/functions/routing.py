@@ -18,7 +18,7 @@ from engine.services import routing
 LIMITS = DEFAULT_LIMITS
 
 
-class Alternatives(fields.Field[int]):
+class Alternatives(f.IntField):
     """``true``/``false`` or a count 0..Limits.routing_alternatives."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> int:

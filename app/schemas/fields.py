@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marshmallow import ValidationError, fields
 
@@ -22,6 +22,15 @@ from engine.countries import to_alpha3
 from engine.errors import InvalidParameter
 
 LatLng = tuple[float, float]  # (lat, lng), decimal degrees
+
+# Typed bases for custom fields: marshmallow 4 declares its fields generic, marshmallow 3 (still
+# supported, see pyproject.toml) cannot subscript them at run time.
+if TYPE_CHECKING:
+    IntField = fields.Field[int]
+    StrList = fields.List[str]
+else:
+    IntField = fields.Field
+    StrList = fields.List
 
 
 def _number(text: str, what: str) -> float:
