@@ -181,7 +181,10 @@ def start_worker(
     queues: str = "default,isochrone,staticmap,geometry,batch",
     concurrency: int = 1,
     name: str = "test",
+    **env: str,
 ) -> subprocess.Popen:
+    """A Celery worker process (its own session: ``stop`` ends it with its pool) with the settings'
+    environment and ``env`` on top."""
     log = open(log_path, "ab")
     return subprocess.Popen(
         [
@@ -203,7 +206,7 @@ def start_worker(
             "--without-mingle",
         ],
         cwd=PROJECT_ROOT,
-        env=settings_env(settings),
+        env=settings_env(settings, **env),
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

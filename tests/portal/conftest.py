@@ -7,10 +7,8 @@ own worker only, never the session's worker, which has no SMTP server configured
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -21,8 +19,8 @@ import pytest
 import redis
 
 from cli.mailcatcher import read_messages, start
-from config.settings import PROJECT_ROOT, Settings
-from tests.fixtures_live import free_port, settings_env, stop, wait_worker
+from config.settings import Settings
+from tests.fixtures_live import free_port, start_worker, stop, wait_worker
 
 PORTAL_REDIS_DB = 12  # 14 and 15 belong to other suites
 SECRET = "portal-test-secret-" + "x" * 32
@@ -100,32 +98,7 @@ def mailbox(smtp_server) -> Mailbox:
 
 
 def start_portal_worker(settings: Settings, env: dict[str, str], log_path: Path, queues: str) -> subprocess.Popen:
-    log = open(log_path, "ab")
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers.main",
-            "worker",
-            "-Q",
-            queues,
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "INFO",
-            "-n",
-            f"portal-{os.getpid()}-{free_port()}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=PROJECT_ROOT,
-        env=settings_env(settings, **env),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    return start_worker(settings, log_path, queues, name=f"portal-{free_port()}", **env)
 
 
 @pytest.fixture(scope="session")
