@@ -603,3 +603,46 @@ def test_a_point_on_a_cut_off_fragment_starts_on_the_network(tmp_path):
     inside = route(ds, g.coord_between("X", "Y", 0.2), g.coord_between("X", "Y", 0.8))
     assert inside["waypoints"][0]["snap_distance"] < 1
     assert 55 < inside["routes"][0]["distance"] < 65
+
+
+def pocket_map() -> OsmGrid:
+    """A town of two blocks; Harbour Road, two-way, leads from it to a one-way quay (G->H) that
+    ends in a dead end: cars enter the quay and cannot leave it. Driving out along Harbour Road
+    needs a U-turn where no road ends, so its two directions are two separate components of the
+    turn graph, neither of them the town's."""
+    g = OsmGrid(
+        """
+        A-----B-----C
+        |     |     |
+        D-----E-----F-----------G-----H-----I
+    """,
+        grid_m=20,
+    )
+    for ways in ("ABC", "DEF", "AD", "BE", "CF"):
+        g.way(ways, highway="residential", name="Town Street")
+    g.way("FG", highway="residential", name="Harbour Road")
+    g.way("GH", highway="residential", name="Quay Lane", oneway="yes")
+    g.way("HI", highway="residential", name="Quay End")
+    return g
+
+
+def test_a_two_way_road_into_a_one_way_pocket_starts_and_ends_routes(tmp_path):
+    """Issue 20: a point on Harbour Road snaps onto it, not 120 m away onto the town's streets: a
+    route leaves it towards the town and reaches it from the town, one direction each."""
+    g = pocket_map()
+    ds = serve(tmp_path, g)
+    on_road = g.coord_between("F", "G")
+    out = route(ds, on_road, g.coord("A"))
+    back = route(ds, g.coord("A"), on_road)
+    assert out["waypoints"][0]["snap_distance"] < 1 and back["waypoints"][1]["snap_distance"] < 1
+    assert out["waypoints"][0]["name"] == "Harbour Road"
+    for res in (out, back):
+        assert res["routes"][0]["distance"] == pytest.approx(120 + 40 + 240, abs=3)
+
+
+def test_a_point_in_a_one_way_pocket_starts_where_a_route_leaves(tmp_path):
+    g = pocket_map()
+    ds = serve(tmp_path, g)
+    w = route(ds, g.coord_between("H", "I"), g.coord("A"))["waypoints"][0]
+    assert w["name"] == "Harbour Road"
+    assert w["snap_distance"] == pytest.approx(180, abs=2)
