@@ -480,6 +480,17 @@ def test_traffic_signals_and_barrier(tmp_path):
     assert math.isfinite(dur)
 
 
+@pytest.mark.parametrize(("gate_tags", "penalty"), [({}, P.GATE_S), ({"motorcar": "yes"}, 0.0)])
+def test_a_gate_open_to_cars_costs_nothing(tmp_path, gate_tags, penalty):
+    """Issue 20: a lift gate tagged motorcar=yes stands open for cars (as in OSRM); one without
+    access tags costs GATE_S."""
+    g, _ = square()
+    g.node("B", barrier="lift_gate", **gate_tags)
+    r = Router(build_graph(g.write(tmp_path / "gate.osm.pbf"))[0])
+    leg = r.leg(r.snap(*g.coord_between("A", "B", 0.1)), r.snap(*g.coord_between("B", "C", 0.9)))
+    assert r.leg_summary(leg)[1] == pytest.approx(leg_len(r, leg) / (25 / 3.6) + penalty, abs=1.5)
+
+
 def leg_len(router, leg) -> float:
     return router.leg_summary(leg)[0]
 
