@@ -2,8 +2,16 @@
 
 For every pair whose distance differs by more than 5 %, Meridian's route geometry, resampled to
 at most ``MAX_POINTS`` points, is sent to OSRM's ``/match`` with a tight radius. OSRM then prices
-that exact path with its own car profile, and the pair falls into one of five classes:
+that exact path with its own car profile, and the pair falls into one of six classes:
 
+- ``osrm_moved_point``: OSRM starts or ends the route more than ``MOVED_M`` from the requested
+  point (the point's road is in one of OSRM's small components, and OSRM answers from the nearest
+  road of its big one), while Meridian routes from the point itself: the two answer different
+  questions. On Monaco (2026-11-25) these are the hill roads north-west of La Turbie, which reach
+  the rest of the extract only by ``highway=track`` (dropped by OSRM's car profile, kept as
+  connectors by ours, driven by Valhalla): OSRM moves the point 1.2-2 km. ``valhalla_m`` is
+  Valhalla's distance for the pair when a Valhalla is given; ``valhalla_agrees`` says it is within
+  5 % of ours.
 - ``snapped_elsewhere``: the two engines put the origin or the destination on different roads
   (more than ``SAME_POINT_M`` apart): the point lies between roads, and the routes start or end on
   different streets. OSRM snaps to the nearest road of any size; Meridian to the nearest road of
@@ -59,10 +67,18 @@ MAX_POINTS = 100  # osrm-routed's default --max-matching-size
 RADIUS_M = 5.0
 TIE = 0.05
 SAME_POINT_M = 3.0
+MOVED_M = 100.0
 SPANS = 2
 OSRM_UTURN_S = 20.0  # osrm-backend's car profile: u_turn_penalty
 UTURN_SPAN_M = 50.0
-CLASSES = ("snapped_elsewhere", "near_tie", "osrm_cannot_drive", "osrm_rates_ours_faster", "osrm_rates_ours_slower")
+CLASSES = (
+    "osrm_moved_point",
+    "snapped_elsewhere",
+    "near_tie",
+    "osrm_cannot_drive",
+    "osrm_rates_ours_faster",
+    "osrm_rates_ours_slower",
+)
 
 
 def resample(coords: list[list[float]], n_max: int = MAX_POINTS) -> list[tuple[float, float]]:
@@ -168,9 +184,11 @@ def _our_leg(router, a, b):
     return None if o is None or d is None else router.leg(o, d)
 
 
-def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
+def classify(datasets, client: Http, a, b, osrm_s: float, router=None, valhalla_m=None) -> dict:
     """One pair: its class and, where OSRM could drive our path, its time for it over its own
-    (and, with ``router``, where the two engines' prices differ most)."""
+    (and, with ``router``, where the two engines' prices differ most; with ``valhalla_m``, a
+    function (origin, destination) -> Valhalla's metres or None, Valhalla's distance where OSRM
+    moved a point)."""
     try:
         doc = run(datasets, RoutingParams(origin=a, destination=b, steps=False, geometry="geojson"))
     except MeridianError:
@@ -183,7 +201,14 @@ def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
             # how far OSRM itself moved a requested point (a point on a road OSRM counts as a
             # small component starts on its big network instead, up to kilometres away)
             moved = max(haversine_m(p[0], p[1], q[0], q[1]) for p, q in zip((a, b), theirs, strict=True))
-            return {"class": "snapped_elsewhere", "endpoints_apart_m": round(apart, 1), "osrm_moved_m": round(moved, 1)}
+            out: dict = {"endpoints_apart_m": round(apart, 1), "osrm_moved_m": round(moved, 1)}
+            if moved <= MOVED_M:
+                return {"class": "snapped_elsewhere", **out}
+            return {
+                "class": "osrm_moved_point",
+                **out,
+                **second_opinion(valhalla_m, a, b, doc["routes"][0]["distance"]),
+            }
     driven = osrm_drive(client, resample(doc["routes"][0]["geometry"]["coordinates"]))
     if driven is None:
         return {"class": "osrm_cannot_drive"}
@@ -198,13 +223,21 @@ def classify(datasets, client: Http, a, b, osrm_s: float, router=None) -> dict:
     return out
 
 
-def explain(datasets, client: Http, rows: list[tuple], router=None) -> dict:
+def second_opinion(valhalla_m, a, b, ours_m: float) -> dict:
+    """Valhalla's distance for the pair, and whether it is within ``TIE`` of ours."""
+    theirs = valhalla_m(a, b) if valhalla_m is not None else None
+    if theirs is None:
+        return {}
+    return {"valhalla_m": round(theirs, 1), "valhalla_agrees": abs(ours_m / theirs - 1.0) <= TIE if theirs else False}
+
+
+def explain(datasets, client: Http, rows: list[tuple], router=None, valhalla_m=None) -> dict:
     """``rows``: (|distance ratio - 1|, origin, destination, our m, OSRM m, our s, OSRM s) of the
     pairs outside 5 %. Counts per class and every pair's verdict (``router``: the region's, for
-    ``where``)."""
+    ``where``; ``valhalla_m``: see :func:`classify`)."""
     verdicts = []
     for _, a, b, md, od, mt, ot in rows:
-        v = classify(datasets, client, a, b, ot, router)
+        v = classify(datasets, client, a, b, ot, router, valhalla_m)
         verdicts.append(
             {
                 "origin": list(a),
@@ -220,7 +253,8 @@ def explain(datasets, client: Http, rows: list[tuple], router=None) -> dict:
         "outside_5pct": len(rows),
         "counts": {c: sum(v["class"] == c for v in verdicts) for c in CLASSES},
         "slower_only_by_osrm_uturns": sum(uturns_explain(v) for v in verdicts),
-        "osrm_moved_a_point_over_100m": sum(v.get("osrm_moved_m", 0.0) > 100.0 for v in verdicts),
+        "osrm_moved_a_point_over_100m": sum(v["class"] == "osrm_moved_point" for v in verdicts),
+        "osrm_moved_a_point_valhalla_agrees_with_us": sum(bool(v.get("valhalla_agrees")) for v in verdicts),
         "pairs": verdicts,
     }
 

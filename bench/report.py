@@ -476,6 +476,50 @@ def search_scaling_section(doc: dict) -> list[str]:
     return lines + ([f"![Search scaling: import, latency, worker memory]({figure.name})", ""] if figure else [])
 
 
+def routing_pairs_section(doc: dict) -> list[str]:
+    """Agreement with OSRM on the independent pairs of bench/make_queries.py, and why the pairs
+    outside 5 % differ (bench/outliers.py), next to the run before issue 20's routing work."""
+    before = {r["region"]: r for r in (_load("routing-pairs-before.json") or {}).get("results", [])}
+    lines = [
+        "## Routing: independent pairs, agreement with OSRM",
+        "",
+        f"`{doc.get('command', '?')}`, run {doc.get('when', '?')}. Pairs of road nodes read from the PBF "
+        "(`bench/data/<region>-routes.json`): `random` (1000) and `near_edge` (300, one end near the "
+        "extract's border). Agreement over the random pairs; the classes are `bench/outliers.py`'s, "
+        "`routing-pairs-before.json` is the same run before the changes of issue 20 item 2.",
+        "",
+    ]
+    rows = []
+    for r in doc["results"]:
+        agr, old = r.get("agreement_vs_osrm") or {}, (before.get(r["region"]) or {}).get("agreement_vs_osrm") or {}
+        if not agr:
+            continue
+        out = agr["outliers"]
+        no_route = sum(k.get("peers_route_meridian_not", 0) for k in r.get("by_kind", {}).values())
+        rows.append(
+            [
+                r["region"].title(),
+                f"{old.get('distance_within_5pct', float('nan')):.3f} → {agr['distance_within_5pct']:.3f}",
+                f"{old.get('duration_within_5pct', float('nan')):.3f} → {agr['duration_within_5pct']:.3f}",
+                no_route,
+                ", ".join(f"{k} {v}" for k, v in out["counts"].items() if v),
+                f"{out.get('osrm_moved_a_point_valhalla_agrees_with_us', 0)} / {out['osrm_moved_a_point_over_100m']}",
+            ]
+        )
+    lines += _table(
+        [
+            "region",
+            "distance within 5 %",
+            "duration within 5 %",
+            "404 where both peers route",
+            "pairs outside 5 % by class",
+            "OSRM moved a point: Valhalla within 5 % of us",
+        ],
+        rows,
+    )
+    return lines
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -488,6 +532,7 @@ def main() -> None:
     ]
     for name, section in (
         ("routing.json", routing_section),
+        ("routing-pairs.json", routing_pairs_section),
         ("latency-wrk.json", throughput_section),
         ("throughput.json", throughput_section),
         ("matching.json", matching_section),

@@ -127,6 +127,14 @@ def meridian_http(client: Http, key: str, a, b, steps: bool):
     return dt, None, None
 
 
+def valhalla_metres(engines: dict) -> Callable[[Any, Any], float | None] | None:
+    """Valhalla's distance for a pair (None: no route), when Valhalla is measured in this run."""
+    if "valhalla" not in engines:
+        return None
+    client = engines["valhalla"][0]
+    return lambda a, b: valhalla_route(client, a, b, False)[1]
+
+
 def pct(values, q):
     return round(float(np.percentile(values, q)) * 1e6, 1) if values else None
 
@@ -308,7 +316,9 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
             ),
             "osrm_only_no_route": sum(1 for m, o in zip(mer, osrm, strict=True) if o[0] is None and m[0] is not None),
             # every pair outside 5 %: OSRM drives our path and says why (bench/outliers.py)
-            "outliers": explain_outliers(ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05], router),
+            "outliers": explain_outliers(
+                ds, engines["osrm"][0], [w for w in worst if w[0] > 0.05], router, valhalla_metres(engines)
+            ),
         }
     return out
 
@@ -349,10 +359,11 @@ def print_table(results: list[dict]) -> None:
         if a.get("outliers"):
             print(f"    outside 5%: {a['outliers']['outside_5pct']}, OSRM driving our path: {a['outliers']['counts']}")
             moved = a["outliers"]["osrm_moved_a_point_over_100m"]
+            agrees = a["outliers"]["osrm_moved_a_point_valhalla_agrees_with_us"]
             explained = (a["distance_within_5pct"] * a["compared"] + moved) / a["compared"]
             print(
-                f"    of which OSRM moved the origin or destination more than 100 m: {moved}; within 5% "
-                f"counting those as answered elsewhere by OSRM: {explained:.3f}"
+                f"    of which OSRM moved the origin or destination more than 100 m: {moved} (Valhalla within "
+                f"5% of us on {agrees}); within 5% counting those as answered elsewhere by OSRM: {explained:.3f}"
             )
     for r in results:
         for kind, row in r.get("by_kind", {}).items():

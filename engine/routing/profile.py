@@ -50,7 +50,10 @@ Avoid flags: ``toll=yes`` (also ``toll:motorcar``), ferries, ``highway=motorway[
 Turn penalties (seconds, added per turn in the edge-based graph, OSRM's formula): a sigmoid of
 the turn angle up to 7.5 s (left turns cost more on right-hand traffic), +2 s for turns across
 oncoming traffic, +20 s for a U-turn (only allowed at dead ends), +2 s through traffic signals,
-+60 s through a gate. Blocking barriers (bollard, block, ...) cut the road at that node.
++60 s through a gate. Blocking barriers (bollard, block, ...) cut the road at that node. A
+barrier whose own access tags let cars through (``motorcar=yes``, ``access=permissive``, ...: any
+value outside :data:`ACCESS_DENIED`) neither blocks nor costs anything, gates included (OSRM's
+car.lua reads a barrier only when the node has no access tag).
 Service roads of kind parking_aisle/driveway/alley/parking/drive-through keep their speed but
 weigh twice as much (routing prefers through roads, as OSRM's ``service_penalties``); narrow
 two-way roads (``width`` <= 3 m or ``lanes=1``: x2, width < 4/5/6 m: x1.67/1.33/1.25,
@@ -431,10 +434,10 @@ def node_penalty(tags: Mapping[str, str]) -> float | None:
             access = value.lower()
             break
     if barrier:
+        if access is not None and access not in ACCESS_DENIED:
+            return 0.0  # the barrier's own tags let cars through: it stands open for them
         if barrier in BARRIER_PENALTY:
             return BARRIER_PENALTY[barrier]
-        if access is not None and access not in ACCESS_DENIED:
-            return 0.0
         if barrier in BARRIER_PASSABLE or tags.get("bollard") == "rising":
             return 0.0
         return None

@@ -8,11 +8,18 @@ as soon as the best distance is below the distance to the next ring: the exact n
 in a few microseconds per call (a k-d tree over densified segment points is several times
 slower: ``docs/engineering-history.md``). Building the grid takes a few ms.
 
-Well-connected first: ``snap`` prefers road pieces in a *big* strongly connected component of
-the turn graph (at least ``min(BIG_COMPONENT, largest component)`` edges; turn restrictions,
-one-ways and barriers count) and falls back to any edge only when no big one is within the
-limit: a point beside an isolated parking loop, or beside a street piece walled off by
-``barrier=block`` at both ends, snaps to the street network (OSRM's small-component flag).
+Well-connected first: ``snap`` prefers road pieces a route can both leave and reach, and falls
+back to any edge only when no such piece is within the limit: a point beside an isolated parking
+loop, beside a street piece walled off by ``barrier=block`` at both ends, or in a one-way pocket
+that cars enter but cannot leave snaps to the street network (OSRM's small-component flag). The
+*big* components are the strongly connected components of the turn graph (turn restrictions,
+one-ways and barriers count) of at least ``min(BIG_COMPONENT, largest component)`` edges; a piece
+is well-connected when one of its directions is reached from a big component and one of them
+reaches a big component (:func:`well_connected_pieces`). A route starts and ends on either
+direction of a piece, so that is exactly what a trip from or to it needs: a two-way street whose
+one direction only leads into such a pocket, and whose other direction can only be entered by a
+U-turn, is still a place to start and end (as in OSRM, which joins the two directions of a road
+in its component search).
 Connector edges (``profile.CONNECTOR_CLASSES``: tracks) are snapped to only when no other road of
 the well-connected network is within the limit: a trip starts and ends on a road.
 
@@ -34,6 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order
 
 from engine.arrays import grown
 from engine.geo import LocalProjection
@@ -174,6 +183,36 @@ def _point_on(seg, t, seg_edge, c0, c1, edge_len, x0, y0, x1, y1):
     return e, min(max(frac, 0.0), 1.0), x0[seg] + t * (x1[seg] - x0[seg]), y0[seg] + t * (y1[seg] - y0[seg])
 
 
+def well_connected_pieces(graph) -> np.ndarray:
+    """Per directed edge: its road piece can start and end a route (see the module doc)."""
+    m = graph.n_edges
+    if not m:
+        return np.zeros(0, bool)
+    size = np.asarray(graph.edge_component_size)
+    # the first edge of each big component stands for all of it: they reach each other
+    _, first_edge = np.unique(np.asarray(graph.edge_component), return_index=True)
+    sources = first_edge[size >= min(BIG_COMPONENT, int(size.max()))]
+    turns = csr_matrix(
+        (np.ones(len(graph.turn_to), np.int8), np.asarray(graph.turn_to), np.asarray(graph.turn_first_out)),
+        shape=(m, m),
+    )
+    reached = _reachable(turns, sources)
+    reaching = _reachable(turns.T.tocsr(), sources)
+    twin = np.asarray(graph.edge_twin)
+    has_twin = twin >= 0
+    for flags in (reached, reaching):  # a piece: either of its directions
+        flags[has_twin] |= flags[twin[has_twin]]
+    return reached & reaching
+
+
+def _reachable(turns: csr_matrix, sources: np.ndarray) -> np.ndarray:
+    """Per edge: reached from one of ``sources`` along ``turns``."""
+    out = np.zeros(turns.shape[0], bool)
+    for edge in sources.tolist():
+        out[breadth_first_order(turns, edge, directed=True, return_predecessors=False)] = True
+    return out
+
+
 class EdgeSnapper:
     def __init__(self, graph) -> None:
         self.g = graph
@@ -214,17 +253,7 @@ class EdgeSnapper:
         self.first, self.items = _grid_fill(
             self.x0, self.y0, self.x1, self.y1, self.minx, self.miny, CELL_M, self.nx, self.ny
         )
-        # big components of the turn graph (in edges); a road piece counts when either of its
-        # directions is in one
-        comp = np.asarray(graph.edge_component)
-        size = np.asarray(graph.edge_component_size)
-        biggest = int(size.max()) if len(size) else 0
-        threshold = min(BIG_COMPONENT, biggest)
-        big_edge = size[comp] >= threshold if m else np.zeros(0, bool)
-        tw = np.asarray(graph.edge_twin)
-        has_twin = tw >= 0
-        big_edge = big_edge.copy()
-        big_edge[has_twin] |= big_edge[tw[has_twin]]
+        big_edge = well_connected_pieces(graph)
         self.big_edge = big_edge
         # connectors (tracks) join parts of the network but are no place to start or end a trip
         connector = np.isin(np.asarray(graph.edge_class), [CLASS_CODE[c] for c in CONNECTOR_CLASSES])

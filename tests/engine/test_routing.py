@@ -480,6 +480,17 @@ def test_traffic_signals_and_barrier(tmp_path):
     assert math.isfinite(dur)
 
 
+@pytest.mark.parametrize(("gate_tags", "penalty"), [({}, P.GATE_S), ({"motorcar": "yes"}, 0.0)])
+def test_a_gate_open_to_cars_costs_nothing(tmp_path, gate_tags, penalty):
+    """Issue 20: a lift gate tagged motorcar=yes stands open for cars (as in OSRM); one without
+    access tags costs GATE_S."""
+    g, _ = square()
+    g.node("B", barrier="lift_gate", **gate_tags)
+    r = Router(build_graph(g.write(tmp_path / "gate.osm.pbf"))[0])
+    leg = r.leg(r.snap(*g.coord_between("A", "B", 0.1)), r.snap(*g.coord_between("B", "C", 0.9)))
+    assert r.leg_summary(leg)[1] == pytest.approx(leg_len(r, leg) / (25 / 3.6) + penalty, abs=1.5)
+
+
 def leg_len(router, leg) -> float:
     return router.leg_summary(leg)[0]
 
@@ -603,3 +614,46 @@ def test_a_point_on_a_cut_off_fragment_starts_on_the_network(tmp_path):
     inside = route(ds, g.coord_between("X", "Y", 0.2), g.coord_between("X", "Y", 0.8))
     assert inside["waypoints"][0]["snap_distance"] < 1
     assert 55 < inside["routes"][0]["distance"] < 65
+
+
+def pocket_map() -> OsmGrid:
+    """A town of two blocks; Harbour Road, two-way, leads from it to a one-way quay (G->H) that
+    ends in a dead end: cars enter the quay and cannot leave it. Driving out along Harbour Road
+    needs a U-turn where no road ends, so its two directions are two separate components of the
+    turn graph, neither of them the town's."""
+    g = OsmGrid(
+        """
+        A-----B-----C
+        |     |     |
+        D-----E-----F-----------G-----H-----I
+    """,
+        grid_m=20,
+    )
+    for ways in ("ABC", "DEF", "AD", "BE", "CF"):
+        g.way(ways, highway="residential", name="Town Street")
+    g.way("FG", highway="residential", name="Harbour Road")
+    g.way("GH", highway="residential", name="Quay Lane", oneway="yes")
+    g.way("HI", highway="residential", name="Quay End")
+    return g
+
+
+def test_a_two_way_road_into_a_one_way_pocket_starts_and_ends_routes(tmp_path):
+    """Issue 20: a point on Harbour Road snaps onto it, not 120 m away onto the town's streets: a
+    route leaves it towards the town and reaches it from the town, one direction each."""
+    g = pocket_map()
+    ds = serve(tmp_path, g)
+    on_road = g.coord_between("F", "G")
+    out = route(ds, on_road, g.coord("A"))
+    back = route(ds, g.coord("A"), on_road)
+    assert out["waypoints"][0]["snap_distance"] < 1 and back["waypoints"][1]["snap_distance"] < 1
+    assert out["waypoints"][0]["name"] == "Harbour Road"
+    for res in (out, back):
+        assert res["routes"][0]["distance"] == pytest.approx(120 + 40 + 240, abs=3)
+
+
+def test_a_point_in_a_one_way_pocket_starts_where_a_route_leaves(tmp_path):
+    g = pocket_map()
+    ds = serve(tmp_path, g)
+    w = route(ds, g.coord_between("H", "I"), g.coord("A"))["waypoints"][0]
+    assert w["name"] == "Harbour Road"
+    assert w["snap_distance"] == pytest.approx(180, abs=2)
