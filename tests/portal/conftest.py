@@ -98,7 +98,7 @@ def mailbox(smtp_server) -> Mailbox:
 
 
 def start_portal_worker(settings: Settings, env: dict[str, str], log_path: Path, queues: str) -> subprocess.Popen:
-    return start_worker(settings, log_path, queues, name=f"portal-{free_port()}", **env)
+    return start_worker(settings, log_path, queues=queues, concurrency=1, name=f"portal-{free_port()}", **env)
 
 
 @pytest.fixture(scope="session")
