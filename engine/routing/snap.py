@@ -272,37 +272,21 @@ class EdgeSnapper:
     def snap(self, lat: float, lng: float, max_distance_m: float = math.inf) -> Snap | None:
         """Nearest road (not a connector) of the well-connected network within the limit, else its
         nearest connector, else the nearest edge of any component."""
-        if not len(self.seg_edge):
-            return None
-        x, y = self.proj.point_xy(lat, lng)
-        for allowed in (self.seg_big_road, self.seg_big, self.seg_all):
-            i, t, d = _nearest(
-                self.x0,
-                self.y0,
-                self.x1,
-                self.y1,
-                allowed,
-                self.first,
-                self.items,
-                self.minx,
-                self.miny,
-                CELL_M,
-                self.nx,
-                self.ny,
-                x,
-                y,
-                float(max_distance_m),
-            )
-            if i >= 0:
-                return self._make(int(i), float(t), float(d))
-        return None
+        return self._first_nearest(lat, lng, max_distance_m, (self.seg_big_road, self.seg_big, self.seg_all))
 
     def snap_big(self, lat: float, lng: float, max_distance_m: float) -> Snap | None:
         """Nearest road (else connector) of the well-connected network within the limit, or None."""
+        return self._first_nearest(lat, lng, max_distance_m, (self.seg_big_road, self.seg_big))
+
+    def _first_nearest(
+        self, lat: float, lng: float, max_distance_m: float, tiers: tuple[np.ndarray, ...]
+    ) -> Snap | None:
+        """The nearest segment within the limit among those the first tier allows, else the
+        second's, and so on (each tier a boolean mask over the segments)."""
         if not len(self.seg_edge):
             return None
         x, y = self.proj.point_xy(lat, lng)
-        for allowed in (self.seg_big_road, self.seg_big):
+        for allowed in tiers:
             i, t, d = _nearest(
                 self.x0,
                 self.y0,

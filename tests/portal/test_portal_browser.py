@@ -6,7 +6,6 @@ revoke the key and get 401. Screenshots go to tests/artifacts/portal-*.png."""
 
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 
@@ -14,12 +13,12 @@ import pytest
 import requests
 
 from config.settings import PROJECT_ROOT
+from tests.browser import chromium
 from tests.fixtures_live import free_port, start_gunicorn, stop
 from tests.portal.conftest import link_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.slow]
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORD = "browser pass 42"
 
 
@@ -48,124 +47,107 @@ def _wait(predicate, timeout: float, what: str):
 
 def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
     portal_server, server_log = portal_server
-    if not shutil.which("chromium"):
-        pytest.skip("Debian's chromium is not installed (make test installs it as root)")
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     email = f"browser-{uuid.uuid4().hex[:8]}@example.com"
     problems: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-sync",
-            ],
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=portal_server)
+        page = context.new_page()
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("requestfailed", lambda r: problems.append(f"failed {r.url}"))
+
+        # sign up
+        page.goto(f"{portal_server}/portal/signup")
+        page.fill("#email", email)
+        page.fill("#password", PASSWORD)
+        page.check("#terms")
+        page.screenshot(path=str(ARTIFACTS / "portal-signup.png"))
+        page.click("button[type=submit]:has-text('Sign up')")
+        assert "Check your mail" in page.inner_text("h1")
+
+        # the verification mail, through the real SMTP server
+        link = link_in(mailbox.wait(email, timeout=30))
+        assert link.startswith(f"{portal_server}/portal/verify?token=")
+        page.goto(link)
+        assert "confirmed" in page.inner_text("#outcome")
+
+        # sign in
+        page.goto(f"{portal_server}/portal/login")
+        page.fill("#email", email)
+        page.fill("#password", PASSWORD)
+        page.click("button[type=submit]:has-text('Sign in')")
+        page.wait_for_url(f"{portal_server}/portal/dashboard")
+        assert "Plan: free" in page.inner_text("#plan")
+
+        # create a key, copy it with the copy button
+        page.goto(f"{portal_server}/portal/keys/new")
+        page.fill("#label", "browser test")
+        page.click("button[type=submit]:has-text('Create key')")
+        key = page.input_value("#new-key")
+        secret = page.input_value("#new-secret")
+        assert key.startswith("mrd_") and secret
+        page.click("button.copy[data-copy=new-key]")
+        # the handler awaits the clipboard, then says "Copied" (for 2 s)
+        page.wait_for_function(
+            "document.querySelector('button.copy[data-copy=new-key]').textContent === 'Copied'", timeout=10_000
         )
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=portal_server)
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("requestfailed", lambda r: problems.append(f"failed {r.url}"))
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied == key
+        page.screenshot(path=str(ARTIFACTS / "portal-key-created.png"))
 
-            # sign up
-            page.goto(f"{portal_server}/portal/signup")
-            page.fill("#email", email)
-            page.fill("#password", PASSWORD)
-            page.check("#terms")
-            page.screenshot(path=str(ARTIFACTS / "portal-signup.png"))
-            page.click("button[type=submit]:has-text('Sign up')")
-            assert "Check your mail" in page.inner_text("h1")
+        # the key works on the API
+        answer = requests.get(
+            f"{portal_server}/v1/geocoding",
+            params={"query": "Mannerheimintie 5, Helsinki"},
+            headers={"X-API-Key": copied},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["candidates"], answer.text
 
-            # the verification mail, through the real SMTP server
-            link = link_in(mailbox.wait(email, timeout=30))
-            assert link.startswith(f"{portal_server}/portal/verify?token=")
-            page.goto(link)
-            assert "confirmed" in page.inner_text("#outcome")
+        # the console, with the copied key pasted, draws the route on a map
+        page.goto(f"{portal_server}/portal/console?fn=routing")
+        page.fill("#key", copied)
+        # the first route of a worker loads the graph (and JIT-compiles) and the first map loads
+        # the layers: several seconds each on a loaded machine
+        page.click("button[type=submit]:has-text('Send')", no_wait_after=True)
+        page.wait_for_selector("#answer-map", timeout=120_000)
+        assert page.inner_text("#result .status") == "200"
+        page.locator("#result").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "portal-console-map.png"), full_page=True)
 
-            # sign in
-            page.goto(f"{portal_server}/portal/login")
-            page.fill("#email", email)
-            page.fill("#password", PASSWORD)
-            page.click("button[type=submit]:has-text('Sign in')")
-            page.wait_for_url(f"{portal_server}/portal/dashboard")
-            assert "Plan: free" in page.inner_text("#plan")
+        # the calls are in the usage (geocoding + routing today)
+        def usage_row():
+            page.goto(f"{portal_server}/portal/dashboard")
+            text = page.inner_text(f"tr[data-prefix='{key.split('_')[1]}'] .counters")
+            return text if text.startswith("2 / 2 / 2") else None
 
-            # create a key, copy it with the copy button
-            page.goto(f"{portal_server}/portal/keys/new")
-            page.fill("#label", "browser test")
-            page.click("button[type=submit]:has-text('Create key')")
-            key = page.input_value("#new-key")
-            secret = page.input_value("#new-secret")
-            assert key.startswith("mrd_") and secret
-            page.click("button.copy[data-copy=new-key]")
-            # the handler awaits the clipboard, then says "Copied" (for 2 s)
-            page.wait_for_function(
-                "document.querySelector('button.copy[data-copy=new-key]').textContent === 'Copied'", timeout=10_000
-            )
-            copied = page.evaluate("navigator.clipboard.readText()")
-            assert copied == key
-            page.screenshot(path=str(ARTIFACTS / "portal-key-created.png"))
+        _wait(usage_row, 10, "the two calls in the key's counters")
+        csv_text = page.request.get(f"{portal_server}/portal/usage.csv").text()
+        header, *rows = csv_text.strip().splitlines()
+        today = dict(zip(header.split(","), rows[-1].split(","), strict=True))
+        assert today["geocoding"] == "1" and today["routing"] == "1" and today["total"] == "2"
+        page.screenshot(path=str(ARTIFACTS / "portal-dashboard.png"), full_page=True)
+        assert secret not in page.content() and key not in page.content()  # shown once only
 
-            # the key works on the API
-            answer = requests.get(
-                f"{portal_server}/v1/geocoding",
-                params={"query": "Mannerheimintie 5, Helsinki"},
-                headers={"X-API-Key": copied},
-                timeout=30,
-            )
-            assert answer.status_code == 200, answer.text
-            assert answer.json()["candidates"], answer.text
+        # revoke: the key answers 401 within AUTH_CACHE_TTL in every gunicorn worker
+        page.click(f"tr[data-prefix='{key.split('_')[1]}'] button:has-text('Revoke')")
+        assert "Key revoked" in page.inner_text("h1")
 
-            # the console, with the copied key pasted, draws the route on a map
-            page.goto(f"{portal_server}/portal/console?fn=routing")
-            page.fill("#key", copied)
-            # the first route of a worker loads the graph (and JIT-compiles) and the first map loads
-            # the layers: several seconds each on a loaded machine
-            page.click("button[type=submit]:has-text('Send')", no_wait_after=True)
-            page.wait_for_selector("#answer-map", timeout=120_000)
-            assert page.inner_text("#result .status") == "200"
-            page.locator("#result").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "portal-console-map.png"), full_page=True)
+        def refused():
+            codes = {
+                requests.get(
+                    f"{portal_server}/v1/geocoding",
+                    params={"query": "Helsinki"},
+                    headers={"X-API-Key": key},
+                    timeout=10,
+                ).status_code
+                for _ in range(4)
+            }
+            return codes == {401}
 
-            # the calls are in the usage (geocoding + routing today)
-            def usage_row():
-                page.goto(f"{portal_server}/portal/dashboard")
-                text = page.inner_text(f"tr[data-prefix='{key.split('_')[1]}'] .counters")
-                return text if text.startswith("2 / 2 / 2") else None
-
-            _wait(usage_row, 10, "the two calls in the key's counters")
-            csv_text = page.request.get(f"{portal_server}/portal/usage.csv").text()
-            header, *rows = csv_text.strip().splitlines()
-            today = dict(zip(header.split(","), rows[-1].split(","), strict=True))
-            assert today["geocoding"] == "1" and today["routing"] == "1" and today["total"] == "2"
-            page.screenshot(path=str(ARTIFACTS / "portal-dashboard.png"), full_page=True)
-            assert secret not in page.content() and key not in page.content()  # shown once only
-
-            # revoke: the key answers 401 within AUTH_CACHE_TTL in every gunicorn worker
-            page.click(f"tr[data-prefix='{key.split('_')[1]}'] button:has-text('Revoke')")
-            assert "Key revoked" in page.inner_text("h1")
-
-            def refused():
-                codes = {
-                    requests.get(
-                        f"{portal_server}/v1/geocoding",
-                        params={"query": "Helsinki"},
-                        headers={"X-API-Key": key},
-                        timeout=10,
-                    ).status_code
-                    for _ in range(4)
-                }
-                return codes == {401}
-
-            _wait(refused, 10, "401 for the revoked key")
-        finally:
-            browser.close()
+        _wait(refused, 10, "401 for the revoked key")
     assert problems == [], problems
     logged = server_log.read_text()
     assert "/portal/verify " in logged or "/portal/verify 200" in logged
