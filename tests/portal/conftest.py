@@ -36,8 +36,9 @@ class Mailbox:
         out = [m for _, m in read_messages(self.directory)]
         return [m for m in out if to is None or m["To"] == to]
 
-    def wait(self, to: str, count: int = 1, timeout: float = 30.0) -> EmailMessage:
-        """The newest message to ``to`` once ``count`` have arrived."""
+    def wait(self, to: str, count: int = 1, timeout: float = 60.0) -> EmailMessage:
+        """The newest message to ``to`` once ``count`` have arrived (a busy machine delays the first
+        mail of a new worker by many seconds: its pool process is still warming the datasets)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.messages(to)
