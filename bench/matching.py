@@ -192,7 +192,12 @@ def bench_region(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=int, default=50)
+    parser.add_argument(
+        "--traces",
+        type=int,
+        default=200,
+        help="traces per region and sigma (50 moves the share by a point between draws)",
+    )
     parser.add_argument("--regions", default="monaco,helsinki")
     parser.add_argument(
         "--start-peers",
