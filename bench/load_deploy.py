@@ -239,12 +239,17 @@ class Deployment:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> dict[str, str]:
-        self.start_redis()
-        self.start_postgres()
-        self.create_database()
-        keys = self.create_keys()
-        self.start_processes()
-        self.wait_ready()
+        """Start everything and return the accounts' keys; on a failure, stop what was started."""
+        try:
+            self.start_redis()
+            self.start_postgres()
+            self.create_database()
+            keys = self.create_keys()
+            self.start_processes()
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         return keys
 
     def stop(self) -> None:
