@@ -25,7 +25,8 @@ THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-pee
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
 LOAD_CMD = ".venv/bin/python -m bench.load --data-dir DIR --hold 300"
-SEARCH_SCALING_CMD = ".venv/bin/python -m bench.scaling_search --addresses 100000,1000000 --fences 10000,100000"
+SEARCH_SCALING_CMD = ".venv/bin/python -m bench.scaling_search --addresses 100000,1000000,5000000 --fences 10000,100000"
+WORKER_MEMORY_CMD = ".venv/bin/python -m bench.scaling_search --addresses '' --fences '' --worker-memory DATA_DIR"
 
 
 def _load(name: str) -> dict | None:
@@ -377,6 +378,34 @@ def _p(stats: dict | None, scale: float = 1.0, unit: str = "") -> str:
     return f"{stats['p50'] * scale:.2f} / {stats['p95'] * scale:.1f}{unit}"
 
 
+WORKER_STEPS = (
+    ("start", "start"),
+    ("route", "5 routes"),
+    ("isochrone", "+ isochrone"),
+    ("search", "+ geocode, suggest"),
+    ("reverse", "+ reverse"),
+)
+
+
+def worker_memory_lines(workers: list[dict]) -> list[str]:
+    """A web worker's memory with a whole region loaded, after each kind of request."""
+    if not workers:
+        return []
+    lines = [
+        f"A web worker with a whole synthetic region loaded (every stage imported; `{WORKER_MEMORY_CMD}`): "
+        "memory of one fresh process after each kind of request, anonymous (its own) / file-backed "
+        "(the memory-mapped dataset, shared by every worker of a node) MB:",
+        "",
+    ]
+    rows = []
+    for w in workers:
+        counts = w.get("counts") or {}
+        region = f"{counts.get('road_nodes', 0):,} graph nodes, {counts.get('addresses', 0):,} addresses"
+        mem = w["memory_mb"]
+        rows.append([region] + [f"{mem[k]['anon_mb']:,.0f} / {mem[k]['file_mb']:,.0f}" for k, _ in WORKER_STEPS])
+    return lines + _table(["region", *[label for _, label in WORKER_STEPS]], rows)
+
+
 def search_scaling_section(doc: dict) -> list[str]:
     lines = [
         "## Search and geofencing at scale (synthetic cities with addresses)",
@@ -426,7 +455,7 @@ def search_scaling_section(doc: dict) -> list[str]:
             "geocode with a typo",
             "suggest",
             "reverse",
-            "first reverse s (spatial cache)",
+            "first reverse s",
             "worker anonymous / file-backed MB",
             "private MB to open",
             "load (import / queries)",
@@ -472,6 +501,7 @@ def search_scaling_section(doc: dict) -> list[str]:
         "(one-off measurement, load average ~10).",
         "",
     ]
+    lines += worker_memory_lines(doc.get("worker_memory", []))
     figure = search_scaling_figure(doc, OUT.parent / "scaling-search.png")
     return lines + ([f"![Search scaling: import, latency, worker memory]({figure.name})", ""] if figure else [])
 

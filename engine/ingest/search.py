@@ -6,9 +6,12 @@ country/city/district from its addr:* tags or, when missing, from the admin area
 "admin" stage (``ctx.shared["admin_areas"]``); a missing postcode is taken from the nearest
 address of the same street that has one (within 300 m).
 
-The steps: ``collect`` (the PBF pass, into Collected* records), then the features in id order,
-streets (same-name ways clustered), addresses (orphans adopted, duplicates dropped, postcodes
-filled, tied to a street), places, admin areas as places, POIs, and ``_write_index``.
+The steps: ``collect`` (the PBF pass: addresses into the columns of
+engine.ingest.search_addresses, the rest into Collected* records), then the features in id order,
+each written as it is made (``_IndexWriter``, so memory does not grow with the rows): streets
+(same-name ways clustered), addresses (orphans adopted, duplicates dropped, postcodes filled,
+tied to a street; the street postcodes set once those are known), places, admin areas as
+places, POIs, and ``_finish_index`` (full-text index, vocabulary, secondary indexes).
 
 Tables (see engine.search.index for the reader):
     features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat),
@@ -35,7 +38,6 @@ from typing import NamedTuple
 import numpy as np
 import osmium
 import shapely
-from scipy.spatial import cKDTree
 from shapely.geometry import LineString, MultiLineString, Point, Polygon
 
 from engine import layout
@@ -44,8 +46,21 @@ from engine.categories import categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import housenumbers, name_variants, names_of
+from engine.ingest.search_addresses import (
+    AddressColumns,
+    AddressRecord,
+    AddressSource,
+    AddressTable,
+    IndexedStreet,
+    StreetPostcode,
+    UnknownStreet,
+    adopt_orphans,
+    assign_streets,
+    dedupe,
+    fill_postcodes,
+    street_postcodes,
+)
 from engine.search import vocabulary
-from engine.search.index import MINOR_STREET_KINDS
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
 STREET_HIGHWAYS_EXCLUDED = {
@@ -103,15 +118,8 @@ PLACE_IMPORTANCE = {
 }
 RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "emergency")
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
-POSTCODE_FILL_M = 300.0
-ORPHAN_M = 50.0  # a house number without a street: the nearest named street this close
-MANY_STREETS = 16  # streets of one name beyond which an address finds its street with a KD-tree
-
-
-# Two addresses of the same street and number closer than this (degrees, about 60 m each way at
-# the latitudes we serve) are one address.
-DUPLICATE_DLAT = 0.00055
-DUPLICATE_DLNG = 0.0011
+FLUSH_ROWS = 20_000  # features written to SQLite at a time
+PARTS_CACHE_MAX = 100_000  # points whose admin parts are kept
 
 LonLat = tuple[float, float]
 # an outline: a closed way's ring (lon/lat), or an assembled multipolygon (shapely, lon/lat)
@@ -119,30 +127,6 @@ Outline = list[LonLat] | shapely.Geometry
 
 
 # -- what the PBF pass collects -------------------------------------------------------------------
-
-
-@dataclass
-class CollectedAddress:
-    """One house number (``12;14`` on one object gives two). The later steps fill ``street`` for an
-    orphan, ``postcode`` from a neighbour, and the keys and street id it is indexed under."""
-
-    osm_type: str
-    osm_id: int
-    lat: float
-    lng: float
-    number: str
-    street: str | None
-    postcode: str | None
-    city: str | None
-    district: str | None
-    country: str | None
-    entrance: bool
-    building: bool
-    name: str | None
-    footprint: Outline | None  # the building's outline
-    street_key: str = ""
-    hn_norm: str = ""
-    street_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -201,8 +185,9 @@ class TaggedObject:
 
 
 class _Collector:
-    def __init__(self) -> None:
-        self.addresses: list[CollectedAddress] = []
+    def __init__(self, proj: LocalProjection) -> None:
+        self.proj = proj  # building outlines are kept as WKB in the index's projection
+        self.addresses = AddressColumns()
         self.streets: dict[str, list[CollectedWay]] = defaultdict(list)  # norm name -> ways
         self.places: list[CollectedPlace] = []
         self.pois: list[CollectedPoi] = []
@@ -221,25 +206,26 @@ class _Collector:
         raw = tags.get("addr:housenumber")
         if not raw:
             return
-        for number in housenumbers(raw):
-            self.addresses.append(
-                CollectedAddress(
-                    osm_type=obj.osm_type,
-                    osm_id=obj.osm_id,
-                    lat=obj.lat,
-                    lng=obj.lng,
-                    number=number,
-                    street=_street_of(tags),
-                    postcode=tags.get("addr:postcode"),
-                    city=tags.get("addr:city"),
-                    district=tags.get("addr:suburb") or tags.get("addr:district"),
-                    country=tags.get("addr:country"),
-                    entrance=obj.osm_type == "node" and "entrance" in tags,
-                    building="building" in tags,
-                    name=tags.get("name"),
-                    footprint=obj.footprint,
-                )
-            )
+        numbers = housenumbers(raw)
+        if not numbers:
+            return
+        source = AddressSource(
+            osm_type=obj.osm_type,
+            osm_id=obj.osm_id,
+            lat=obj.lat,
+            lng=obj.lng,
+            street=_street_of(tags),
+            postcode=tags.get("addr:postcode"),
+            city=tags.get("addr:city"),
+            district=tags.get("addr:suburb") or tags.get("addr:district"),
+            country=tags.get("addr:country"),
+            entrance=obj.osm_type == "node" and "entrance" in tags,
+            building="building" in tags,
+            name=tags.get("name"),
+            footprint=_footprint_wkb(obj.footprint, self.proj),
+        )
+        for number in numbers:
+            self.addresses.append(source, number)
 
     def _take_place(self, obj: TaggedObject, place: str, name: str) -> None:
         self.places.append(
@@ -347,11 +333,11 @@ def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom
     col.take(TaggedObject("relation", area.orig_id(), dict(area.tags), c.y, c.x, geom if geom.is_valid else None))
 
 
-def collect(pbf_path: Path | str) -> _Collector:
+def collect(pbf_path: Path | str, proj: LocalProjection) -> _Collector:
     """One pass over the PBF: addresses, street pieces, places and POIs."""
     from engine.categories import POI_KEYS  # noqa: PLC0415
 
-    col = _Collector()
+    col = _Collector(proj)
     wkb = osmium.geom.WKBFactory()
     area_filter = osmium.filter.KeyFilter(
         "addr:housenumber", "place", "amenity", "shop", "tourism", "leisure", "office", "historic"
@@ -434,53 +420,86 @@ class StreetPart:
     bounds: tuple[float, float, float, float]  # min_lng, min_lat, max_lng, max_lat
 
 
-@dataclass(frozen=True)
-class IndexedStreet:
-    """A street feature as the address steps see it."""
+class _IndexWriter:
+    """Writes the rows of the index as they are made, FLUSH_ROWS features at a time (nothing
+    holds every row until the end); a feature's id is its position (from 1). Counts the features
+    by type and the vocabulary on the way."""
 
-    feature_id: int
-    key: str  # the normalised name
-    name: str
-    lines: MultiLineString
-    lat: float
-    lng: float
-    kind: str = ""  # its highway kind (street_kind)
-
-
-class _IndexRows:
-    """The rows of the index in the making; a feature's id is its position (from 1)."""
-
-    def __init__(self, admin: AdminIndex) -> None:
+    def __init__(self, conn: sqlite3.Connection, admin: AdminIndex) -> None:
+        self.conn = conn
         self.admin = admin
-        self.features: list[Feature] = []
-        self.entries: list[Entry] = []
-        self.point_boxes: list[PointBox] = []
-        self.street_parts: list[StreetPart] = []
+        self.next_id = 1
+        self.counts: Counter[str] = Counter()
+        self.vocab: dict[str, int] = defaultdict(int)  # word -> frequency in the names
+        self._entry_count = 0
+        self._part_count = 0
+        self._features: list[tuple[object, ...]] = []
+        self._entries: list[Entry] = []
+        self._point_boxes: list[PointBox] = []
+        self._parts: list[StreetPart] = []
         self._parts_cache: dict[tuple[float, float], dict[str, str | None]] = {}
-
-    @property
-    def next_id(self) -> int:
-        return len(self.features) + 1
 
     def add(self, feature: Feature, variants: list[str] | None = None, point: bool = True) -> None:
         """Add a feature, its searchable name variants (the first one is its primary name) and,
         for a point feature, its R*Tree box."""
         assert feature.id == self.next_id
-        self.features.append(feature)
+        self.next_id += 1
+        self.counts[feature.type] += 1
+        self._features.append(feature.as_row())
+        self._add_entries(feature.id, variants or [])
+        for value in (feature.city, feature.district, feature.postcode):
+            for tok in tokens(value or ""):
+                self.vocab[tok] += 0  # a context word: typo tolerance may correct to it
+        if point:
+            self._point_boxes.append(PointBox(feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
+        if len(self._features) >= FLUSH_ROWS:
+            self.flush()
+
+    def _add_entries(self, feature_id: int, variants: list[str]) -> None:
         seen: set[str] = set()
-        for i, variant in enumerate(variants or []):
+        for i, variant in enumerate(variants):
             norm = normalize(variant)
             if norm and norm not in seen:
                 seen.add(norm)
-                self.entries.append(Entry(len(self.entries) + 1, feature.id, norm, 1 if i == 0 else 0))
-        if point:
-            self.point_boxes.append(PointBox(feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
+                self._entry_count += 1
+                self._entries.append(Entry(self._entry_count, feature_id, norm, 1 if i == 0 else 0))
+                for tok in norm.split():
+                    self.vocab[tok] += 1
+
+    def add_street_part(self, street_id: int, geom: bytes, bounds: tuple[float, float, float, float]) -> None:
+        self._part_count += 1
+        self._parts.append(StreetPart(self._part_count, street_id, geom, bounds))
+
+    def set_street_postcodes(self, postcodes: list[StreetPostcode]) -> None:
+        """A street's postcode, known once its addresses are (the rows are written by then)."""
+        self.flush()
+        self.conn.executemany(
+            "UPDATE features SET postcode = ? WHERE id = ?", ((p.postcode, p.street_id) for p in postcodes)
+        )
+
+    def flush(self) -> None:
+        columns = ", ".join(FEATURE_COLUMNS)
+        placeholders = ", ".join("?" * len(FEATURE_COLUMNS))
+        self.conn.executemany(f"INSERT INTO features ({columns}) VALUES ({placeholders})", self._features)
+        self.conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", self._entries)
+        self.conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", self._point_boxes)
+        self.conn.executemany(
+            "INSERT INTO street_parts VALUES (?,?,?)", ((s.id, s.street_id, s.geom) for s in self._parts)
+        )
+        self.conn.executemany(
+            "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
+            ((s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in self._parts),
+        )
+        self._features, self._entries, self._point_boxes, self._parts = [], [], [], []
 
     def parts(self, lat: float, lng: float) -> dict[str, str | None]:
-        """country / city / district of a point from the admin areas (cached per ~1 m)."""
+        """country / city / district of a point from the admin areas (cached per ~1 m, a bounded
+        cache: nearly every address has a point of its own)."""
         key = (round(lat, 5), round(lng, 5))
         found = self._parts_cache.get(key)
         if found is None:
+            if len(self._parts_cache) >= PARTS_CACHE_MAX:
+                self._parts_cache.clear()
             found = address_parts(self.admin.containing(lat, lng))
             self._parts_cache[key] = found
         return found
@@ -558,14 +577,14 @@ def street_kind(highways: list[str]) -> str:
     return max(sorted(set(pool)), key=pool.count)
 
 
-def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: LocalProjection) -> IndexedStreet:
+def _add_street(writer: _IndexWriter, key: str, group: list[CollectedWay], proj: LocalProjection) -> IndexedStreet:
     """A street feature of same-name pieces, with one street part per piece."""
     lines = [LineString(w.coords) for w in group]
     multi = MultiLineString(lines)
     rep = _street_point(lines, multi)
     name, names = _street_names(group)
-    p = rows.parts(rep.y, rep.x)
-    fid = rows.next_id
+    p = writer.parts(rep.y, rep.x)
+    fid = writer.next_id
     kind = street_kind([w.highway for w in group])
     feature = Feature(
         id=fid,
@@ -590,149 +609,43 @@ def _add_street(rows: _IndexRows, key: str, group: list[CollectedWay], proj: Loc
         importance=_street_importance(group, proj),
         geom=shapely.to_wkb(multi),
     )
-    rows.add(feature, [name, *name_variants(names)], point=False)
+    writer.add(feature, [name, *name_variants(names)], point=False)
     for w, line in zip(group, lines, strict=True):
         part = Polygon(w.coords) if w.area else line
         if not part.is_valid:
             part = line
-        rows.street_parts.append(StreetPart(len(rows.street_parts) + 1, fid, shapely.to_wkb(part), line.bounds))
+        writer.add_street_part(fid, shapely.to_wkb(part), line.bounds)
     return IndexedStreet(fid, key, name, multi, rep.y, rep.x, kind)
 
 
 def _add_streets(
-    rows: _IndexRows, streets: dict[str, list[CollectedWay]], proj: LocalProjection
+    writer: _IndexWriter, streets: dict[str, list[CollectedWay]], proj: LocalProjection
 ) -> list[IndexedStreet]:
-    return [_add_street(rows, key, group, proj) for key, ways in streets.items() for group in _cluster_ways(ways, proj)]
+    return [
+        _add_street(writer, key, group, proj) for key, ways in streets.items() for group in _cluster_ways(ways, proj)
+    ]
 
 
 # -- addresses ------------------------------------------------------------------------------------
 
 
-def _adopt_orphans(
-    addresses: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
-) -> list[CollectedAddress]:
-    """Numbers without addr:street/addr:place take the nearest named street within ORPHAN_M
-    (as Nominatim's parent street); the others are dropped (nothing to search them by)."""
-    orphans = [a for a in addresses if not a.street]
-    kept = [a for a in addresses if a.street]
-    if not orphans or not streets:
-        return kept
-    lines, owner = [], []
-    for street in streets:
-        if street.kind in MINOR_STREET_KINDS:
-            continue  # a bare number belongs to a street, not to a footway
-        for part in street.lines.geoms:
-            arr = np.asarray(part.coords)
-            x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-            lines.append(LineString(np.column_stack([x, y])))
-            owner.append(street.name)
-    tree = shapely.STRtree(lines)
-    for a in orphans:
-        x, y = proj.to_xy(a.lat, a.lng)
-        p = Point(float(x), float(y))
-        i = tree.nearest(p)
-        if i is not None and lines[int(i)].distance(p) <= ORPHAN_M:
-            a.street = owner[int(i)]
-            kept.append(a)
-    return kept
-
-
-def _dedupe_addresses(addresses: list[CollectedAddress]) -> list[CollectedAddress]:
-    """One address per (street, number) within about 60 m: buildings beat nodes beat entrances.
-    Sets each address's ``street_key`` and ``hn_norm``."""
-    ranked = sorted(
-        addresses,
-        key=lambda a: (0 if a.building else (2 if a.entrance else 1), a.osm_type != "way"),
-    )
-    kept: dict[tuple[str, str], list[CollectedAddress]] = defaultdict(list)
-    # the kept addresses also by grid cell of the duplicate box: a duplicate is in one of the 9
-    # cells around, so a name shared by thousands of streets (a country's 'Hauptstraße') costs
-    # no more than a rare one
-    cells: dict[tuple[str, str, int, int], list[CollectedAddress]] = defaultdict(list)
-    for a in ranked:
-        a.street_key = normalize(a.street)
-        a.hn_norm = normalize_housenumber(a.number)
-        ci, cj = math.floor(a.lat / DUPLICATE_DLAT), math.floor(a.lng / DUPLICATE_DLNG)
-        near = (
-            b
-            for di in (-1, 0, 1)
-            for dj in (-1, 0, 1)
-            for b in cells.get((a.street_key, a.hn_norm, ci + di, cj + dj), ())
-        )
-        if any(abs(b.lat - a.lat) < DUPLICATE_DLAT and abs(b.lng - a.lng) < DUPLICATE_DLNG for b in near):
-            continue
-        kept[(a.street_key, a.hn_norm)].append(a)
-        cells[(a.street_key, a.hn_norm, ci, cj)].append(a)
-    return [a for group in kept.values() for a in group]
-
-
-def _fill_postcodes(addresses: list[CollectedAddress], proj: LocalProjection) -> None:
-    """A missing postcode: the one of the nearest address of the same street within POSTCODE_FILL_M."""
-    with_pc = [a for a in addresses if a.postcode]
-    if not with_pc:
-        return
-    xs, ys = proj.to_xy(np.array([a.lat for a in with_pc]), np.array([a.lng for a in with_pc]))
-    tree = cKDTree(np.column_stack([xs, ys]))
-    for a in addresses:
-        if a.postcode:
-            continue
-        x, y = proj.to_xy(a.lat, a.lng)
-        dists, idxs = tree.query([float(x), float(y)], k=min(8, len(with_pc)), distance_upper_bound=POSTCODE_FILL_M)
-        for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idxs), strict=True):
-            if np.isfinite(d) and with_pc[i].street_key == a.street_key:
-                a.postcode = with_pc[i].postcode
-                break
-
-
-def _assign_streets(
-    addresses: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
-) -> dict[str, list[CollectedAddress]]:
-    """Each address's ``street_id``: the nearest street of its street name. Returns the addresses
-    whose street name no street has, by street key."""
-    by_key: dict[str, list[IndexedStreet]] = defaultdict(list)
-    for street in streets:
-        by_key[street.key].append(street)
-    unknown: dict[str, list[CollectedAddress]] = defaultdict(list)
-    aspect = proj.kx / proj.ky
-    trees = {  # names of many streets: a KD-tree instead of a scan per address
-        key: cKDTree(np.array([(s.lat, s.lng * aspect) for s in group]))
-        for key, group in by_key.items()
-        if len(group) > MANY_STREETS
-    }
-    for a in addresses:
-        group = by_key.get(a.street_key, [])
-        tree = trees.get(a.street_key)
-        if tree is not None:
-            a.street_id = group[int(tree.query((a.lat, a.lng * aspect))[1])].feature_id
-            continue
-        best = None
-        for street in group:
-            d = (street.lat - a.lat) ** 2 + ((street.lng - a.lng) * aspect) ** 2
-            if best is None or d < best:
-                best, a.street_id = d, street.feature_id
-        if a.street_id is None:
-            unknown[a.street_key].append(a)
-    return unknown
-
-
-def _add_address_streets(rows: _IndexRows, unknown: dict[str, list[CollectedAddress]]) -> None:
+def _add_address_streets(writer: _IndexWriter, table: AddressTable, unknown: list[UnknownStreet]) -> None:
     """Streets known only from their addresses (squares, pedestrian areas): searchable too, at the
     mean of their addresses."""
-    for key, group in unknown.items():
-        lat = float(np.mean([a.lat for a in group]))
-        lng = float(np.mean([a.lng for a in group]))
-        p = rows.parts(lat, lng)
-        name = group[0].street
-        fid = rows.next_id
+    for street in unknown:
+        lat = float(np.mean(table.lat[street.rows]))
+        lng = float(np.mean(table.lng[street.rows]))
+        p = writer.parts(lat, lng)
+        fid = writer.next_id
         feature = Feature(
             id=fid,
             type="street",
-            name=name,
-            names=json.dumps({"name": name}, ensure_ascii=False),
+            name=street.name,
+            names=json.dumps({"name": street.name}, ensure_ascii=False),
             housenumber=None,
             hn_norm=None,
-            street=name,
-            street_key=key,
+            street=street.name,
+            street_key=street.key,
             street_id=None,
             city=p["city"],
             district=p["district"],
@@ -747,15 +660,14 @@ def _add_address_streets(rows: _IndexRows, unknown: dict[str, list[CollectedAddr
             importance=0.25,
             geom=None,
         )
-        rows.add(feature, [name] if name else [])
-        for a in group:
-            a.street_id = fid
+        writer.add(feature, [street.name] if street.name else [])
+        table.street_id[street.rows] = fid
 
 
-def _add_address(rows: _IndexRows, a: CollectedAddress, proj: LocalProjection) -> None:
-    p = rows.parts(a.lat, a.lng)
+def _add_address(writer: _IndexWriter, a: AddressRecord) -> None:
+    p = writer.parts(a.lat, a.lng)
     feature = Feature(
-        id=rows.next_id,
+        id=writer.next_id,
         type="address",
         name=a.name,
         names=None,
@@ -775,34 +687,22 @@ def _add_address(rows: _IndexRows, a: CollectedAddress, proj: LocalProjection) -
         category=None,
         tags=None,
         importance=0.5,
-        geom=_footprint_wkb(a.footprint, proj),
+        geom=a.footprint,
     )
-    rows.add(feature)
-
-
-def _set_street_postcodes(rows: _IndexRows, addresses: list[CollectedAddress]) -> None:
-    """A street's postcode: the most common one among its addresses (the first seen on a tie)."""
-    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for a in addresses:
-        if a.postcode and a.street_id:
-            counts[a.street_id][a.postcode] += 1
-    for street_id, by_postcode in counts.items():
-        street = rows.features[street_id - 1]
-        if street.type == "street":
-            street.postcode = max(by_postcode.items(), key=lambda kv: kv[1])[0]
+    writer.add(feature)
 
 
 def _add_addresses(
-    rows: _IndexRows, collected: list[CollectedAddress], streets: list[IndexedStreet], proj: LocalProjection
+    writer: _IndexWriter, table: AddressTable, streets: list[IndexedStreet], proj: LocalProjection
 ) -> None:
     """Addresses after their clean-up: orphans adopted, duplicates dropped, postcodes filled, each
     tied to a street (a street made from the addresses when none has the name)."""
-    addresses = _dedupe_addresses(_adopt_orphans(collected, streets, proj))
-    _fill_postcodes(addresses, proj)
-    _add_address_streets(rows, _assign_streets(addresses, streets, proj))
-    for a in addresses:
-        _add_address(rows, a, proj)
-    _set_street_postcodes(rows, addresses)
+    rows = dedupe(table, adopt_orphans(table, streets, proj))
+    fill_postcodes(table, rows, proj)
+    _add_address_streets(writer, table, assign_streets(table, rows, streets, proj))
+    for address in table.records(rows):
+        _add_address(writer, address)
+    writer.set_street_postcodes(street_postcodes(table, rows))
 
 
 def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | None:
@@ -838,11 +738,11 @@ def _country(code: str | None) -> str | None:
 CITY_PLACES = ("city", "town", "village", "municipality")  # a place that is its own city
 
 
-def _add_places(rows: _IndexRows, places: list[CollectedPlace]) -> None:
+def _add_places(writer: _IndexWriter, places: list[CollectedPlace]) -> None:
     for pl in places:
-        p = rows.parts(pl.lat, pl.lng)
+        p = writer.parts(pl.lat, pl.lng)
         feature = Feature(
-            id=rows.next_id,
+            id=writer.next_id,
             type="place",
             name=pl.name,
             names=json.dumps(pl.names, ensure_ascii=False),
@@ -864,10 +764,10 @@ def _add_places(rows: _IndexRows, places: list[CollectedPlace]) -> None:
             importance=pl.importance,
             geom=None,
         )
-        rows.add(feature, [pl.name, *name_variants(pl.names)])
+        writer.add(feature, [pl.name, *name_variants(pl.names)])
 
 
-def _add_admin_places(rows: _IndexRows, areas: list[AdminArea], places: list[CollectedPlace]) -> None:
+def _add_admin_places(writer: _IndexWriter, areas: list[AdminArea], places: list[CollectedPlace]) -> None:
     """Admin areas as places, at a point inside them, unless a place node already stands for the
     area or the extract clips a region or country (its point would be arbitrary)."""
     place_names = {normalize(pl.name) for pl in places}
@@ -877,9 +777,9 @@ def _add_admin_places(rows: _IndexRows, areas: list[AdminArea], places: list[Col
         if area.clipped and area.level < 10:
             continue
         rep = area.geometry.representative_point()
-        p = rows.parts(rep.y, rep.x)
+        p = writer.parts(rep.y, rep.x)
         feature = Feature(
-            id=rows.next_id,
+            id=writer.next_id,
             type="place",
             name=area.name,
             names=json.dumps(area.names, ensure_ascii=False),
@@ -901,14 +801,14 @@ def _add_admin_places(rows: _IndexRows, areas: list[AdminArea], places: list[Col
             importance=0.95 - 0.04 * area.level,
             geom=None,
         )
-        rows.add(feature, [area.name, *name_variants(names_of(area.names))])
+        writer.add(feature, [area.name, *name_variants(names_of(area.names))])
 
 
-def _add_pois(rows: _IndexRows, pois: list[CollectedPoi], proj: LocalProjection) -> None:
+def _add_pois(writer: _IndexWriter, pois: list[CollectedPoi], proj: LocalProjection) -> None:
     for poi in pois:
-        p = rows.parts(poi.lat, poi.lng)
+        p = writer.parts(poi.lat, poi.lng)
         feature = Feature(
-            id=rows.next_id,
+            id=writer.next_id,
             type="poi",
             name=poi.name,
             names=json.dumps(poi.names, ensure_ascii=False),
@@ -930,7 +830,7 @@ def _add_pois(rows: _IndexRows, pois: list[CollectedPoi], proj: LocalProjection)
             importance=poi.importance,
             geom=_footprint_wkb(poi.outline, proj),
         )
-        rows.add(feature, [poi.name, *name_variants(poi.names)] if poi.name else [])
+        writer.add(feature, [poi.name, *name_variants(poi.names)] if poi.name else [])
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -964,48 +864,23 @@ INSERT INTO entries_fts (entries_fts) VALUES ('optimize');
 """
 
 
-def _vocabulary(rows: _IndexRows) -> dict[str, int]:
-    """Every word of the names with its frequency, and the context words (cities, districts,
-    postcodes) with frequency 0: typo tolerance may correct to them."""
-    vocab: dict[str, int] = defaultdict(int)
-    for entry in rows.entries:
-        for tok in entry.norm.split():
-            vocab[tok] += 1
-    for f in rows.features:
-        for value in (f.city, f.district, f.postcode):
-            for tok in tokens(value or ""):
-                vocab[tok] += 0
-    return vocab
+def _create_index(conn: sqlite3.Connection) -> None:
+    conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
 
 
-def _write_index(out_path: Path | str, rows: _IndexRows, proj: LocalProjection) -> None:
-    conn = sqlite3.connect(out_path)
-    try:
-        conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-        columns = ", ".join(FEATURE_COLUMNS)
-        placeholders = ", ".join("?" * len(FEATURE_COLUMNS))
-        conn.executemany(
-            f"INSERT INTO features ({columns}) VALUES ({placeholders})", [f.as_row() for f in rows.features]
-        )
-        conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", rows.entries)
-        conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
-        conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(_vocabulary(rows).items()))
-        vocabulary.write_tables(conn)
-        conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", rows.point_boxes)
-        conn.executemany(
-            "INSERT INTO street_parts VALUES (?,?,?)", [(s.id, s.street_id, s.geom) for s in rows.street_parts]
-        )
-        conn.executemany(
-            "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
-            [(s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in rows.street_parts],
-        )
-        conn.executescript(INDEXES)
-        conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
-        conn.commit()
-        conn.execute("ANALYZE")
-        conn.commit()
-    finally:
-        conn.close()
+def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
+    """The tables made from the rows written: full-text index, vocabulary and its typo tables,
+    the secondary indexes, meta and statistics."""
+    writer.flush()
+    conn = writer.conn
+    conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
+    conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(writer.vocab.items()))
+    vocabulary.write_tables(conn)
+    conn.executescript(INDEXES)
+    conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.commit()
 
 
 # -- the stage ------------------------------------------------------------------------------------
@@ -1022,21 +897,26 @@ def build(
     pbf_path: Path | str, out_path: Path | str, admin_areas: list[AdminArea] | None, bbox: list[float] | None
 ) -> dict[str, int]:
     """Build search.sqlite; feature ids follow the order streets, addresses, places, POIs."""
-    col = collect(pbf_path)
     proj = _projection(bbox)
-    rows = _IndexRows(AdminIndex(admin_areas or []))
-    streets = _add_streets(rows, col.streets, proj)
-    _add_addresses(rows, col.addresses, streets, proj)
-    _add_places(rows, col.places)
-    _add_admin_places(rows, admin_areas or [], col.places)
-    _add_pois(rows, col.pois, proj)
-    _write_index(out_path, rows, proj)
-    counts = Counter(f.type for f in rows.features)
+    col = collect(pbf_path, proj)
+    conn = sqlite3.connect(out_path)
+    try:
+        _create_index(conn)
+        writer = _IndexWriter(conn, AdminIndex(admin_areas or []))
+        streets = _add_streets(writer, col.streets, proj)
+        col.streets.clear()  # the pieces are in the streets' lines now
+        _add_addresses(writer, col.addresses.table(), streets, proj)
+        _add_places(writer, col.places)
+        _add_admin_places(writer, admin_areas or [], col.places)
+        _add_pois(writer, col.pois, proj)
+        _finish_index(writer, proj)
+    finally:
+        conn.close()
     return {
-        "addresses": counts["address"],
-        "streets": counts["street"],
-        "places": counts["place"],
-        "pois": counts["poi"],
+        "addresses": writer.counts["address"],
+        "streets": writer.counts["street"],
+        "places": writer.counts["place"],
+        "pois": writer.counts["poi"],
     }
 
 

@@ -13,10 +13,13 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import shapely
+from numpy.typing import NDArray
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 from shapely.geometry.base import BaseGeometry
@@ -200,8 +203,6 @@ class PoiArrays:
     ``distance - reach`` away, so a scan by point distance knows which outlines to measure."""
 
     def __init__(self, index: SearchIndex) -> None:
-        import numpy as np  # noqa: PLC0415
-
         rows = index.execute("SELECT id, category, lat, lng, tags, geom FROM features WHERE type = 'poi'").fetchall()
         by_cat: dict[str, list[int]] = {}
         for pos, row in enumerate(rows):
@@ -229,8 +230,6 @@ class PoiArrays:
 
     def for_tag(self, needle: str):
         """Positions of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
-        import numpy as np  # noqa: PLC0415
-
         found = self._masks.get(needle)
         if found is None:
             found = np.nonzero(np.fromiter((needle in t for t in self._tags), dtype=bool, count=len(self._tags)))[0]
@@ -261,67 +260,96 @@ def poi_arrays(index: SearchIndex) -> PoiArrays:
 MINOR_STREET_KINDS = frozenset({"footway", "path", "cycleway", "steps", "corridor", "bridleway", "track"})
 
 
-ADDRESS_POINTS = (
-    "FROM features WHERE type = 'address' OR (type = 'poi' AND street IS NOT NULL AND housenumber IS NOT NULL)"
+# an address-bearing point: an address, or a POI that carries a street and a house number
+ADDRESS_POINT = "(f.type = 'address' OR (f.type = 'poi' AND f.street IS NOT NULL AND f.housenumber IS NOT NULL))"
+IN_BOX = "r.max_lng >= ? AND r.min_lng <= ? AND r.max_lat >= ? AND r.min_lat <= ?"
+ADDRESS_POINTS_IN_BOX = (
+    "SELECT f.id, f.lat, f.lng, f.type = 'poi', COALESCE(f.street_id, -1) "
+    f"FROM points_rtree r JOIN features f ON f.id = r.id WHERE {IN_BOX} AND {ADDRESS_POINT} ORDER BY f.id"
 )
+STREET_PARTS_IN_BOX = (
+    f"SELECT p.street_id, p.geom FROM parts_rtree r JOIN street_parts p ON p.id = r.id WHERE {IN_BOX} ORDER BY p.id"
+)
+# R*Tree boxes are stored as 32-bit floats, rounded outwards: a query box this much larger (degrees,
+# ~0.1 m) finds every row whose true coordinates are in the box
+RTREE_SLACK_DEG = 1e-6
 
 
-def _address_points(index: SearchIndex, chunk: int = 20_000):
-    """(id, lat, lng, is_poi, street id or -1) of every address-bearing point, as one float array
-    filled a chunk of rows at a time: never a million Python tuples at once, whose freed memory a
-    worker would keep (ids stay exact in float64 below 2**53)."""
-    import numpy as np  # noqa: PLC0415
+@dataclass(frozen=True)
+class NearAddress:
+    """An address-bearing point near a point (``SpatialCache.addresses_near``)."""
 
-    count = index.execute(f"SELECT COUNT(*) {ADDRESS_POINTS}").fetchone()[0]
-    out = np.empty((count, 5))
-    cur = index.execute(f"SELECT id, lat, lng, type = 'poi', COALESCE(street_id, -1) {ADDRESS_POINTS}")
-    i = 0
-    while rows := cur.fetchmany(chunk):
-        out[i : i + len(rows)] = rows
-        i += len(rows)
-    return out[:i]
+    distance: float  # metres in the index's projection
+    feature_id: int
+    is_poi: bool
+    street_id: int  # -1: none
+
+
+@dataclass(frozen=True)
+class NearParts:
+    """Street pieces near a point, in metres of the index's projection (``SpatialCache.parts_near``)."""
+
+    street_ids: NDArray[np.int64]
+    lines: NDArray[np.object_]  # ways (LineString) and squares (Polygon)
 
 
 class SpatialCache:
-    """In-memory, metric (``index.proj``) copies of what reverse geocoding scans: address points
-    (and POIs that carry an address) in a KD-tree, street pieces in an STRtree, the ids of the
-    minor streets (:data:`MINOR_STREET_KINDS` that no address names). Built on first use, a few MB
-    for a city. Building outlines are not copied (one per address in a country):
-    ``SearchIndex.footprints`` reads the few a request needs."""
+    """What reverse geocoding looks up near a point. Address points and street pieces come from the
+    dataset's R*Trees (``points_rtree``, ``parts_rtree``) through SQL, so every worker reads the
+    same memory-mapped pages instead of holding a KD-tree and the geometries of a whole region
+    (hundreds of MB per worker for a few million addresses, and seconds to build on the first
+    request). Distances are measured in the index's metric projection (``index.proj``): an R*Tree
+    box in degrees only selects the candidates. Kept in the process: the ids of the minor streets
+    (:data:`MINOR_STREET_KINDS` that no address names), read once."""
 
     def __init__(self, index: SearchIndex) -> None:
-        import numpy as np  # noqa: PLC0415
-        from scipy.spatial import cKDTree  # noqa: PLC0415
+        self._index = index
+        kinds = sorted(MINOR_STREET_KINDS | {f"highway={kind}" for kind in MINOR_STREET_KINDS})
+        self.minor_streets = frozenset(
+            sid
+            for (sid,) in index.execute(
+                f"SELECT s.id FROM features s WHERE s.type = 'street' AND s.category IN ({','.join('?' * len(kinds))}) "
+                "AND NOT EXISTS (SELECT 1 FROM features a WHERE a.type = 'address' AND a.street_id = s.id)",
+                kinds,
+            )
+        )
 
-        proj = index.proj
-        cols = _address_points(index)
-        self.addr_ids = cols[:, 0].astype(np.int64)
-        self.addr_is_poi = cols[:, 3].astype(bool)
-        self.addr_street = cols[:, 4].astype(np.int64)
-        self.addr_tree: cKDTree | None = None
-        if len(cols):
-            x, y = proj.to_xy(cols[:, 1], cols[:, 2])
-            self.addr_tree = cKDTree(np.column_stack([x, y]))
-        del cols
-        parts = index.execute("SELECT street_id, geom FROM street_parts").fetchall()
-        self.part_street = np.array([p[0] for p in parts], dtype=np.int64)
-        lines = []
+    def _box(self, lat: float, lng: float, radius: float) -> tuple[float, float, float, float]:
+        """(min lng, max lng, min lat, max lat) holding every point within ``radius`` metres."""
+        proj = self._index.proj
+        dlng, dlat = radius / proj.kx + RTREE_SLACK_DEG, radius / proj.ky + RTREE_SLACK_DEG
+        return lng - dlng, lng + dlng, lat - dlat, lat + dlat
 
-        def metric(coords):
+    def addresses_near(self, lat: float, lng: float, radius: float, k: int) -> list[NearAddress]:
+        """The ``k`` nearest address-bearing points closer than ``radius``, nearest first."""
+        rows = self._index.execute(ADDRESS_POINTS_IN_BOX, self._box(lat, lng, radius)).fetchall()
+        if not rows:
+            return []
+        cols = np.array(rows, dtype=np.float64)  # ids stay exact in float64 below 2**53
+        px, py = self._index.proj.to_xy(lat, lng)
+        x, y = self._index.proj.to_xy(cols[:, 1], cols[:, 2])
+        dists = np.sqrt((x - px) ** 2 + (y - py) ** 2)
+        nearest = np.argsort(dists, kind="stable")[:k]
+        return [
+            NearAddress(float(dists[i]), int(cols[i, 0]), bool(cols[i, 3]), int(cols[i, 4]))
+            for i in nearest.tolist()
+            if dists[i] < radius
+        ]
+
+    def parts_near(self, lat: float, lng: float, radius: float) -> NearParts:
+        """The street pieces whose box comes within ``radius`` of the point (a superset of those
+        within the radius: the caller measures)."""
+        rows = self._index.execute(STREET_PARTS_IN_BOX, self._box(lat, lng, radius)).fetchall()
+        proj = self._index.proj
+
+        def metric(coords: NDArray[np.float64]) -> NDArray[np.float64]:
             x, y = proj.to_xy(coords[:, 1], coords[:, 0])
             return np.column_stack([x, y])
 
-        for _sid, wkb in parts:  # ways (LineString) and squares (Polygon)
-            lines.append(shapely.transform(shapely.from_wkb(wkb), metric))
-        self.part_lines = np.array(lines, dtype=object)
-        self.part_tree = shapely.STRtree(lines) if lines else None
-        # streets nobody gives as an address: footways, passages, steps... that no address names
-        addressed = set(self.addr_street[~self.addr_is_poi].tolist())
-        self.minor_streets = frozenset(
-            sid
-            for sid, category in index.execute("SELECT id, category FROM features WHERE type = 'street'")
-            if category and category.removeprefix("highway=") in MINOR_STREET_KINDS and sid not in addressed
-        )
+        lines = np.asarray(shapely.from_wkb([wkb for _sid, wkb in rows]), dtype=object)
+        if rows:
+            lines = shapely.transform(lines, metric)
+        return NearParts(np.array([sid for sid, _wkb in rows], dtype=np.int64), lines)
 
 
 def spatial_cache(index: SearchIndex) -> SpatialCache:

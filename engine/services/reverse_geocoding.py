@@ -59,23 +59,20 @@ def nearest_streets(
     index: SearchIndex, lat: float, lng: float, radius: float
 ) -> list[tuple[float, int, tuple[float, float]]]:
     """[(distance m, street_id, (lat, lng) of the nearest point)] within radius, nearest first."""
-    cache = spatial_cache(index)
-    if cache.part_tree is None:
+    near = spatial_cache(index).parts_near(lat, lng, radius)
+    if not len(near.lines):
         return []
     px, py = index.proj.to_xy(lat, lng)
     p = shapely.Point(float(px), float(py))
-    idx = cache.part_tree.query(p, predicate="dwithin", distance=radius)
-    if len(idx) == 0:
-        return []
-    dists = shapely.distance(cache.part_lines[idx], p)
+    dists = shapely.distance(near.lines, p)
     best: dict[int, tuple[float, int]] = {}
-    for i, d in zip(idx, dists, strict=True):
-        sid = int(cache.part_street[i])
+    for i in np.flatnonzero(dists <= radius).tolist():
+        sid, d = int(near.street_ids[i]), float(dists[i])
         if sid not in best or d < best[sid][0]:
-            best[sid] = (float(d), int(i))
+            best[sid] = (d, i)
     out = []
     for sid, (d, i) in best.items():
-        part = cache.part_lines[i]
+        part = near.lines[i]
         if part.geom_type == "Polygon":  # a square: a point inside is on it
             q = p if d == 0.0 else part.exterior.interpolate(part.exterior.project(p))
         else:
@@ -90,17 +87,10 @@ def _near_addresses(
     index: SearchIndex, lat: float, lng: float, radius: float, k: int = 20
 ) -> list[tuple[float, int, bool, int]]:
     """[(distance m, feature id, is_poi, street id)] of the k nearest address-bearing points
-    within radius (from the in-memory KD-tree: no SQL)."""
-    cache = spatial_cache(index)
-    if cache.addr_tree is None:
-        return []
-    px, py = index.proj.to_xy(lat, lng)
-    n = min(k, len(cache.addr_ids))
-    dists, idx = cache.addr_tree.query([float(px), float(py)], k=n, distance_upper_bound=radius)
+    within radius."""
     return [
-        (float(d), int(cache.addr_ids[i]), bool(cache.addr_is_poi[i]), int(cache.addr_street[i]))
-        for d, i in zip(np.atleast_1d(dists), np.atleast_1d(idx), strict=True)
-        if np.isfinite(d)
+        (a.distance, a.feature_id, a.is_poi, a.street_id)
+        for a in spatial_cache(index).addresses_near(lat, lng, radius, k)
     ]
 
 
