@@ -6,6 +6,8 @@
         admin.sqlite     admin boundaries (stage "admin")
         search.sqlite    addresses, streets, places, POIs + FTS5 and R*Tree (stage "search")
         graph/           the routing graph and its preprocessing, numpy arrays (stage "roads")
+        graph/derived/   arrays the query side derives from the graph, written by the same stage
+                         (engine.routing.derived; absent from datasets of earlier releases)
         layers.sqlite    what the static-map renderer draws (stage "layers")
 
 A version directory is complete and immutable once ``current`` points at it: an import builds

@@ -10,8 +10,9 @@
   with ``geom_cum`` the distance from the edge start at each vertex;
 * ``way_id`` and ``name_id`` per edge, ``names`` the string table.
 
-It is built either from the routing graph of a dataset (:func:`from_routing_graph`) or, in
-tests and benchmarks, straight from ways and nodes (:func:`from_ways`). A uniform grid over
+It is built either from the routing graph of a dataset (:func:`from_routing_graph`: arrays the
+import wrote, memory-mapped) or, in tests and benchmarks, straight from ways and nodes
+(:func:`from_ways`). A uniform grid over
 the polyline segments (:class:`SegmentGrid`) finds every edge within a radius of a point, with
 the projected point and its offset along the edge.
 """
@@ -26,6 +27,7 @@ import numba
 import numpy as np
 
 from engine.geo import LocalProjection
+from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 
 # default car speeds (km/h) when a network is built from raw ways (tests, synthetic benchmarks)
 DEFAULT_SPEEDS_KMH = {
@@ -399,40 +401,53 @@ class Candidates:
     y: np.ndarray
 
 
-class SegmentGrid:
-    """Uniform grid over every polyline segment of the network (built once per process)."""
+def segment_grid_arrays(
+    gx: np.ndarray, gy: np.ndarray, geom_first: np.ndarray, cell: float | None = None
+) -> dict[str, np.ndarray]:
+    """A uniform grid over every polyline segment: its origin, cell size and size in cells, the
+    edge of each vertex, and cell -> segments (CSR; segment i goes from vertex i to i + 1)."""
+    x0 = float(gx.min()) - 1.0 if gx.size else 0.0
+    y0 = float(gy.min()) - 1.0 if gy.size else 0.0
+    span = max(float(gx.max()) - x0, float(gy.max()) - y0, 1.0) if gx.size else 1.0
+    # ~100 m cells, at most ~4M cells
+    cell = cell or max(100.0, span / 2000.0)
+    nx = int((float(gx.max()) - x0) / cell) + 2 if gx.size else 1
+    ny = int((float(gy.max()) - y0) / cell) + 2 if gx.size else 1
+    seg_edge = np.repeat(np.arange(geom_first.size - 1, dtype=np.int64), np.diff(geom_first))
+    counts = np.zeros(nx * ny, dtype=np.int64)
+    dummy = np.zeros(nx * ny + 1, dtype=np.int64)
+    _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, True, dummy, counts)
+    cell_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    cell_seg = np.empty(int(cell_first[-1]), dtype=np.int64)
+    _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, False, cell_first, cell_seg)
+    return {
+        "grid_origin": np.array([x0, y0]),
+        "grid_cell": np.array([cell]),
+        "grid_cells": np.array([nx, ny], np.int64),
+        "seg_edge": seg_edge,
+        "cell_first": cell_first,
+        "cell_seg": cell_seg,
+    }
 
-    def __init__(self, net: RoadNetwork, cell: float | None = None) -> None:
-        gx, gy = net.geom_x, net.geom_y
-        self.x0 = float(gx.min()) - 1.0 if gx.size else 0.0
-        self.y0 = float(gy.min()) - 1.0 if gy.size else 0.0
-        span = max(float(gx.max()) - self.x0, float(gy.max()) - self.y0, 1.0) if gx.size else 1.0
-        # ~100 m cells, at most ~4M cells
-        self.cell = cell or max(100.0, span / 2000.0)
-        self.nx = int((float(gx.max()) - self.x0) / self.cell) + 2 if gx.size else 1
-        self.ny = int((float(gy.max()) - self.y0) / self.cell) + 2 if gx.size else 1
-        seg_edge = np.repeat(np.arange(net.edge_count, dtype=np.int64), np.diff(net.geom_first))
-        # seg_edge[i] is the edge of vertex i; segment i goes from vertex i to i+1 (same edge)
-        self.seg_edge = seg_edge
-        counts = np.zeros(self.nx * self.ny, dtype=np.int64)
-        dummy = np.zeros(self.nx * self.ny + 1, dtype=np.int64)
-        _grid_fill(gx, gy, net.geom_first, seg_edge, self.x0, self.y0, self.cell, self.nx, self.ny, True, dummy, counts)
-        self.cell_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.cell_seg = np.empty(int(self.cell_first[-1]), dtype=np.int64)
-        _grid_fill(
-            gx,
-            gy,
-            net.geom_first,
-            seg_edge,
-            self.x0,
-            self.y0,
-            self.cell,
-            self.nx,
-            self.ny,
-            False,
-            self.cell_first,
-            self.cell_seg,
-        )
+
+GRID_ARRAYS = ("grid_origin", "grid_cell", "grid_cells", "seg_edge", "cell_first", "cell_seg")
+
+
+class SegmentGrid:
+    """Uniform grid over every polyline segment of the network: from ``arrays``
+    (:func:`segment_grid_arrays`, e.g. memory-mapped from a dataset) or built now."""
+
+    def __init__(
+        self, net: RoadNetwork, cell: float | None = None, arrays: dict[str, np.ndarray] | None = None
+    ) -> None:
+        if arrays is None:
+            arrays = segment_grid_arrays(net.geom_x, net.geom_y, net.geom_first, cell)
+        self.x0, self.y0 = (float(v) for v in arrays["grid_origin"])
+        self.cell = float(arrays["grid_cell"][0])
+        self.nx, self.ny = (int(v) for v in arrays["grid_cells"])
+        self.seg_edge = arrays["seg_edge"]
+        self.cell_first = arrays["cell_first"]
+        self.cell_seg = arrays["cell_seg"]
         self.net = net
 
     def candidates(self, x, y, radius: float, max_k: int = 8) -> Candidates:
@@ -460,9 +475,9 @@ class SegmentGrid:
 # --------------------------------------------------------------------------- from a dataset
 
 
-def from_routing_graph(graph) -> RoadNetwork:
-    """View an :class:`engine.routing.graph.RoadGraph` as a :class:`RoadNetwork` (same node and
-    edge ids; geometry re-projected to local metres, lengths measured on it)."""
+def _network_arrays(graph) -> dict[str, np.ndarray]:
+    """The routing graph's geometry re-projected to local metres (origin at the middle of its
+    bounding box), the lengths measured on it, and the segment grid over it."""
     lat, lng = np.asarray(graph.geom_lat), np.asarray(graph.geom_lng)
     if lat.size:
         proj = LocalProjection(float((lat.min() + lat.max()) / 2), float((lng.min() + lng.max()) / 2))
@@ -474,28 +489,57 @@ def from_routing_graph(graph) -> RoadNetwork:
     cum = _polyline_cum(gx, gy, geom_first) if gx.size else np.zeros(0)
     length = cum[geom_first[1:] - 1] if geom_first.size > 1 else np.zeros(0)
     nx, ny = proj.to_xy(np.asarray(graph.node_lat), np.asarray(graph.node_lng))
-    return RoadNetwork(
-        proj=proj,
-        node_x=np.ascontiguousarray(nx, dtype=np.float64),
-        node_y=np.ascontiguousarray(ny, dtype=np.float64),
+    return {
+        "projection_origin": np.array([proj.lat0, proj.lng0]),
+        "node_x": np.asarray(nx, dtype=np.float64),
+        "node_y": np.asarray(ny, dtype=np.float64),
+        "geom_x": gx,
+        "geom_y": gy,
+        "geom_cum": cum,
+        "length": np.asarray(length, dtype=np.float64),
+        **segment_grid_arrays(gx, gy, geom_first),
+    }
+
+
+NETWORK_ARRAYS = DerivedArrays(
+    "network",
+    1,
+    ("projection_origin", "node_x", "node_y", "geom_x", "geom_y", "geom_cum", "length", *GRID_ARRAYS),
+    _network_arrays,
+)
+
+
+def from_routing_graph(graph) -> RoadNetwork:
+    """View an :class:`engine.routing.graph.RoadGraph` as a :class:`RoadNetwork` (same node and
+    edge ids; geometry re-projected to local metres, lengths measured on it), with its segment
+    grid: arrays of the dataset (:data:`NETWORK_ARRAYS`), computed when it lacks them."""
+    a = NETWORK_ARRAYS.load(graph)
+    origin = a["projection_origin"]
+    net = RoadNetwork(
+        proj=LocalProjection(float(origin[0]), float(origin[1])),
+        node_x=a["node_x"],
+        node_y=a["node_y"],
         first_out=np.ascontiguousarray(graph.node_first_out, dtype=np.int64),
         tail=np.ascontiguousarray(graph.edge_tail, dtype=np.int32),
         head=np.ascontiguousarray(graph.edge_head, dtype=np.int32),
-        length=np.ascontiguousarray(length, dtype=np.float64),
-        duration=np.ascontiguousarray(graph.edge_duration_s, dtype=np.float64),
-        geom_first=geom_first,
-        geom_x=gx,
-        geom_y=gy,
-        geom_cum=cum,
+        length=a["length"],
+        duration=WIDE_COLUMNS.load(graph)["edge_duration_s"],
+        geom_first=np.ascontiguousarray(graph.edge_geom_first, dtype=np.int64),
+        geom_x=a["geom_x"],
+        geom_y=a["geom_y"],
+        geom_cum=a["geom_cum"],
         way_id=np.asarray(graph.edge_way),
         name_id=np.asarray(graph.edge_name),
         names=graph.names,
     )
+    net._grid = SegmentGrid(net, arrays={name: a[name] for name in GRID_ARRAYS})
+    return net
 
 
 class MatchingComponent:
-    """Dataset component ``matching``: the road graph as a :class:`RoadNetwork` with its segment
-    grid, built once per process from ``<version>/graph``."""
+    """Dataset component ``roadnet``: the road graph as a :class:`RoadNetwork` with its segment
+    grid, mapped from ``<version>/graph`` and its derived arrays (:data:`NETWORK_ARRAYS`), once
+    per process."""
 
     def __init__(self, graph, network: RoadNetwork) -> None:
         import threading
@@ -516,7 +560,7 @@ class MatchingComponent:
             self._turns = TurnGraph(
                 np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
                 np.ascontiguousarray(g.turn_to, dtype=np.int32),
-                np.ascontiguousarray(g.turn_cost_s, dtype=np.float64),
+                WIDE_COLUMNS.load(g)["turn_cost_s"],
             )
         return self._turns
 

@@ -32,8 +32,13 @@ implements exactly this (multi-source, bounded, numba).
 
 Hot loops: index plain ndarrays, not the memmaps (``np.asarray(g.edge_head)`` is a zero-copy
 view; ``memmap.__getitem__`` costs ~1 us per scalar access). :class:`engine.routing.router.Router`
-(``dataset.router``) holds such views, the :class:`engine.routing.snap.EdgeSnapper` and a
-per-thread CH workspace: reuse it rather than building your own.
+(``dataset.router``) holds such views, the wider-typed columns of :mod:`engine.routing.derived`,
+the :class:`engine.routing.snap.EdgeSnapper` and the process's CH query: reuse them rather than
+building your own.
+
+Arrays derived from these for the query side (float64 copies of float32 columns, the snapper's
+grid, the isochrone network's projected geometry) are written by the import under
+``derived/`` and memory-mapped too (:mod:`engine.routing.derived`).
 
 Arrays (file ``<name>.npy``; N nodes, E edges, G geometry points, T turns, C components)
 --------------------------------------------------------------------------------------------

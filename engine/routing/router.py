@@ -1,7 +1,8 @@
 """The routing component of a dataset: snapping + CH queries + leg assembly.
 
 ``Router.open(version_dir)`` is the dataset component (``COMPONENTS["router"]``): it memory-maps
-``graph/``, builds the edge snapper once, and keeps one CH workspace per thread. A *leg* is the
+``graph/`` and the arrays the import derived from it (:mod:`engine.routing.derived`), and keeps
+the edge snapper and one CH query (:class:`engine.routing.ch.CHQuery`) for all its threads. A *leg* is the
 best path between two snapped points: a list of road edges, the fraction where it starts on the
 first and ends on the last, and its weight; :meth:`Router.leg_summary` and
 :meth:`Router.leg_geometry` turn it into metres, seconds and points. Avoided classes (tolls,
@@ -22,6 +23,7 @@ from numba import njit
 from engine import layout
 from engine.routing import profile as P
 from engine.routing.ch import CHQuery, start_turns
+from engine.routing.derived import WIDE_COLUMNS
 from engine.routing.graph import RoadGraph
 from engine.routing.search import dijkstra, path_to
 from engine.routing.snap import EdgeSnapper, Snap
@@ -125,28 +127,30 @@ class Router:
     def __init__(self, graph: RoadGraph) -> None:
         self.g = graph
         self.snapper = EdgeSnapper(graph)
-        self._local = threading.local()
         g = graph
-        self.length = np.asarray(g.edge_length_m, dtype=np.float64)
-        self.duration = np.asarray(g.edge_duration_s, dtype=np.float64)
-        self.weight = np.asarray(g.edge_weight, dtype=np.float64)
-        self.twin = np.asarray(g.edge_twin, dtype=np.int64)
+        wide = WIDE_COLUMNS.load(graph)
+        self.length = wide["edge_length_m"]
+        self.duration = wide["edge_duration_s"]
+        self.weight = wide["edge_weight"]
+        self.twin = wide["edge_twin"]
         self.tfirst = np.asarray(g.turn_first_out, dtype=np.int64)
-        self.tto = np.asarray(g.turn_to, dtype=np.int64)
-        self.tcost = np.asarray(g.turn_cost_s, dtype=np.float64)  # seconds (reported time)
-        self.tweight = np.asarray(g.turn_weight, dtype=np.float64)  # routing weight
+        self.tto = wide["turn_to"]
+        self.tcost = wide["turn_cost_s"]  # seconds (reported time)
+        self.tweight = wide["turn_weight"]  # routing weight
         self.flags = np.asarray(g.edge_flags)
         self.cls = np.asarray(g.edge_class)
         self.gf = np.asarray(g.edge_geom_first)
         self.glat = np.asarray(g.geom_lat)
         self.glng = np.asarray(g.geom_lng)
-        self.gcum = np.asarray(g.geom_cum_m, dtype=np.float64)
-        self.name_ids = np.asarray(g.edge_name, dtype=np.int64)
-        self.edge_head = np.asarray(g.edge_head, dtype=np.int64)
+        self.gcum = wide["geom_cum_m"]
+        self.name_ids = wide["edge_name"]
+        self.edge_head = wide["edge_head"]
         self.node_lat = np.asarray(g.node_lat, dtype=np.float64)
         self.node_lng = np.asarray(g.node_lng, dtype=np.float64)
-        self.bstart = np.asarray(g.edge_bearing_start, dtype=np.float64)
-        self.bend = np.asarray(g.edge_bearing_end, dtype=np.float64)
+        self.bstart = wide["edge_bearing_start"]
+        self.bend = wide["edge_bearing_end"]
+        self._ch_query: CHQuery | None = None
+        self._ch_lock = threading.Lock()
 
     @classmethod
     def open(cls, version_dir: Path) -> Router:
@@ -157,10 +161,12 @@ class Router:
 
     @property
     def _ch(self) -> CHQuery:
-        q = getattr(self._local, "ch", None)
-        if q is None:
-            q = self._local.ch = CHQuery(self.g)
-        return q
+        """The process's CH query (built on the first leg; shared by every thread)."""
+        if self._ch_query is None:
+            with self._ch_lock:
+                if self._ch_query is None:
+                    self._ch_query = CHQuery(self.g)
+        return self._ch_query
 
     # -- snapping
     def snap(self, lat: float, lng: float, max_distance_m: float = INF) -> Snap | None:

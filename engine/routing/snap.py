@@ -1,12 +1,14 @@
 """Snap a point onto the nearest drivable edge (projected point on a segment, not the nearest node).
 
-:class:`EdgeSnapper` is built once per process per graph (``Router`` holds one): the segments of
-every road piece (one directed edge per piece; the twin shares it) in a local metric projection,
-bucketed in a uniform grid of :data:`CELL_M` metre cells (CSR: cell -> segments overlapping it).
+:class:`EdgeSnapper` reads the segments of every road piece (one directed edge per piece; the
+twin shares it) in a local metric projection, bucketed in a uniform grid of :data:`CELL_M` metre
+cells (CSR: cell -> segments overlapping it), with the tiers below: arrays the import writes into
+the dataset (:data:`SNAPPER_ARRAYS`, memory-mapped and shared by every process and by the router's
+and the isochrones' snappers) or, for a dataset without them, computes on open.
 A query scans rings of cells around the point, projecting it exactly on each segment, and stops
 as soon as the best distance is below the distance to the next ring: the exact nearest segment,
 in a few microseconds per call (a k-d tree over densified segment points is several times
-slower: ``docs/engineering-history.md``). Building the grid takes a few ms.
+slower: ``docs/engineering-history.md``).
 
 Well-connected first: ``snap`` prefers road pieces a route can both leave and reach, and falls
 back to any edge only when no such piece is within the limit: a point beside an isolated parking
@@ -46,6 +48,7 @@ from scipy.sparse.csgraph import breadth_first_order
 
 from engine.arrays import grown
 from engine.geo import LocalProjection
+from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 from engine.routing.profile import CLASS_CODE, CONNECTOR_CLASSES
 
 CELL_M = 64.0
@@ -213,54 +216,126 @@ def _reachable(turns: csr_matrix, sources: np.ndarray) -> np.ndarray:
     return out
 
 
+def _segments(graph, proj: LocalProjection) -> dict[str, np.ndarray]:
+    """One segment per geometry step of each road piece (its first directed edge), in metres."""
+    m = graph.n_edges
+    twin = np.asarray(graph.edge_twin)
+    rep = np.nonzero((twin < 0) | (np.arange(m) < twin))[0]
+    gf = np.asarray(graph.edge_geom_first)
+    starts = gf[rep]
+    ends = gf[rep + 1]
+    counts = ends - starts - 1  # segments per edge
+    seg_edge = np.repeat(rep, counts)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    p0 = (np.arange(len(seg_edge)) + offs).astype(np.int64)
+    x, y = proj.to_xy(np.asarray(graph.geom_lat), np.asarray(graph.geom_lng))
+    cum = np.asarray(graph.geom_cum_m, dtype=np.float64)
+    return {
+        "x0": x[p0],
+        "y0": y[p0],
+        "x1": x[p0 + 1],
+        "y1": y[p0 + 1],
+        "c0": cum[p0],
+        "c1": cum[p0 + 1],
+        "seg_edge": seg_edge.astype(np.int64),
+    }
+
+
+def _grid(seg: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The CELL_M grid over the segments: its origin, its size in cells, cell -> segments (CSR)."""
+    x0, y0, x1, y1 = seg["x0"], seg["y0"], seg["x1"], seg["y1"]
+    if len(x0):
+        minx = float(min(x0.min(), x1.min()))
+        miny = float(min(y0.min(), y1.min()))
+        maxx = float(max(x0.max(), x1.max()))
+        maxy = float(max(y0.max(), y1.max()))
+    else:
+        minx = miny = maxx = maxy = 0.0
+    nx = int((maxx - minx) / CELL_M) + 1
+    ny = int((maxy - miny) / CELL_M) + 1
+    first, items = _grid_fill(x0, y0, x1, y1, minx, miny, CELL_M, nx, ny)
+    return {
+        "grid_origin": np.array([minx, miny]),
+        "grid_cells": np.array([nx, ny], np.int64),
+        "grid_first": first,
+        "grid_items": items,
+    }
+
+
+def _tiers(graph, seg_edge: np.ndarray) -> dict[str, np.ndarray]:
+    """Which edges and segments each tier of :meth:`EdgeSnapper.snap` may snap to."""
+    big_edge = well_connected_pieces(graph)
+    # connectors (tracks) join parts of the network but are no place to start or end a trip
+    connector = np.isin(np.asarray(graph.edge_class), [CLASS_CODE[c] for c in CONNECTOR_CLASSES])
+    n = len(seg_edge)
+    seg_big = big_edge[seg_edge] if n else np.zeros(0, bool)
+    return {
+        "big_edge": big_edge,
+        "connector_edge": connector,
+        "seg_big": seg_big,
+        "seg_big_road": seg_big & ~connector[seg_edge] if n else np.zeros(0, bool),
+        "seg_all": np.ones(n, dtype=np.bool_),
+    }
+
+
+def _projection(graph) -> LocalProjection:
+    if not graph.n_edges:
+        return LocalProjection(0.0, 0.0)
+    return LocalProjection(float(np.mean(graph.node_lat)), float(np.mean(graph.node_lng)))
+
+
+def snapper_arrays(graph) -> dict[str, np.ndarray]:
+    proj = _projection(graph)
+    seg = _segments(graph, proj)
+    return {
+        "projection_origin": np.array([proj.lat0, proj.lng0]),
+        **seg,
+        **_grid(seg),
+        **_tiers(graph, seg["seg_edge"]),
+    }
+
+
+SNAPPER_ARRAYS = DerivedArrays(
+    "snapper",
+    1,
+    (
+        "projection_origin",
+        "x0",
+        "y0",
+        "x1",
+        "y1",
+        "c0",
+        "c1",
+        "seg_edge",
+        "grid_origin",
+        "grid_cells",
+        "grid_first",
+        "grid_items",
+        "big_edge",
+        "connector_edge",
+        "seg_big",
+        "seg_big_road",
+        "seg_all",
+    ),
+    snapper_arrays,
+)
+
+
 class EdgeSnapper:
     def __init__(self, graph) -> None:
         self.g = graph
-        m = graph.n_edges
-        twin = np.asarray(graph.edge_twin)
-        rep = np.nonzero((twin < 0) | (np.arange(m) < twin))[0]
-        if m:
-            lat0 = float(np.mean(graph.node_lat))
-            lng0 = float(np.mean(graph.node_lng))
-        else:
-            lat0 = lng0 = 0.0
-        self.proj = LocalProjection(lat0, lng0)
-        gf = np.asarray(graph.edge_geom_first)
-        starts = gf[rep]
-        ends = gf[rep + 1]
-        counts = ends - starts - 1  # segments per edge
-        seg_edge = np.repeat(rep, counts)
-        offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        p0 = (np.arange(len(seg_edge)) + offs).astype(np.int64)
-        x, y = self.proj.to_xy(np.asarray(graph.geom_lat), np.asarray(graph.geom_lng))
-        self.x0, self.y0 = np.ascontiguousarray(x[p0]), np.ascontiguousarray(y[p0])
-        self.x1, self.y1 = np.ascontiguousarray(x[p0 + 1]), np.ascontiguousarray(y[p0 + 1])
-        cum = np.asarray(graph.geom_cum_m, dtype=np.float64)
-        self.c0 = cum[p0]
-        self.c1 = cum[p0 + 1]
-        self.seg_edge = seg_edge.astype(np.int64)
-        self.edge_len = np.asarray(graph.edge_length_m, dtype=np.float64)
-        n = len(seg_edge)
-        if n:
-            self.minx = float(min(self.x0.min(), self.x1.min()))
-            self.miny = float(min(self.y0.min(), self.y1.min()))
-            maxx = float(max(self.x0.max(), self.x1.max()))
-            maxy = float(max(self.y0.max(), self.y1.max()))
-        else:
-            self.minx = self.miny = maxx = maxy = 0.0
-        self.nx = int((maxx - self.minx) / CELL_M) + 1
-        self.ny = int((maxy - self.miny) / CELL_M) + 1
-        self.first, self.items = _grid_fill(
-            self.x0, self.y0, self.x1, self.y1, self.minx, self.miny, CELL_M, self.nx, self.ny
-        )
-        big_edge = well_connected_pieces(graph)
-        self.big_edge = big_edge
-        # connectors (tracks) join parts of the network but are no place to start or end a trip
-        connector = np.isin(np.asarray(graph.edge_class), [CLASS_CODE[c] for c in CONNECTOR_CLASSES])
-        self.connector_edge = connector
-        self.seg_big = np.ascontiguousarray(big_edge[seg_edge]) if n else np.zeros(0, bool)
-        self.seg_big_road = np.ascontiguousarray(self.seg_big & ~connector[seg_edge]) if n else np.zeros(0, bool)
-        self.seg_all = np.ones(n, dtype=np.bool_)
+        a = SNAPPER_ARRAYS.load(graph)
+        self.proj = LocalProjection(float(a["projection_origin"][0]), float(a["projection_origin"][1]))
+        self.x0, self.y0, self.x1, self.y1 = a["x0"], a["y0"], a["x1"], a["y1"]
+        self.c0, self.c1 = a["c0"], a["c1"]
+        self.seg_edge = a["seg_edge"]
+        self.edge_len = WIDE_COLUMNS.load(graph)["edge_length_m"]
+        self.minx, self.miny = (float(v) for v in a["grid_origin"])
+        self.nx, self.ny = (int(v) for v in a["grid_cells"])
+        self.first, self.items = a["grid_first"], a["grid_items"]
+        self.big_edge = a["big_edge"]
+        self.connector_edge = a["connector_edge"]
+        self.seg_big, self.seg_big_road, self.seg_all = a["seg_big"], a["seg_big_road"], a["seg_all"]
 
     def _make(self, seg: int, t: float, d: float) -> Snap:
         e, frac, px, py = _point_on(

@@ -1,0 +1,95 @@
+"""Arrays the query side derives from the road graph, written into the dataset by the import.
+
+The numba kernels read arrays the graph does not store as such: float64 and int64 copies of its
+float32/int32 columns, the snapper's segments and grid, the CH arcs' tail nodes, the isochrone
+network's projected geometry. Built in each process, they were private memory in every web worker
+(hundreds of MB for a region of a million road nodes); written once by the ``roads`` stage, they
+are memory-mapped like the graph itself, one copy in the page cache for every process of a node.
+
+A component names what it needs as a :class:`DerivedArrays` group: the function that computes the
+arrays from a :class:`~engine.routing.graph.RoadGraph`, and a version to bump whenever that function
+changes what it returns. The ``roads`` stage writes every group of :data:`engine.ingest.roads.DERIVED`
+under ``graph/derived/<name>-v<version>/`` (one ``.npy`` per array); :meth:`DerivedArrays.load`
+maps those files read-only, or, for a graph without them (a dataset imported by an earlier
+release, a graph built in memory by a test), computes the arrays in the process as before.
+Either way the arrays are identical: the same function made them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from engine.routing.graph import RoadGraph
+
+DERIVED_DIR = "derived"
+
+Arrays = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class DerivedArrays:
+    name: str
+    version: int
+    arrays: tuple[str, ...]  # the names ``compute`` returns, each written as <name>.npy
+    compute: Callable[[RoadGraph], Arrays]
+
+    def directory(self, graph_dir: Path) -> Path:
+        return Path(graph_dir) / DERIVED_DIR / f"{self.name}-v{self.version}"
+
+    def load(self, graph: RoadGraph) -> Arrays:
+        """The group's arrays: memory-mapped when the import wrote them, else computed now."""
+        graph_dir = getattr(graph, "path", None)  # None: a graph built in memory
+        written = self._mapped(graph_dir) if graph_dir is not None else None
+        return written if written is not None else self._computed(graph)
+
+    def write(self, graph: RoadGraph, graph_dir: Path) -> None:
+        directory = self.directory(graph_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, array in self._computed(graph).items():
+            np.save(directory / f"{name}.npy", array)
+
+    def _computed(self, graph: RoadGraph) -> Arrays:
+        arrays = self.compute(graph)
+        if set(arrays) != set(self.arrays):
+            raise ValueError(f"derived arrays {self.name}: computed {sorted(arrays)}, declared {sorted(self.arrays)}")
+        return {name: np.ascontiguousarray(arrays[name]) for name in self.arrays}
+
+    def _mapped(self, graph_dir: Path) -> Arrays | None:
+        """Every array of the group as a plain read-only ndarray over the file's pages (see
+        :meth:`engine.routing.graph.RoadGraph.open`), or None when any file is missing."""
+        directory = self.directory(graph_dir)
+        paths = {name: directory / f"{name}.npy" for name in self.arrays}
+        if not all(path.exists() for path in paths.values()):
+            return None
+        return {name: np.load(path, mmap_mode="r").view(np.ndarray) for name, path in paths.items()}
+
+
+# graph columns the query kernels read at a wider type than the graph stores them (float32 costs
+# summed in float64, int32 ids used as int64 indexes); the router and the isochrone network share them
+WIDE_TYPES: dict[str, type] = {
+    "edge_length_m": np.float64,
+    "edge_duration_s": np.float64,
+    "edge_weight": np.float64,
+    "edge_bearing_start": np.float64,
+    "edge_bearing_end": np.float64,
+    "edge_twin": np.int64,
+    "edge_head": np.int64,
+    "edge_name": np.int64,
+    "geom_cum_m": np.float64,
+    "turn_to": np.int64,
+    "turn_cost_s": np.float64,
+    "turn_weight": np.float64,
+}
+
+
+def _wide_columns(graph: RoadGraph) -> Arrays:
+    return {name: np.asarray(getattr(graph, name), dtype=dtype) for name, dtype in WIDE_TYPES.items()}
+
+
+WIDE_COLUMNS = DerivedArrays("wide-columns", 1, tuple(WIDE_TYPES), _wide_columns)
