@@ -381,10 +381,16 @@ def _p(stats: dict | None, scale: float = 1.0, unit: str = "") -> str:
 WORKER_STEPS = (
     ("start", "start"),
     ("route", "5 routes"),
+    ("route_threads", "+ 20 routes on 4 threads"),
     ("isochrone", "+ isochrone"),
     ("search", "+ geocode, suggest"),
     ("reverse", "+ reverse"),
 )
+
+
+def _anon_file(memory: dict | None) -> str:
+    """Anonymous / file-backed MB of one step, or a dash for a step the run did not have."""
+    return f"{memory['anon_mb']:,.0f} / {memory['file_mb']:,.0f}" if memory else "—"
 
 
 def worker_memory_lines(workers: list[dict]) -> list[str]:
@@ -402,7 +408,7 @@ def worker_memory_lines(workers: list[dict]) -> list[str]:
         counts = w.get("counts") or {}
         region = f"{counts.get('road_nodes', 0):,} graph nodes, {counts.get('addresses', 0):,} addresses"
         mem = w["memory_mb"]
-        rows.append([region] + [f"{mem[k]['anon_mb']:,.0f} / {mem[k]['file_mb']:,.0f}" for k, _ in WORKER_STEPS])
+        rows.append([region] + [_anon_file(mem.get(k)) for k, _ in WORKER_STEPS])
     return lines + _table(["region", *[label for _, label in WORKER_STEPS]], rows)
 
 

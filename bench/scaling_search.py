@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ RESULTS = PROJECT_ROOT / "bench" / "results"
 OUT = RESULTS / "scaling-search.json"
 WORK = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
 REGION = "synthetic"
+WEB_THREADS = 4  # threads of a gunicorn worker (config/gunicorn.py)
 
 
 def memory_mb() -> dict[str, float]:
@@ -208,7 +210,8 @@ def child_query(data: str, layer_path: str, n: int, seed: int) -> dict[str, Any]
 
 def child_worker(data: str, seed: int) -> dict[str, Any]:
     """A web worker's memory with a whole region loaded: every component opened and used once
-    (route, snap, isochrone, geocode, suggest, reverse), memory read after each."""
+    (route, routes from the threads of a gunicorn worker, isochrone, geocode, suggest, reverse),
+    memory read after each."""
     from engine.dataset import DatasetRegistry  # noqa: PLC0415
     from engine.services.geocoding import GeocodeParams  # noqa: PLC0415
     from engine.services.geocoding import run as geocode  # noqa: PLC0415
@@ -230,10 +233,17 @@ def child_worker(data: str, seed: int) -> dict[str, Any]:
     def point() -> tuple[float, float]:
         return float(rng.uniform(bbox.min_lat, bbox.max_lat)), float(rng.uniform(bbox.min_lng, bbox.max_lng))
 
+    def routed(pair: tuple[tuple[float, float], tuple[float, float]]) -> None:
+        route(reg, RoutingParams(origin=pair[0], destination=pair[1], steps=True))
+
     t0 = time.perf_counter()
     for _ in range(5):
-        route(reg, RoutingParams(origin=point(), destination=point(), steps=True))
+        routed((point(), point()))
     steps["route"] = {**memory_mb(), "s": round(time.perf_counter() - t0, 1)}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(WEB_THREADS) as pool:
+        list(pool.map(routed, [(point(), point()) for _ in range(5 * WEB_THREADS)]))
+    steps["route_threads"] = {**memory_mb(), "s": round(time.perf_counter() - t0, 1)}
     t0 = time.perf_counter()
     isochrone(reg, IsochroneParams(*point(), times=(10.0,)))
     steps["isochrone"] = {**memory_mb(), "s": round(time.perf_counter() - t0, 1)}
