@@ -11,7 +11,7 @@ engine.ingest.search_addresses, the rest into Collected* records), then the feat
 each written as it is made (``_IndexWriter``, so memory does not grow with the rows): streets
 (same-name ways clustered), addresses (orphans adopted, duplicates dropped, postcodes filled,
 tied to a street; the street postcodes set once those are known), places, admin areas as
-places, POIs, and ``_finish_index`` (full-text index, vocabulary, secondary indexes).
+places, POIs, and ``_finish_index`` (full-text indexes, vocabulary, secondary indexes).
 
 Tables (see engine.search.index for the reader):
     features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat),
@@ -19,6 +19,10 @@ Tables (see engine.search.index for the reader):
                   metres in the projection of meta 'proj'); a street's category is its highway
                   kind ('highway=residential', reverse geocoding tells footways from streets)
     entries       one row per searchable name variant (normalised), with entries_fts (FTS5)
+    entry_context_fts  FTS5 of each entry's name (column norm) and its feature's context words
+                  (column context: city, district, postcode, country; a street's also those its
+                  addresses give), so '<street>, <town>' asks for both (engine.search.context);
+                  a dataset imported before it existed has none, the geocoder then searches names
     vocab         every normalised word with its frequency (typo tolerance works on it)
     vocab_deletes, vocab_prefix_deletes, vocab_lengths   its typo tables (engine.search.vocabulary)
     points_rtree  R*Tree over addresses, places, POIs;  street_parts + parts_rtree over streets
@@ -61,6 +65,7 @@ from engine.ingest.search_addresses import (
     street_postcodes,
 )
 from engine.search import vocabulary
+from engine.search.context import context_text, context_words
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
 STREET_HIGHWAYS_EXCLUDED = {
@@ -120,6 +125,7 @@ RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office",
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
 FLUSH_ROWS = 20_000  # features written to SQLite at a time
 PARTS_CACHE_MAX = 100_000  # points whose admin parts are kept
+CONTEXTS_MAX = 100_000  # distinct feature contexts kept before they are written
 
 LonLat = tuple[float, float]
 # an outline: a closed way's ring (lon/lat), or an assembled multipolygon (shapely, lon/lat)
@@ -400,6 +406,17 @@ class Entry(NamedTuple):
     is_primary: int
 
 
+class FeatureContext(NamedTuple):
+    """Where a feature with entries is, or one of the addresses of such a street: rows of the
+    import's temporary ``feature_context`` (joined per feature in ``_write_entry_contexts``)."""
+
+    feature_id: int  # the feature with entries
+    city: str | None
+    district: str | None
+    postcode: str | None
+    country: str | None
+
+
 class PointBox(NamedTuple):
     """One row of ``points_rtree``: a point feature as a degenerate box."""
 
@@ -435,6 +452,7 @@ class _IndexWriter:
         self._part_count = 0
         self._features: list[tuple[object, ...]] = []
         self._entries: list[Entry] = []
+        self._contexts: set[FeatureContext] = set()
         self._point_boxes: list[PointBox] = []
         self._parts: list[StreetPart] = []
         self._parts_cache: dict[tuple[float, float], dict[str, str | None]] = {}
@@ -446,7 +464,12 @@ class _IndexWriter:
         self.next_id += 1
         self.counts[feature.type] += 1
         self._features.append(feature.as_row())
-        self._add_entries(feature.id, variants or [])
+        if self._add_entries(feature.id, variants or []):
+            self._add_context(feature.id, feature)
+        elif feature.type == "address" and feature.street_id is not None:
+            # where the address is places its street too: a street crossing a town line is
+            # found from either town
+            self._add_context(feature.street_id, feature)
         for value in (feature.city, feature.district, feature.postcode):
             for tok in tokens(value or ""):
                 self.vocab[tok] += 0  # a context word: typo tolerance may correct to it
@@ -455,7 +478,23 @@ class _IndexWriter:
         if len(self._features) >= FLUSH_ROWS:
             self.flush()
 
-    def _add_entries(self, feature_id: int, variants: list[str]) -> None:
+    def _add_context(self, owner_id: int, feature: Feature) -> None:
+        """The feature's city, district, postcode and country as context of ``owner_id`` (itself,
+        or an address's street); each distinct one once while CONTEXTS_MAX are kept."""
+        self._contexts.add(FeatureContext(owner_id, feature.city, feature.district, feature.postcode, feature.country))
+        if len(self._contexts) >= CONTEXTS_MAX:
+            self.write_contexts()
+
+    def write_contexts(self) -> None:
+        """The contexts kept, into the temporary table (the last ones: before ``_finish_index``)."""
+        self.conn.executemany(
+            "INSERT INTO temp.feature_context VALUES (?,?)",
+            ((c.feature_id, context_text(context_words(*c[1:]))) for c in self._contexts),
+        )
+        self._contexts.clear()
+
+    def _add_entries(self, feature_id: int, variants: list[str]) -> bool:
+        """The feature's name variants as entries; whether it has any."""
         seen: set[str] = set()
         for i, variant in enumerate(variants):
             norm = normalize(variant)
@@ -465,6 +504,7 @@ class _IndexWriter:
                 self._entries.append(Entry(self._entry_count, feature_id, norm, 1 if i == 0 else 0))
                 for tok in norm.split():
                     self.vocab[tok] += 1
+        return bool(seen)
 
     def add_street_part(self, street_id: int, geom: bytes, bounds: tuple[float, float, float, float]) -> None:
         self._part_count += 1
@@ -847,6 +887,12 @@ CREATE TABLE entries (id INTEGER PRIMARY KEY, feature_id INTEGER NOT NULL, norm 
                       is_primary INTEGER NOT NULL);
 CREATE VIRTUAL TABLE entries_fts USING fts5 (norm, content='entries', content_rowid='id',
                                               prefix='2 3 4');
+-- each entry's name again, beside its feature's context words (engine.search.context): a query
+-- names the street and the town together (the town perhaps half typed); contentless, rows are
+-- read from entries by rowid
+-- (a word being typed is asked for from its third letter: prefix indexes of 3 and 4 letters)
+CREATE VIRTUAL TABLE entry_context_fts USING fts5 (norm, context, content='', prefix='3 4');
+CREATE TEMP TABLE feature_context (feature_id INTEGER NOT NULL, words TEXT NOT NULL);
 CREATE TABLE vocab (word TEXT PRIMARY KEY, freq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL,
                            geom BLOB NOT NULL);  -- a way: LineString; a square: Polygon
@@ -861,6 +907,7 @@ CREATE INDEX features_street_id ON features (street_id) WHERE type = 'address';
 CREATE INDEX features_category ON features (category) WHERE type = 'poi';
 CREATE INDEX entries_feature ON entries (feature_id);
 INSERT INTO entries_fts (entries_fts) VALUES ('optimize');
+INSERT INTO entry_context_fts (entry_context_fts) VALUES ('optimize');
 """
 
 
@@ -868,12 +915,32 @@ def _create_index(conn: sqlite3.Connection) -> None:
     conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
 
 
+ENTRY_CONTEXTS = """
+SELECT e.id, e.norm, c.words FROM entries e
+LEFT JOIN (SELECT feature_id, group_concat(words, ' ') AS words FROM temp.feature_context GROUP BY feature_id) c
+    ON c.feature_id = e.feature_id
+ORDER BY e.id
+"""
+
+
+def _write_entry_contexts(conn: sqlite3.Connection) -> None:
+    """``entry_context_fts``: every entry's name and the context words of its feature, each once."""
+    rows = conn.cursor().execute(ENTRY_CONTEXTS)
+    conn.executemany(
+        "INSERT INTO entry_context_fts (rowid, norm, context) VALUES (?,?,?)",
+        ((entry_id, norm, context_text((words or "").split())) for entry_id, norm, words in rows),
+    )
+    conn.execute("DROP TABLE temp.feature_context")
+
+
 def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
     """The tables made from the rows written: full-text index, vocabulary and its typo tables,
     the secondary indexes, meta and statistics."""
     writer.flush()
+    writer.write_contexts()
     conn = writer.conn
     conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
+    _write_entry_contexts(conn)
     conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(writer.vocab.items()))
     vocabulary.write_tables(conn)
     conn.executescript(INDEXES)

@@ -2,8 +2,11 @@
 
 A query is normalised into tokens; numbers are house numbers (or postcodes, 5 digits); every
 other token is expanded to vocabulary words (exact, typo within edit distance 1-2, prefix for
-the last token while typing). FTS5 finds the names holding any of those words; each name is
-then aligned with the query: how much of the name the query covers (weighted, so 'rue' and
+the last token while typing). FTS5 finds the names whose words or context words (city, district,
+postcode: engine.search.context) hold every query word, so a street name shared by hundreds of
+towns is found in the town the query names, and the names holding any of the rarer words (a
+dataset imported before the context index existed has only these); each name is then aligned
+with the query: how much of the name the query covers (weighted, so 'rue' and
 'de' matter less than 'grimaldi'), and whether the query tokens left over are explained by the
 feature's context (city, district, postcode, country). A street with a house number becomes
 the address (exact), or an interpolated point between the known numbers around it.
@@ -16,14 +19,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import partial
 
 import numpy as np
 from shapely.geometry import LineString, Point
 from shapely.ops import linemerge
 
 from engine.geo import haversine_m, round_coord
+from engine.search.context import feature_context, normalize_postcode
 from engine.search.index import SearchIndex
 from engine.search.normalize import (
     ABBREVIATIONS,
@@ -78,15 +83,22 @@ GENERIC = frozenset(
         "way",
     ]
 )
-COUNTRY_WORDS = {
-    "MCO": {"monaco", "monako", "mc", "mco"},
-    "FRA": {"france", "frankreich", "ranska", "fr", "fra"},
-    "FIN": {"finland", "suomi", "finlande", "finnland", "fi", "fin"},
-}
 TYPE_BASE_WITH_NUMBER = {"address": 1.0, "interpolated": 0.9, "street": 0.75, "place": 0.68, "poi": 0.7}
 TYPE_BASE = {"street": 0.96, "place": 0.97, "poi": 0.95, "address": 0.96}
 UNEXPLAINED = 0.6  # factor per query word nothing explains
-COMMON_WORD = 40  # names holding a word this often: left out of the FTS query when possible
+COMMON_WORD = 40  # names holding a word this often: left out of the any-word FTS query when possible
+CONTEXT_ROWS = 100  # entries the name-and-context query reads at most
+CONTEXT_MIN_PREFIX = 3  # letters of the word being typed before the name-and-context query asks for it
+
+
+def _any_of(terms: list[str]) -> str:
+    return "(" + " OR ".join(terms) + ")"
+
+
+def _union(rows: list[tuple[int, int, str]], more: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``rows`` then the entries of ``more`` not among them, in order."""
+    seen = {r[0] for r in rows}
+    return rows + [r for r in more if r[0] not in seen]
 
 
 @dataclass
@@ -151,7 +163,7 @@ def parse(
         i += 1
     q = Query(words=words, prefix=prefix)
     if postcode:
-        q.postcode = postcode.strip().replace(" ", "").lower()
+        q.postcode = normalize_postcode(postcode.strip())
     for n in numbers:
         if len(n) >= 5 and n.isdigit() and q.postcode is None:
             q.postcode = n
@@ -174,20 +186,49 @@ def _weight(tok: str) -> float:
     return 1.0
 
 
-def _context_words(f: dict) -> frozenset[str]:
-    return _context(f.get("city"), f.get("district"), f.get("postcode"), f.get("country"))
+@dataclass(frozen=True)
+class Placement:
+    """How a feature's context (engine.search.context) explains the query words its name
+    leaves over."""
+
+    factor: float  # UNEXPLAINED per word nothing explains, 0.75 for another postcode, 0.9 per extra number
+    hits: int  # words (and the postcode) the context explains
+
+    @property
+    def score(self) -> float:
+        return self.factor * min(1.06, 1.0 + 0.02 * self.hits)
 
 
-@lru_cache(maxsize=16384)
-def _context(city, district, postcode, country) -> frozenset[str]:
-    words: set[str] = set()
-    for value in (city, district):
-        if value:
-            words.update(tokens(value))
-    if postcode:
-        words.add(postcode.replace(" ", "").lower())
-    words |= COUNTRY_WORDS.get(country or "", set())
-    return frozenset(words)
+def placement(f: dict, *, q: Query, exps: list[dict[str, float]], used: set[int]) -> Placement:
+    """The feature's :class:`Placement` for the query words not ``used`` by its name."""
+    ctx = feature_context(f)
+    factor = 1.0
+    hits = 0
+    for i, w in enumerate(q.words):
+        if i in used or w in STOPWORDS:
+            continue
+        typing = q.prefix and i == len(q.words) - 1
+        if (
+            w in ctx
+            or any(x in ctx for x in exps[i] if exps[i][x] >= 0.85)
+            or (typing and any(c.startswith(w) for c in ctx))
+        ):
+            hits += 1
+        else:
+            factor *= UNEXPLAINED
+    for w in q.city_words:
+        if w in ctx:
+            hits += 1
+        else:
+            factor *= UNEXPLAINED
+    if q.postcode:
+        pc = normalize_postcode(f.get("postcode") or "")
+        if pc == q.postcode:
+            hits += 1
+        elif pc:
+            factor *= 0.75
+    factor *= 0.9 ** len(q.extra_numbers)
+    return Placement(factor, hits)
 
 
 class Matcher:
@@ -216,22 +257,77 @@ class Matcher:
                 out[i] = {w: s * 0.97 for w, s in found.items()}
         return out
 
+    def _word_terms(self, q: Query, i: int, exps, joined) -> list[str]:
+        """The FTS5 terms query word ``i`` may stand for: its vocabulary words, the word it makes
+        with the next one, and while typing the last word as a prefix."""
+        alts = set(exps[i])
+        if joined and i in joined:
+            alts |= set(joined[i])
+        terms = [f'"{a}"' for a in sorted(alts)]
+        word = q.words[i]
+        if q.prefix and i == len(q.words) - 1 and word.isalnum():
+            terms.append(f'"{word}"*')
+        return terms
+
     def _and_query(self, q: Query, exps, joined) -> str | None:
+        """Every word in the name (stopwords no name holds are let go); None for a word no name holds."""
         groups = []
-        last = len(q.words) - 1
         for i, w in enumerate(q.words):
-            alts = set(exps[i])
-            if joined and i in joined:
-                alts |= set(joined[i])
-            terms = [f'"{a}"' for a in sorted(alts)]
-            if i == last and w.isalnum():
-                terms.append(f'"{w}"*')
+            terms = self._word_terms(q, i, exps, joined)
             if not terms:
                 if w in STOPWORDS:
                     continue
                 return None  # an unknown word: no name holds every word
-            groups.append("(" + " OR ".join(terms) + ")")
+            groups.append(_any_of(terms))
         return " AND ".join(groups)
+
+    def _context_query(self, q: Query, exps, joined) -> str | None:
+        """Every word (but stopwords) in the name or in the feature's context, at least one in
+        the name, the structured city and the postcode in the context: 'Kirkkokatu 1, Oulu' is
+        Oulu's Kirkkokatu among the hundreds of Finland, found before any row limit. None when
+        there is nothing to place a name with (one word), or a word neither can hold."""
+        groups: list[str] = []
+        name_terms: list[str] = []
+        for i, w in enumerate(q.words):
+            typing = q.prefix and i == len(q.words) - 1
+            if w in STOPWORDS or (typing and len(w) < CONTEXT_MIN_PREFIX):
+                continue
+            terms = self._word_terms(q, i, exps, joined)
+            if not terms:
+                return None
+            groups.append(_any_of(terms))
+            # the name is asked for whole words: a prefix there would read every name it begins
+            name_terms.extend(t for t in terms if not t.endswith("*"))
+        for w in q.city_words:
+            terms = [f'"{a}"' for a in sorted(self.index.expand(w))]
+            if not terms:
+                return None
+            groups.append(f"{{context}} : {_any_of(terms)}")
+        if q.postcode:
+            groups.append(f'{{context}} : "{q.postcode}"')
+        if not name_terms or len(groups) < 2:
+            return None
+        return " AND ".join([f"{{norm}} : {_any_of(name_terms)}", *groups])
+
+    def _candidate_rows(self, q: Query, exps, joined, alts: set[str]) -> list[tuple[int, int, str]]:
+        """Entries (id, feature id, norm) that may be what the query names. While typing, the names
+        holding every word; unless they are plenty (then the words are a name being typed), the
+        names whose words and context hold every word (a street of a common name in the town the
+        query names), then the names holding any of the rarer words (typos, words of neither)."""
+        rows: list[tuple[int, int, str]] = []
+        if q.prefix:
+            and_query = self._and_query(q, exps, joined)
+            if and_query:
+                rows = self.index.search_entries(and_query, limit=250)
+        if len(rows) >= 10:
+            return rows
+        context_query = self._context_query(q, exps, joined) if self.index.has_context else None
+        if context_query:
+            rows = _union(rows, self.index.search_entries_in_context(context_query, limit=CONTEXT_ROWS))
+        if alts:
+            match = " OR ".join(f'"{w}"' for w in sorted(alts))
+            rows = _union(rows, self.index.search_entries(match, limit=150 if len(alts) > 3 else 100))
+        return rows
 
     def _align(self, norm: str, q: Query, exps: list[dict[str, float]], joined=None):
         """-> (coverage of the name, set of query word indexes used)."""
@@ -321,18 +417,7 @@ class Matcher:
         rare = {w for w in alts if (vocab.get(w) or 0) <= COMMON_WORD}
         if rare:
             alts = rare
-        match = " OR ".join(f'"{w}"' for w in sorted(alts)) if alts else None
-        rows = []
-        if q.prefix:
-            # typing: every word must be there (the last one as a prefix)
-            and_query = self._and_query(q, exps, joined)
-            if and_query:
-                rows = self.index.search_entries(and_query, limit=250)
-        if len(rows) < 10 and match:
-            seen = {r[0] for r in rows}
-            rows += [
-                r for r in self.index.search_entries(match, limit=150 if len(alts) > 3 else 100) if r[0] not in seen
-            ]
+        rows = self._candidate_rows(q, exps, joined, alts)
         if not rows:
             return []
         best_entry: dict[int, tuple[float, set[int], str]] = {}
@@ -361,40 +446,12 @@ class Matcher:
                 continue
             if types and f["type"] not in types and not (f["type"] == "street" and "address" in types):
                 continue
-            ctx = _context_words(f)
-            factor = 1.0
-            ctx_hits = 0
-            for i, w in enumerate(q.words):
-                if i in used or w in STOPWORDS:
-                    continue
-                typing = q.prefix and i == len(q.words) - 1
-                if (
-                    w in ctx
-                    or any(x in ctx for x in exps[i] if exps[i][x] >= 0.85)
-                    or (typing and any(c.startswith(w) for c in ctx))
-                ):
-                    ctx_hits += 1
-                else:
-                    factor *= UNEXPLAINED
-            for w in q.city_words:
-                if w in ctx:
-                    ctx_hits += 1
-                else:
-                    factor *= UNEXPLAINED
-            if q.postcode:
-                pc = (f.get("postcode") or "").replace(" ", "").lower()
-                if pc == q.postcode:
-                    ctx_hits += 1
-                elif pc:
-                    factor *= 0.75
-            for _ in q.extra_numbers:
-                factor *= 0.9
             # a query read as the name beats the same words read as context ('Bretelle de
             # Monaco': the street of that name before the street 'Bretelle' in Monaco)
             wsum = sum(_weight(w) for w in q.words) or 1.0
             in_name = sum(_weight(w) for i, w in enumerate(q.words) if i in used) / wsum
-            text_score = cov * factor * (0.94 + 0.06 * in_name) * min(1.06, 1.0 + 0.02 * ctx_hits)
-            results.extend(self._resolve(f, q, text_score))
+            name_score = cov * (0.94 + 0.06 * in_name)
+            results.extend(self._resolve(f, q, name_score, partial(placement, q=q, exps=exps, used=used)))
         out = []
         for r in results:
             lat, lng = r["lat"], r["lng"]
@@ -417,7 +474,11 @@ class Matcher:
         return self._dedupe(out, limit, lang)
 
     # -- house numbers -------------------------------------------------------------------------
-    def _resolve(self, f: dict, q: Query, text_score: float) -> list[dict]:
+    def _resolve(self, f: dict, q: Query, name_score: float, place: Callable[[dict], Placement]) -> list[dict]:
+        """The candidates a feature gives: itself, or for a street and a house number its
+        addresses of that number (each placed by its own context: a street crossing a town line
+        has its numbers in either town), an interpolated point, or the street."""
+        text_score = name_score * place(f).score
         imp = 0.02 * (f.get("importance") or 0.0)
         t = f["type"]
         if q.number is None:
@@ -429,7 +490,7 @@ class Matcher:
         addrs = self.index.addresses_on_street(f["id"])
         exact = [a for a in addrs if a["hn_norm"] == q.number]
         if exact:
-            return [self._cand(a, "address", (1.0 + imp) * text_score, street=f) for a in exact]
+            return [self._cand(a, "address", (1.0 + imp) * name_score * place(a).score, street=f) for a in exact]
         point = interpolate(self.index, f, addrs, q.number)
         if point is not None:
             lat, lng = point

@@ -34,6 +34,19 @@ FEATURE_COLUMNS = (
 )
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
 
+ENTRY_SEARCH = (
+    "SELECT e.id, e.feature_id, e.norm FROM entries_fts f JOIN entries e ON e.id = f.rowid "
+    "WHERE entries_fts MATCH ? ORDER BY f.rank LIMIT ?"
+)
+# names and context words together (a dataset imported before the table existed has none: the
+# geocoder then searches names only). A word found in the name counts ten times one found in the
+# context: the query's words all hold somewhere, the names holding more of them come first.
+CONTEXT_TABLE = "entry_context_fts"
+ENTRY_CONTEXT_SEARCH = (
+    "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
+    "WHERE entry_context_fts MATCH ? ORDER BY bm25(entry_context_fts, 10.0, 1.0) LIMIT ?"
+)
+
 
 class SearchIndex:
     def __init__(self, path: Path) -> None:
@@ -47,6 +60,7 @@ class SearchIndex:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
         self.proj = LocalProjection(lat0, lng0)
+        self.has_context = self._has_table(CONTEXT_TABLE)
         self._street_geoms: dict[int, object] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
         self._geom_lock = threading.Lock()
@@ -80,6 +94,9 @@ class SearchIndex:
 
     def execute(self, sql: str, args=()):
         return self._conn().execute(sql, args)
+
+    def _has_table(self, name: str) -> bool:
+        return self.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
     # -- vocabulary ----------------------------------------------------------------------------
     def expand(self, tok: str, prefix: bool = False, fuzzy: bool = True) -> dict[str, float]:
@@ -147,14 +164,21 @@ class SearchIndex:
         return {r[0]: self.row_to_feature(r) for r in rows}
 
     def search_entries(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
-        """(entry id, feature id, norm) of entries matching an FTS5 expression, best first."""
-        sql = (
-            "SELECT e.id, e.feature_id, e.norm FROM entries_fts f JOIN entries e ON e.id = f.rowid "
-            "WHERE entries_fts MATCH ? ORDER BY f.rank LIMIT ?"
-        )
+        """(entry id, feature id, norm) of entries whose name matches an FTS5 expression, best first."""
+        return self._search(ENTRY_SEARCH, match, limit)
+
+    def search_entries_in_context(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
+        """(entry id, feature id, norm) of entries matching an FTS5 expression over the columns
+        ``norm`` and ``context`` (their feature's context words), best first; none when the
+        dataset has no such table (``has_context``)."""
+        if not self.has_context:
+            return []
+        return self._search(ENTRY_CONTEXT_SEARCH, match, limit)
+
+    def _search(self, sql: str, match: str, limit: int) -> list[tuple[int, int, str]]:
         try:
             return list(self.execute(sql, (match, limit)))
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError:  # an expression FTS5 cannot parse: no match
             return []
 
     def addresses_on_street(self, street_id: int) -> list[dict]:
