@@ -19,6 +19,7 @@ OWN_STREET_SLACK_M = 8.0  # an address whose street is this much farther than th
 STREET_BIAS_M = 3.0  # a street ranks as an address this much nearer
 FAR_PENALTY_M = 50.0  # an address on another street than the one the point is at
 MINOR_PENALTY_M = 1000.0  # a minor street: only when nothing else is within the radius
+NEAR_ADDRESSES = 20  # address-bearing points looked at, nearest first
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,10 @@ def _cand(f: dict[str, Any], region: str, t: str, lat: float, lng: float, distan
 
 
 def nearest_streets(
-    index: SearchIndex, lat: float, lng: float, radius: float
+    index: SearchIndex, cache: SpatialCache, lat: float, lng: float, radius: float
 ) -> list[tuple[float, int, tuple[float, float]]]:
     """[(distance m, street_id, (lat, lng) of the nearest point)] within radius, nearest first."""
-    near = spatial_cache(index).parts_near(lat, lng, radius)
+    near = cache.parts_near(lat, lng, radius)
     if not len(near.lines):
         return []
     px, py = index.proj.to_xy(lat, lng)
@@ -83,18 +84,7 @@ def nearest_streets(
     return out
 
 
-def _near_addresses(
-    index: SearchIndex, lat: float, lng: float, radius: float, k: int = 20
-) -> list[tuple[float, int, bool, int]]:
-    """[(distance m, feature id, is_poi, street id)] of the k nearest address-bearing points
-    within radius."""
-    return [
-        (a.distance, a.feature_id, a.is_poi, a.street_id)
-        for a in spatial_cache(index).addresses_near(lat, lng, radius, k)
-    ]
-
-
-def _ranked(index: SearchIndex, cache: SpatialCache, params: ReverseParams) -> list[tuple[Any, ...]]:
+def _ranked(index: SearchIndex, params: ReverseParams) -> list[tuple[Any, ...]]:
     """(rank key, point distance, feature id, street point or None, distance) of the addresses
     and streets near the point, best first. The rule:
 
@@ -106,26 +96,27 @@ def _ranked(index: SearchIndex, cache: SpatialCache, params: ReverseParams) -> l
       ``engine.search.index.MINOR_STREET_KINDS``) neither count as "the nearest street" nor win
       over an address or another street within the radius: nobody lives at a corridor.
     """
-    addrs = _near_addresses(index, params.lat, params.lng, params.radius)
-    streets = nearest_streets(index, params.lat, params.lng, params.radius)
+    cache = spatial_cache(index)
+    addrs = cache.addresses_near(params.lat, params.lng, params.radius, NEAR_ADDRESSES)
+    streets = nearest_streets(index, cache, params.lat, params.lng, params.radius)
     minor = cache.minor_streets
     street_d = {sid: d for d, sid, _ in streets}
     nearest_d = next((d for d, sid, _ in streets if sid not in minor), None)
     px, py = index.proj.to_xy(params.lat, params.lng)
     pt = shapely.Point(float(px), float(py))
-    fps = index.footprints(fid for _d, fid, _p, _s in addrs)  # read per request: no per-process copy
+    fps = index.footprints(a.feature_id for a in addrs)  # read per request: no per-process copy
     found: list[tuple[Any, ...]] = []
-    for d, fid, is_poi, street_id in addrs:
-        fp = fps.get(fid)
-        d_fp = fp.distance(pt) if fp is not None else d  # 0 inside the building
-        own = street_d.get(street_id)
-        if is_poi:  # a shop with an address: only when the point is on it
+    for a in addrs:
+        fp = fps.get(a.feature_id)
+        d_fp = fp.distance(pt) if fp is not None else a.distance  # 0 inside the building
+        own = street_d.get(a.street_id)
+        if a.is_poi:  # a shop with an address: only when the point is on it
             key = d_fp if d_fp <= 2.0 else d_fp + FAR_PENALTY_M
         elif d_fp <= ON_ADDRESS_M or nearest_d is None or (own is not None and own <= nearest_d + OWN_STREET_SLACK_M):
             key = d_fp
         else:
             key = d_fp + FAR_PENALTY_M
-        found.append((key, d, fid, None, d_fp))
+        found.append((key, a.distance, a.feature_id, None, d_fp))
     n_streets = 0
     for d, sid, point in streets:
         if sid in minor:
@@ -143,8 +134,7 @@ def run(datasets: DatasetRegistry, params: ReverseParams) -> dict[str, Any]:
     admin: list[dict[str, Any]] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
         index = ds.search
-        cache = spatial_cache(index)
-        found = _ranked(index, cache, params)
+        found = _ranked(index, params)
         if not found:
             continue
         top = found[: params.limit + 5]
