@@ -328,7 +328,7 @@ class SpatialCache:
 
     def __init__(self, index: SearchIndex) -> None:
         self._index = index
-        kinds = sorted(MINOR_STREET_KINDS | {f"highway={kind}" for kind in MINOR_STREET_KINDS})
+        kinds = sorted(f"highway={kind}" for kind in MINOR_STREET_KINDS)  # a street's category
         self.minor_streets = frozenset(
             sid
             for (sid,) in index.execute(
