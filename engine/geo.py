@@ -53,6 +53,12 @@ class LocalProjection:
     def to_latlng(self, x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return np.asarray(y) / self.ky + self.lat0, np.asarray(x) / self.kx + self.lng0
 
+    def coords_to_xy(self, coords: ArrayLike) -> NDArray[np.float64]:
+        """An (n, 2) array of lng/lat -> (n, 2) metres (line coordinates, ``shapely.transform``)."""
+        arr = np.asarray(coords)
+        x, y = self.to_xy(arr[:, 1], arr[:, 0])
+        return np.column_stack([x, y])
+
     def point_xy(self, lat: float, lng: float) -> tuple[float, float]:
         """``to_xy`` for one point, in plain floats (no array wrapping on hot paths)."""
         return (lng - self.lng0) * self.kx, (lat - self.lat0) * self.ky

@@ -552,11 +552,7 @@ def _cluster_ways(ways: list[CollectedWay], proj: LocalProjection) -> list[list[
     """Split same-name ways into streets: pieces within CLUSTER_GAP_M belong together."""
     if len(ways) == 1:
         return [ways]
-    lines = []
-    for w in ways:
-        arr = np.asarray(w.coords)
-        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-        lines.append(LineString(np.column_stack([x, y])))
+    lines = [LineString(proj.coords_to_xy(w.coords)) for w in ways]
     parent = list(range(len(ways)))
 
     def find(i: int) -> int:
@@ -754,16 +750,9 @@ def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | No
     if isinstance(outline, list):
         if not outline:
             return None
-        arr = np.asarray(outline)
-        x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-        poly = Polygon(np.column_stack([x, y]))
+        poly = Polygon(proj.coords_to_xy(outline))
     else:
-
-        def metric(coords: np.ndarray) -> np.ndarray:
-            x, y = proj.to_xy(coords[:, 1], coords[:, 0])
-            return np.column_stack([x, y])
-
-        poly = shapely.transform(outline, metric)
+        poly = shapely.transform(outline, proj.coords_to_xy)
     return shapely.to_wkb(poly) if shapely.is_valid(poly) and shapely.area(poly) > 0 else None
 
 

@@ -271,9 +271,7 @@ def _major_street_lines(streets: list[IndexedStreet], proj: LocalProjection) -> 
         if street.kind in MINOR_STREET_KINDS:
             continue
         for part in street.lines.geoms:
-            arr = np.asarray(part.coords)
-            x, y = proj.to_xy(arr[:, 1], arr[:, 0])
-            lines.append(LineString(np.column_stack([x, y])))
+            lines.append(LineString(proj.coords_to_xy(part.coords)))
             owners.append(street.name)
     return lines, owners
 

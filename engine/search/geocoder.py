@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-import numpy as np
 from shapely.geometry import LineString, Point
 from shapely.ops import linemerge
 
@@ -585,11 +584,7 @@ def interpolate(index: SearchIndex, street: dict, addrs: list[dict], number: str
     if len(known) < 2:
         return None
     proj = index.proj
-    lines = []
-    for part in getattr(geom, "geoms", [geom]):
-        arr = np.asarray(part.coords)
-        lx, ly = proj.to_xy(arr[:, 1], arr[:, 0])
-        lines.append(LineString(np.column_stack([lx, ly])))
+    lines = [LineString(proj.coords_to_xy(part.coords)) for part in getattr(geom, "geoms", [geom])]
     merged = linemerge(lines)
     parts = list(getattr(merged, "geoms", [merged]))
     same = [(v, a) for v, a in known if v % 2 == target % 2] or known

@@ -364,15 +364,9 @@ class SpatialCache:
         """The street pieces whose box comes within ``radius`` of the point (a superset of those
         within the radius: the caller measures)."""
         rows = self._index.execute(STREET_PARTS_IN_BOX, self._box(lat, lng, radius)).fetchall()
-        proj = self._index.proj
-
-        def metric(coords: NDArray[np.float64]) -> NDArray[np.float64]:
-            x, y = proj.to_xy(coords[:, 1], coords[:, 0])
-            return np.column_stack([x, y])
-
         lines = np.asarray(shapely.from_wkb([wkb for _sid, wkb in rows]), dtype=object)
         if rows:
-            lines = shapely.transform(lines, metric)
+            lines = shapely.transform(lines, self._index.proj.coords_to_xy)
         return NearParts(np.array([sid for sid, _wkb in rows], dtype=np.int64), lines)
 
 

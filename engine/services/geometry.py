@@ -35,15 +35,11 @@ def simplify_m(geom: BaseGeometry, tolerance_m: float) -> BaseGeometry:
     c = geom.centroid
     proj = LocalProjection(c.y, c.x)
 
-    def fwd(coords: NDArray[np.float64]) -> NDArray[np.float64]:
-        x, y = proj.to_xy(coords[:, 1], coords[:, 0])
-        return np.column_stack([x, y])
-
     def back(coords: NDArray[np.float64]) -> NDArray[np.float64]:
         lat, lng = proj.to_latlng(coords[:, 0], coords[:, 1])
         return np.column_stack([lng, lat])
 
-    metric = shapely.transform(geom, fwd)
+    metric = shapely.transform(geom, proj.coords_to_xy)
     simple = shapely.simplify(metric, tolerance_m, preserve_topology=True)
     if not simple.is_valid:
         simple = shapely.make_valid(simple)
