@@ -411,6 +411,17 @@ def _k_nearest(tree: Any, xy: tuple[float, float], k: int) -> tuple[NDArray[np.f
     return np.atleast_1d(dists), np.atleast_1d(idx)
 
 
+def _point_on_way(streets: dict, name: str, rng: random.Random) -> tuple[float, float] | None:
+    """(lat, lng) of a random point of a random way of the street, None for a way of one point."""
+    way = rng.choice(streets[name + "\0lines"])
+    if len(way) < 2:
+        return None
+    i = rng.randrange(len(way) - 1)
+    (la, lo), (lb, lob) = way[i], way[i + 1]
+    f = rng.random()
+    return la + f * (lb - la), lo + f * (lob - lo)
+
+
 def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) -> list[dict]:
     """Points 2-6 m beside a footway, passage or steps that no address names: expect the street
     of the nearest address within 40 m when that street is also the nearest address street (the
@@ -445,14 +456,11 @@ def _beside_path_queries(addresses, streets, names, rng: random.Random, n: int) 
         if len(out) >= n:
             break
         name = rng.choice(minor)
-        way = rng.choice(streets[name + "\0lines"])
-        if len(way) < 2:
+        on_way = _point_on_way(streets, name, rng)
+        if on_way is None:
             continue
-        i = rng.randrange(len(way) - 1)
-        (la, lo), (lb, lob) = way[i], way[i + 1]
-        f = rng.random()
-        lat = la + f * (lb - la) + rng.uniform(2, 6) / 111_195.0 * rng.choice((-1, 1))
-        lng = lo + f * (lob - lo)
+        lat, lng = on_way
+        lat += rng.uniform(2, 6) / 111_195.0 * rng.choice((-1, 1))
         dists, idx = _k_nearest(tree, (lng * k * 111_195.0, lat * 111_195.0), min(4, len(addresses)))
         best = addresses[idx[0]]["street"] if dists[0] <= 40.0 else None
         if best and any(addresses[j]["street"] != best and d < dists[0] + 5.0 for d, j in zip(dists, idx, strict=True)):
@@ -503,13 +511,10 @@ def reverse_queries(region: str, rng: random.Random, n: int = 150) -> list[dict]
             break
         if not address_street(name, streets, addressed):
             continue  # beside a footway the answer is the address street (beside_path below)
-        way = rng.choice(streets[name + "\0lines"])
-        if len(way) < 2:
+        on_way = _point_on_way(streets, name, rng)
+        if on_way is None:
             continue
-        i = rng.randrange(len(way) - 1)
-        (la, lo), (lb, lob) = way[i], way[i + 1]
-        f = rng.random()
-        lat, lng = la + f * (lb - la), lo + f * (lob - lo)
+        lat, lng = on_way
         # 5-10 m beside the street
         off = rng.uniform(5, 10) / 111_195.0
         lat += off * rng.choice((-1, 1)) * 0.7
