@@ -42,6 +42,7 @@ ENTRY_SEARCH = (
 # geocoder then searches names only). A word found in the name counts ten times one found in the
 # context: the query's words all hold somewhere, the names holding more of them come first.
 CONTEXT_TABLE = "entry_context_fts"
+TYPO_TABLE = "vocab_deletes"  # with vocab_prefix_deletes and vocab_lengths (engine.search.vocabulary)
 ENTRY_CONTEXT_SEARCH = (
     "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
     "WHERE entry_context_fts MATCH ? ORDER BY bm25(entry_context_fts, 10.0, 1.0) LIMIT ?"
@@ -56,7 +57,8 @@ class SearchIndex:
         self._conns_lock = threading.Lock()
         conn = self._conn()
         # read from the dataset's typo tables, not built here: every process shares the pages
-        self.vocab = Vocabulary(self.execute)
+        # (an index imported before the tables existed gets them built in memory)
+        self.vocab = Vocabulary(self.execute, tables_in_file=self._has_table(TYPO_TABLE))
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
         self.proj = LocalProjection(lat0, lng0)

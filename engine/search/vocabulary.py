@@ -9,12 +9,17 @@ These tables grow with the vocabulary (about 25 rows a word; a country has hundr
 of words), so they are built once by the import (``write_tables``) and looked up with SQL by each
 process (``Vocabulary``): the SQLite file is memory-mapped read-only, so every gunicorn worker and
 Celery thread shares the same pages instead of holding its own copy of the tables in Python dicts.
+An index imported before the tables were written into it has none: each process then builds them
+in memory from its ``vocab`` table on first use (``TypoTables``), with the same rows.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 PREFIX_MIN, PREFIX_MAX = 4, 10  # prefixes typed while the word is not complete
@@ -66,20 +71,58 @@ def write_tables(conn: sqlite3.Connection) -> dict[str, int]:
     return {"vocabulary": len(words)}
 
 
+@dataclass(frozen=True)
+class TypoTables:
+    """The three typo tables in memory, for an index that does not hold them: the same rows as
+    ``write_tables`` writes, looked up the way ``Vocabulary`` queries the file's tables."""
+
+    by_key: dict[str, dict[str, list[str]]]  # table -> key -> words
+    by_length: dict[int, list[str]]  # length -> words, sorted (as the file's primary key orders them)
+
+    @classmethod
+    def build(cls, words: Sequence[str]) -> TypoTables:
+        by_key: dict[str, dict[str, list[str]]] = {}
+        for table, rows in (("vocab_deletes", delete_rows(words)), ("vocab_prefix_deletes", prefix_delete_rows(words))):
+            keyed: dict[str, list[str]] = defaultdict(list)
+            for key, word in rows:
+                keyed[key].append(word)
+            by_key[table] = dict(keyed)
+        by_length: dict[int, list[str]] = defaultdict(list)
+        for w in sorted(words):
+            if not w.isdigit():
+                by_length[len(w)].append(w)
+        return cls(by_key, dict(by_length))
+
+    def neighbours(self, table: str, keys: Sequence[str]) -> list[str]:
+        keyed = self.by_key[table]
+        return list(dict.fromkeys(w for k in keys for w in keyed.get(k, ())))
+
+
 def _in(count: int) -> str:
     return ",".join("?" * count)
 
 
 class Vocabulary:
     """Read side: every lookup is an indexed SQLite query (``execute`` runs on the calling thread's
-    read-only connection). Frequencies of the words asked for are kept in a bounded cache."""
+    read-only connection). Frequencies of the words asked for are kept in a bounded cache.
+    ``tables_in_file=False``: an index without the typo tables; they are built in memory."""
 
     CACHE_MAX = 50_000
 
-    def __init__(self, execute: Execute) -> None:
+    def __init__(self, execute: Execute, tables_in_file: bool = True) -> None:
         self._execute = execute
         self._freq: dict[str, int | None] = {}
         self._by_length: dict[int, list[str]] = {}
+        self._tables_in_file = tables_in_file
+        self._in_memory: TypoTables | None = None
+        self._in_memory_lock = threading.Lock()
+
+    def _memory_tables(self) -> TypoTables:
+        with self._in_memory_lock:
+            if self._in_memory is None:
+                words = [w for (w,) in self._execute("SELECT word FROM vocab", ())]
+                self._in_memory = TypoTables.build(words)
+            return self._in_memory
 
     def get(self, word: str, default: int | None = None) -> int | None:
         """The word's frequency in the names (0: a context word only), ``default`` when unknown."""
@@ -117,6 +160,8 @@ class Vocabulary:
         ks = sorted(set(keys))
         if not ks:
             return []
+        if not self._tables_in_file:
+            return self._memory_tables().neighbours(table, ks)
         sql = f"SELECT DISTINCT word FROM {table} WHERE key IN ({_in(len(ks))})"  # noqa: S608 - table is ours
         return [w for (w,) in self._execute(sql, ks)]
 
@@ -131,6 +176,8 @@ class Vocabulary:
     def of_length(self, length: int) -> list[str]:
         """Every non-numeric word of ``length`` letters (the last-resort typo scan). Kept once read:
         the words themselves are a small part of the tables (about 60 bytes a word)."""
+        if not self._tables_in_file:
+            return self._memory_tables().by_length.get(length, [])
         found = self._by_length.get(length)
         if found is None:
             rows = self._execute("SELECT word FROM vocab_lengths WHERE length = ?", (length,))

@@ -64,3 +64,26 @@ def test_opening_the_index_loads_no_vocabulary(data_dir):
         assert set(index.vocab.delete_neighbours(deletes("mannerheimintie"))) >= {"mannerheimintie"}
     finally:
         index.close()
+
+
+def test_an_index_without_the_typo_tables_builds_them_in_memory(data_dir, tmp_path):
+    """An index imported by a release that did not write the typo tables answers typos, while
+    typing and with two edits, exactly as one that holds them."""
+    current = SearchIndex(_db(data_dir, "helsinki"))
+    copy = tmp_path / layout.SEARCH_DB
+    shutil.copy(_db(data_dir, "helsinki"), copy)
+    conn = sqlite3.connect(copy)
+    for table in ("vocab_deletes", "vocab_prefix_deletes", "vocab_lengths"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+    older = SearchIndex(copy)
+    try:
+        asked = [("mannerheimintei", False), ("manmerh", True), ("aleksanterinktau", False), ("kaivokadu", False)]
+        asked += [("esplanadi", True), ("bulevadri", False), ("rautatientori", False), ("xqzvw", False)]
+        for token, prefix in asked:
+            assert older.expand(token, prefix=prefix) == current.expand(token, prefix=prefix), token
+        assert "mannerheimintie" in older.expand("mannerheimintei")
+    finally:
+        older.close()
+        current.close()
