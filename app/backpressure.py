@@ -15,17 +15,14 @@ from collections.abc import Callable
 
 import redis
 
-from app.metrics import PRIORITY_SUFFIXES
+from app.metrics import queue_depths
 from engine.errors import Unavailable
 
 RETRY_AFTER_S = 2
 
 
 def queue_depth(client: redis.Redis, queue: str) -> int:
-    pipe = client.pipeline(transaction=False)
-    for suffix in PRIORITY_SUFFIXES:
-        pipe.llen(queue + suffix)
-    return int(sum(pipe.execute()))
+    return queue_depths(client, (queue,))[queue]
 
 
 def admit(client: redis.Redis, queue: str, max_depth: Callable[[str], int]) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -76,14 +76,15 @@ def _route_labels(rule: str) -> tuple[str, str]:
     return rule, "other"
 
 
-def queue_depths(client: redis.Redis) -> dict[str, int]:
+def queue_depths(client: redis.Redis, queues: Sequence[str] = QUEUES) -> dict[str, int]:
+    """Tasks waiting in each of ``queues``: Celery's Redis list and its priority sub-queues."""
     pipe = client.pipeline(transaction=False)
-    for queue in QUEUES:
+    for queue in queues:
         for suffix in PRIORITY_SUFFIXES:
             pipe.llen(queue + suffix)
     counts = pipe.execute()
     n = len(PRIORITY_SUFFIXES)
-    return {queue: sum(counts[i * n : (i + 1) * n]) for i, queue in enumerate(QUEUES)}
+    return {queue: sum(counts[i * n : (i + 1) * n]) for i, queue in enumerate(queues)}
 
 
 def active_workers(client: redis.Redis, ns: str) -> int:

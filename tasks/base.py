@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -20,6 +21,12 @@ def settings() -> Settings:
         _state["settings"] = Settings.from_env()
     value: Settings = _state["settings"]
     return value
+
+
+def backoff_s(retries: int, base_s: float, cap_s: float) -> float:
+    """The delay before retry ``retries + 1`` of a task: ``base_s * 2**retries``, at most ``cap_s``,
+    with +-20 % jitter."""
+    return round(min(cap_s, base_s * 2.0**retries) * random.uniform(0.8, 1.2), 3)
 
 
 def redis_client() -> redis.Redis:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import smtplib
 import ssl
 from email.message import EmailMessage
@@ -24,6 +23,7 @@ from celery import shared_task
 
 from config.portal import SmtpTarget, mail_settings
 from queueing.protocol import DEFAULT_QUEUE, TaskSender
+from tasks import base
 
 log = logging.getLogger("meridian.mail")
 
@@ -50,8 +50,7 @@ def enqueue(sender: TaskSender, mail: dict[str, str]) -> bool:
 
 
 def backoff_s(retries: int) -> float:
-    delay: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0**retries) * random.uniform(0.8, 1.2)
-    return round(delay, 3)
+    return base.backoff_s(retries, BACKOFF_BASE_S, BACKOFF_CAP_S)
 
 
 def build_message(mail: dict[str, str], sender: str) -> EmailMessage:

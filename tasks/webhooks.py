@@ -27,7 +27,6 @@ import dataclasses
 import hashlib
 import hmac
 import logging
-import random
 import threading
 import time
 from datetime import datetime
@@ -38,7 +37,7 @@ from celery import Task, shared_task
 from accounts.fences import DELIVERED, FenceStore
 from engine.geofence.webhooks import Delivery
 from queueing.protocol import DEFAULT_QUEUE, TaskSender
-from tasks import webhook_http
+from tasks import base, webhook_http
 from tasks.base import settings
 
 log = logging.getLogger("meridian.webhooks")
@@ -77,8 +76,7 @@ def sign(body: bytes, secret_hash: str) -> str:
 
 
 def backoff_s(retries: int) -> float:
-    base = min(BACKOFF_CAP_S, settings().webhook_backoff_s * 2.0**retries)
-    return round(base * random.uniform(0.8, 1.2), 3)
+    return base.backoff_s(retries, settings().webhook_backoff_s, BACKOFF_CAP_S)
 
 
 @shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -250,8 +250,6 @@ class Parsed(fields.String):
         super().__init__(**kwargs)
 
     def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
-        from engine.errors import InvalidParameter
-
         try:
             return self.parser(super()._deserialize(value, attr, data, **kwargs))
         except InvalidParameter as exc:
