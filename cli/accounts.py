@@ -76,7 +76,7 @@ def accounts_show(email: str) -> None:
             "label": k.label,
             "plan": k.plan.name,
             "scopes": list(k.scopes) if k.scopes is not None else None,
-            "state": "revoked" if k.revoked else ("expired" if k.expired() else "active"),
+            "state": k.state(),
             "expires_at": k.expires_at.isoformat() if k.expires_at else None,
         }
         for k in users.store.list_keys(str(info["name"]))

@@ -13,7 +13,7 @@ from flask import current_app, render_template, request
 from accounts.store import split_key
 from app.portal import console
 from app.portal.blueprint import bp, current_user, login_required
-from app.portal.views_keys import key_state, keys_of
+from app.portal.views_keys import keys_of
 from app.runtime import runtime
 from engine.errors import MeridianError
 
@@ -34,7 +34,7 @@ def console_page() -> str | tuple[str, int]:
     values = dict(function.defaults)
     result: dict[str, Any] | None = None
     errors: list[str] = []
-    active = [k for k in keys_of(user) if key_state(k) == "active"]
+    active = [k for k in keys_of(user) if k.state() == "active"]
     if request.method == "POST":
         values = {p["name"]: request.form.get(p["name"], "") for p in params}
         key = (request.form.get("key") or "").strip()

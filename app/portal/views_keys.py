@@ -48,10 +48,6 @@ def _counter() -> QuotaCounter:
     return QuotaCounter(rt.redis, namespace=rt.settings.service_name)
 
 
-def key_state(key: KeyRecord) -> str:
-    return "revoked" if key.revoked else "expired" if key.expired() else "active"
-
-
 def _last_used(daily: dict[str, dict[str, int]]) -> str | None:
     used = [day for day, services in daily.items() if services]
     return max(used) if used else None
@@ -66,14 +62,14 @@ def dashboard() -> str:
     counter, rt = _counter(), runtime()
     rows, counters, redis_ok = [], {}, True
     for key in keys:
-        last = None
+        last, state = None, key.state()
         try:
             last = _last_used(counter.usage(key.prefix, usage.DAYS))
-            if key_state(key) == "active":
+            if state == "active":
                 counters[key.prefix] = usage.current_counters(rt.redis, rt.settings.service_name, key.prefix)
         except Exception:  # Redis down: the page still shows keys and plan
             redis_ok = False
-        rows.append({"key": key, "state": key_state(key), "last_used": last})
+        rows.append({"key": key, "state": state, "last_used": last})
     return render_template(
         "portal/dashboard.html",
         user=user,
