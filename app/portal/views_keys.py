@@ -8,7 +8,6 @@ from datetime import UTC, datetime, time, timedelta
 
 from flask import Response, render_template, request
 
-from accounts.quota import QuotaCounter
 from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
 from accounts.users import User
 from app.portal import usage
@@ -43,11 +42,6 @@ def own_key(user: User, prefix: str) -> KeyRecord | None:
     return next((k for k in keys_of(user) if k.prefix == prefix), None)
 
 
-def _counter() -> QuotaCounter:
-    rt = runtime()
-    return QuotaCounter(rt.redis, namespace=rt.settings.service_name)
-
-
 def _last_used(daily: dict[str, dict[str, int]]) -> str | None:
     used = [day for day, services in daily.items() if services]
     return max(used) if used else None
@@ -59,14 +53,14 @@ def dashboard() -> str:
     user = _user()
     plan = plan_of(user)
     keys = keys_of(user)
-    counter, rt = _counter(), runtime()
+    counter = portal().quota
     rows, counters, redis_ok = [], {}, True
     for key in keys:
         last, state = None, key.state()
         try:
             last = _last_used(counter.usage(key.prefix, usage.DAYS))
             if state == "active":
-                counters[key.prefix] = usage.current_counters(rt.redis, rt.settings.service_name, key.prefix)
+                counters[key.prefix] = counter.current(key.prefix)
         except Exception:  # Redis down: the page still shows keys and plan
             redis_ok = False
         rows.append({"key": key, "state": state, "last_used": last})
@@ -86,14 +80,14 @@ def dashboard() -> str:
 @bp.route("/usage.svg")
 @login_required
 def usage_svg() -> Response:
-    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    daily = usage.daily_usage(portal().quota, keys_of(_user()))
     return Response(usage.to_svg(daily), mimetype="image/svg+xml")
 
 
 @bp.route("/usage.csv")
 @login_required
 def usage_csv() -> Response:
-    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    daily = usage.daily_usage(portal().quota, keys_of(_user()))
     resp = Response(usage.to_csv(daily), mimetype="text/csv")
     resp.headers["Content-Disposition"] = f'attachment; filename="meridian-usage-{datetime.now(UTC):%Y%m%d}.csv"'
     return resp
