@@ -31,7 +31,7 @@ def plan_of(user: User) -> PlanRecord | None:
 def plan_services(plan: PlanRecord | None) -> list[str]:
     if plan is None:
         return []
-    return list(SERVICES) if "*" in plan.services else [s for s in SERVICES if s in plan.services]
+    return [s for s in SERVICES if plan.includes(s)]
 
 
 def keys_of(user: User) -> list[KeyRecord]:
