@@ -12,7 +12,7 @@ from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
 from accounts.users import User
 from app.portal import usage
 from app.portal.blueprint import bp, current_user, login_required
-from app.portal.forms import KeyForm, RotateForm
+from app.portal.forms import KeyForm, RotateForm, form_errors
 from app.portal.services import portal
 from app.runtime import runtime
 from config.plans import SERVICES
@@ -133,7 +133,7 @@ def key_new() -> str | tuple[str, int]:
                 else:
                     return _issued_page(issued, "Your new key")
         else:
-            errors.extend(m for ms in form.errors.values() for m in ms)
+            errors.extend(form_errors(form))
     return render_template("portal/key_new.html", form=form, errors=errors, plan=plan), (400 if errors else 200)
 
 
@@ -166,7 +166,7 @@ def key_rotate(prefix: str) -> str | tuple[str, int]:
             "portal/error.html", title="No such key", message="No key of yours has that prefix."
         ), 404
     if not form.validate():
-        message = "; ".join(m for ms in form.errors.values() for m in ms)
+        message = "; ".join(form_errors(form))
         return render_template("portal/error.html", title="Cannot rotate", message=message), 400
     try:
         issued = portal().store.rotate(key.prefix, timedelta(hours=form.grace_hours.data or 0))
