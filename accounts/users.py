@@ -208,10 +208,6 @@ class UserDirectory:
             moved = s.execute(update(ApiKey).where(ApiKey.account_id == account_id).values(plan_id=plan_id))
             return int(getattr(moved, "rowcount", 0) or 0)
 
-    def verify_now(self, account_id: int) -> None:
-        """Operator override: mark the address verified without the mail."""
-        self.mark_verified(account_id)
-
     # ---------------------------------------------------------------- helpers
     def _plan_id(self, name: str) -> int:
         with self.store.session() as s:

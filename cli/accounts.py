@@ -89,7 +89,7 @@ def accounts_show(email: str) -> None:
 def accounts_verify(email: str) -> None:
     """Mark the address verified without the mail."""
     users = _directory()
-    users.verify_now(_user(users, email).id)
+    users.mark_verified(_user(users, email).id)
     click.echo("verified")
 
 
