@@ -138,6 +138,15 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Counts:
+    """What one key's windows hold now (the portal's dashboard)."""
+
+    minute: int
+    day: int
+    month: int
+
+
+@dataclass(frozen=True)
 class QuotaDecision:
     allowed: bool
     windows: tuple[Window, ...]
@@ -261,6 +270,17 @@ class QuotaCounter:
             self._settle_script(keys=list(reservation.keys), args=[unspent, len(usage), *pairs, *members])
         except redis.RedisError as exc:
             raise QuotaUnavailable(str(exc)) from exc
+
+    def current(self, key_ref: str) -> Counts:
+        """The requests counted now in the key's minute, day and month windows (read only)."""
+        now_s = time.time()
+        minute_key, day_key, month_key, _ = self._keys(key_ref, self._calendar_now(now_s))
+        pipe = self.client.pipeline()
+        pipe.zcount(minute_key, int(now_s * 1000) - 60_000, "+inf")
+        pipe.get(day_key)
+        pipe.get(month_key)
+        minute, day, month = pipe.execute()
+        return Counts(int(minute or 0), int(day or 0), int(month or 0))
 
     def usage(self, key_ref: str, days: int = 30) -> dict[str, dict[str, int]]:
         """{YYYY-MM-DD: {service: count}} for the last ``days`` UTC days (newest first)."""

@@ -69,6 +69,10 @@ class KeyRecord:
     def expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and (now or datetime.now(UTC)) >= self.expires_at
 
+    def state(self) -> str:
+        """``revoked``, ``expired`` or ``active``: how the CLI and the portal list a key."""
+        return "revoked" if self.revoked else "expired" if self.expired() else "active"
+
     def allows(self, service: str) -> bool:
         if not self.plan.includes(service):
             return False

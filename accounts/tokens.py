@@ -70,7 +70,3 @@ class TokenSigner:
         except IntegrityError:
             raise TokenError("this link has already been used") from None
         return content
-
-    def used(self, token: Token) -> bool:
-        with self.store.session() as s:
-            return s.get(UsedToken, token.jti) is not None

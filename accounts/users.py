@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from accounts.models import Account, ApiKey, Plan, utcnow
 from accounts.passwords import hash_password, needs_rehash, password_problem, verify_dummy, verify_password
-from accounts.store import AccountError, AccountStore
+from accounts.store import AccountError, AccountStore, _aware
 
 ROLES = ("user", "admin")
 MAX_EMAIL_LENGTH = 254
@@ -35,12 +35,6 @@ def normalize_email(raw: str) -> str:
     if not email or len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email):
         raise AccountError("email: not a valid e-mail address (like name@example.com)")
     return email
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:  # SQLite drops tzinfo
-        return value.replace(tzinfo=UTC)
-    return value
 
 
 @dataclass(frozen=True)
@@ -213,10 +207,6 @@ class UserDirectory:
             s.execute(update(Account).where(Account.id == account_id).values(plan_id=plan_id))
             moved = s.execute(update(ApiKey).where(ApiKey.account_id == account_id).values(plan_id=plan_id))
             return int(getattr(moved, "rowcount", 0) or 0)
-
-    def verify_now(self, account_id: int) -> None:
-        """Operator override: mark the address verified without the mail."""
-        self.mark_verified(account_id)
 
     # ---------------------------------------------------------------- helpers
     def _plan_id(self, name: str) -> int:

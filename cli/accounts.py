@@ -76,7 +76,7 @@ def accounts_show(email: str) -> None:
             "label": k.label,
             "plan": k.plan.name,
             "scopes": list(k.scopes) if k.scopes is not None else None,
-            "state": "revoked" if k.revoked else ("expired" if k.expired() else "active"),
+            "state": k.state(),
             "expires_at": k.expires_at.isoformat() if k.expires_at else None,
         }
         for k in users.store.list_keys(str(info["name"]))
@@ -89,7 +89,7 @@ def accounts_show(email: str) -> None:
 def accounts_verify(email: str) -> None:
     """Mark the address verified without the mail."""
     users = _directory()
-    users.verify_now(_user(users, email).id)
+    users.mark_verified(_user(users, email).id)
     click.echo("verified")
 
 

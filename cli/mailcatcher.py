@@ -9,9 +9,10 @@ import time
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiosmtpd.controller import Controller
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 
@@ -35,6 +36,10 @@ class StoringHandler:
 
 
 def start(directory: Path, host: str = "127.0.0.1", port: int = 1025) -> Controller:
+    # imported here: web processes import this module for read_messages only (the development
+    # mail page), and need not load the SMTP server at start-up
+    from aiosmtpd.controller import Controller
+
     controller = Controller(StoringHandler(directory), hostname=host, port=port, data_size_limit=MAX_MESSAGE_BYTES)
     controller.start()
     return controller

@@ -206,7 +206,7 @@ def keys_create(account, plan, scopes, expires, label, as_json) -> None:
 def keys_list(account: str | None) -> None:
     """List keys (prefixes only; keys are never stored)."""
     for r in _store().list_keys(account):
-        state = "revoked" if r.revoked else ("expired" if r.expired() else "active")
+        state = r.state()
         scopes = ",".join(r.scopes) if r.scopes is not None else "-"
         expires = r.expires_at.isoformat() if r.expires_at else "-"
         click.echo(f"{r.prefix}\t{r.account_name}\t{r.plan.name}\t{state}\tscopes={scopes}\texpires={expires}")

@@ -62,7 +62,7 @@ def parse_smtp_url(raw: str, name: str = "SMTP_URL") -> SmtpTarget:
     unknown = set(query) - {"starttls", "timeout"}
     if unknown:
         raise ConfigError(f"{name}: unknown option(s) {', '.join(sorted(unknown))} (known: starttls, timeout)")
-    starttls = _bool({"starttls": query.get("starttls")}, "starttls", False) if "starttls" in query else False
+    starttls = _bool(query, "starttls", False)
     try:
         port = parts.port or (465 if parts.scheme == "smtps" else 25)
         timeout = float(query.get("timeout", "10"))
@@ -126,6 +126,10 @@ def _secret_key(env: dict[str, str], production: bool) -> str:
     raise ConfigError(f"{path} is empty: delete it or set PORTAL_SECRET_KEY")
 
 
+def _production(env: dict[str, str]) -> bool:
+    return (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "").strip().lower() == "production"
+
+
 def portal_enabled(env: dict[str, str] | None = None) -> bool:
     return _bool(dict(os.environ if env is None else env), "PORTAL_ENABLED", True)
 
@@ -133,7 +137,7 @@ def portal_enabled(env: dict[str, str] | None = None) -> bool:
 def mail_settings(env: dict[str, str] | None = None) -> tuple[SmtpTarget, str]:
     """The SMTP server and sender: all a mail worker needs (SMTP_URL, MAIL_FROM)."""
     env = dict(os.environ if env is None else env)
-    production = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "").strip().lower() == "production"
+    production = _production(env)
     smtp_raw = (env.get("SMTP_URL") or "").strip()
     if not smtp_raw:
         if production:
@@ -167,8 +171,7 @@ class PortalSettings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> PortalSettings:
         env = dict(os.environ if env is None else env)
-        environment = (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "development").strip().lower()
-        production = environment == "production"
+        production = _production(env)
         port = (env.get("PORT") or "3000").strip()
         base_url = (env.get("PORTAL_BASE_URL") or f"http://localhost:{port}").strip().rstrip("/")
         parts = urlsplit(base_url)

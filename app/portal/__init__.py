@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from flask import Flask
 
+from accounts.quota import QuotaCounter
 from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
 from app.portal.ratelimit import RateLimiter
@@ -33,6 +34,7 @@ def init_portal(app: Flask) -> None:
         users=users,
         signer=TokenSigner(settings.secret_key, rt.store),
         limiter=RateLimiter(rt.redis, rt.settings.service_name),
+        quota=QuotaCounter(rt.redis, namespace=rt.settings.service_name),
         celery=rt.celery,
     )
     app.config.update(

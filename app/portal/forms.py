@@ -51,6 +51,11 @@ class ChangeEmailForm(PortalForm):
     current = PasswordField("Current password", validators=[DataRequired("current: required")])
 
 
+def form_errors(form: FlaskForm) -> list[str]:
+    """Every message of a form that did not validate, field by field."""
+    return [message for messages in form.errors.values() for message in messages]
+
+
 class MultiCheckbox(SelectMultipleField):  # type: ignore[misc]  # wtforms ships no type hints: Any to mypy
     widget = ListWidget(prefix_label=False)
     option_widget = CheckboxInput()

@@ -29,8 +29,8 @@ class RateLimiter:
         self.ns = namespace
 
     def hit(self, action: str, limit: RateLimit, *, ip: str, address: str | None, fail_open: bool) -> Verdict:
-        window = int(time.time()) // limit.window_s
-        retry = limit.window_s - int(time.time()) % limit.window_s
+        window, elapsed = divmod(int(time.time()), limit.window_s)
+        retry = limit.window_s - elapsed
         keys = [(f"{self.ns}:portal:rl:{action}:ip:{ip}:{window}", limit.per_ip)]
         if address:
             # the address is hashed: the counters name no one

@@ -1,6 +1,6 @@
 """What the portal's views share in one process: its settings, the account directory and key
 store (the same :class:`~accounts.store.AccountStore` as the API and the CLI), the mail token
-signer, the attempt limiter and the mail queue."""
+signer, the attempt limiter, the quota counters (read only) and the mail queue."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from celery import Celery
 from flask import current_app
 
+from accounts.quota import QuotaCounter
 from accounts.store import AccountStore
 from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
@@ -27,6 +28,7 @@ class Portal:
     users: UserDirectory
     signer: TokenSigner
     limiter: RateLimiter
+    quota: QuotaCounter  # reads the usage and the current windows of the user's keys
     celery: Celery
 
     def queue_mail(self, mail: dict[str, str]) -> bool:

@@ -1,18 +1,14 @@
 """An account's usage from the Redis counters the quotas keep (``accounts/quota.py``): requests
-per service per UTC day over the last days, summed over the account's keys, and each key's
-current minute/day/month counts; drawn as an SVG bar chart (matplotlib ``Figure`` + its SVG
-canvas, never pyplot) or written as CSV."""
+per service per UTC day over the last days, summed over the account's keys; drawn as an SVG bar
+chart (matplotlib ``Figure`` + its SVG canvas, never pyplot) or written as CSV."""
 
 from __future__ import annotations
 
 import csv
 import io
-import time
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import redis
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -21,14 +17,6 @@ from accounts.quota import QuotaCounter
 from accounts.store import KeyRecord
 
 DAYS = 30
-
-
-@dataclass(frozen=True)
-class Counters:
-    prefix: str
-    minute: int
-    day: int
-    month: int
 
 
 def daily_usage(counter: QuotaCounter, keys: list[KeyRecord], days: int = DAYS) -> dict[str, dict[str, int]]:
@@ -44,18 +32,6 @@ def daily_usage(counter: QuotaCounter, keys: list[KeyRecord], days: int = DAYS) 
                 for service, n in services.items():
                     out[day][service] += n
     return {day: dict(services) for day, services in out.items()}
-
-
-def current_counters(client: redis.Redis, namespace: str, prefix: str) -> Counters:
-    """What the quota windows hold now for one key (the keys ``QuotaCounter`` writes)."""
-    now = datetime.now(UTC)
-    base = f"{namespace}:quota:{prefix}"
-    pipe = client.pipeline()
-    pipe.zcount(f"{base}:minute", int(time.time() * 1000) - 60_000, "+inf")
-    pipe.get(f"{base}:day:{now:%Y%m%d}")
-    pipe.get(f"{base}:month:{now:%Y%m}")
-    minute, day, month = pipe.execute()
-    return Counters(prefix, int(minute or 0), int(day or 0), int(month or 0))
 
 
 def services_in(usage: dict[str, dict[str, int]]) -> list[str]:

@@ -7,7 +7,6 @@ goes) time whether the address has an account or not. Passwords and tokens never
 from __future__ import annotations
 
 from flask import Response, redirect, render_template, request, url_for
-from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from accounts.passwords import PASSWORD_RULE, password_problem, verify_dummy
@@ -15,7 +14,15 @@ from accounts.store import AccountError
 from accounts.tokens import EMAIL, RESET, VERIFY, TokenError
 from accounts.users import User, normalize_email
 from app.portal.blueprint import bp, current_user, limited, login_required, safe_next, sign_in, sign_out
-from app.portal.forms import ChangeEmailForm, ChangePasswordForm, EmailForm, LoginForm, NewPasswordForm, SignUpForm
+from app.portal.forms import (
+    ChangeEmailForm,
+    ChangePasswordForm,
+    EmailForm,
+    LoginForm,
+    NewPasswordForm,
+    SignUpForm,
+    form_errors,
+)
 from app.portal.mails import compose
 from app.portal.services import portal
 
@@ -25,10 +32,6 @@ Page = str | Response | WerkzeugResponse | tuple[str, int] | tuple[str, int, dic
 def _link(endpoint: str, token: str) -> str:
     """The link of a mail. The token is in the query string, which the request log leaves out."""
     return f"{portal().settings.base_url}{url_for(endpoint, token=token)}"
-
-
-def _form_errors(form: FlaskForm) -> list[str]:
-    return [message for messages in form.errors.values() for message in messages]
 
 
 def _send_verification(user: User) -> bool:
@@ -73,7 +76,7 @@ def signup() -> Page:
                     )
                 return _check_mail_page(address, queued)
         else:
-            errors.extend(_form_errors(form))
+            errors.extend(form_errors(form))
     status = 400 if errors else 200
     return render_template("portal/signup.html", form=form, errors=errors, rule=PASSWORD_RULE), status
 
@@ -124,7 +127,7 @@ def login() -> Page:
                 errors.append("E-mail address or password is wrong.")
         else:
             verify_dummy()  # an incomplete form costs what a wrong password costs
-            errors.extend(_form_errors(form))
+            errors.extend(form_errors(form))
     return render_template("portal/login.html", form=form, errors=errors), (401 if errors else 200)
 
 
@@ -156,7 +159,7 @@ def reset() -> Page:
                     queued = portal().queue_mail(compose("reset", address, link=_link("portal.reset_confirm", token)))
                 return render_template("portal/reset_sent.html", email=address, queued=queued)
         else:
-            errors.extend(_form_errors(form))
+            errors.extend(form_errors(form))
     return render_template("portal/reset.html", form=form, errors=errors), (400 if errors else 200)
 
 
@@ -184,7 +187,7 @@ def reset_confirm() -> Page:
             sign_out()
             return render_template("portal/verified.html", ok=True, message="Your password is changed. Sign in.")
     elif request.method == "POST":
-        errors.extend(_form_errors(form))
+        errors.extend(form_errors(form))
     return render_template("portal/reset_confirm.html", form=form, errors=errors, rule=PASSWORD_RULE), (
         400 if errors else 200
     )
@@ -202,7 +205,7 @@ def settings() -> Page:
     if request.method == "POST":
         form = pw_form if request.form.get("action") == "password" else email_form
         if not form.validate():
-            errors.extend(_form_errors(form))
+            errors.extend(form_errors(form))
         elif p.users.authenticate(user.email or "", form.current.data or "") is None:
             errors.append("current: the current password is wrong")
         elif form is pw_form:

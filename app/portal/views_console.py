@@ -13,7 +13,7 @@ from flask import current_app, render_template, request
 from accounts.store import split_key
 from app.portal import console
 from app.portal.blueprint import bp, current_user, login_required
-from app.portal.views_keys import key_state, keys_of
+from app.portal.views_keys import keys_of
 from app.runtime import runtime
 from engine.errors import MeridianError
 
@@ -34,14 +34,15 @@ def console_page() -> str | tuple[str, int]:
     values = dict(function.defaults)
     result: dict[str, Any] | None = None
     errors: list[str] = []
-    active = [k for k in keys_of(user) if key_state(k) == "active"]
+    keys = keys_of(user)
+    active = [k for k in keys if k.state() == "active"]
     if request.method == "POST":
         values = {p["name"]: request.form.get(p["name"], "") for p in params}
         key = (request.form.get("key") or "").strip()
         prefix = split_key(key) if key else None
         if prefix is None:
             errors.append("key: paste one of your API keys (mrd_...)")
-        elif prefix not in {k.prefix for k in keys_of(user)}:
+        elif prefix not in {k.prefix for k in keys}:
             errors.append("key: this is not one of your keys")
         else:
             result = _call(function, params, values, key)

@@ -8,12 +8,11 @@ from datetime import UTC, datetime, time, timedelta
 
 from flask import Response, render_template, request
 
-from accounts.quota import QuotaCounter
 from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
 from accounts.users import User
 from app.portal import usage
 from app.portal.blueprint import bp, current_user, login_required
-from app.portal.forms import KeyForm, RotateForm
+from app.portal.forms import KeyForm, RotateForm, form_errors
 from app.portal.services import portal
 from app.runtime import runtime
 from config.plans import SERVICES
@@ -32,7 +31,7 @@ def plan_of(user: User) -> PlanRecord | None:
 def plan_services(plan: PlanRecord | None) -> list[str]:
     if plan is None:
         return []
-    return list(SERVICES) if "*" in plan.services else [s for s in SERVICES if s in plan.services]
+    return [s for s in SERVICES if plan.includes(s)]
 
 
 def keys_of(user: User) -> list[KeyRecord]:
@@ -41,15 +40,6 @@ def keys_of(user: User) -> list[KeyRecord]:
 
 def own_key(user: User, prefix: str) -> KeyRecord | None:
     return next((k for k in keys_of(user) if k.prefix == prefix), None)
-
-
-def _counter() -> QuotaCounter:
-    rt = runtime()
-    return QuotaCounter(rt.redis, namespace=rt.settings.service_name)
-
-
-def key_state(key: KeyRecord) -> str:
-    return "revoked" if key.revoked else "expired" if key.expired() else "active"
 
 
 def _last_used(daily: dict[str, dict[str, int]]) -> str | None:
@@ -63,17 +53,17 @@ def dashboard() -> str:
     user = _user()
     plan = plan_of(user)
     keys = keys_of(user)
-    counter, rt = _counter(), runtime()
+    counter = portal().quota
     rows, counters, redis_ok = [], {}, True
     for key in keys:
-        last = None
+        last, state = None, key.state()
         try:
             last = _last_used(counter.usage(key.prefix, usage.DAYS))
-            if key_state(key) == "active":
-                counters[key.prefix] = usage.current_counters(rt.redis, rt.settings.service_name, key.prefix)
+            if state == "active":
+                counters[key.prefix] = counter.current(key.prefix)
         except Exception:  # Redis down: the page still shows keys and plan
             redis_ok = False
-        rows.append({"key": key, "state": key_state(key), "last_used": last})
+        rows.append({"key": key, "state": state, "last_used": last})
     return render_template(
         "portal/dashboard.html",
         user=user,
@@ -90,14 +80,14 @@ def dashboard() -> str:
 @bp.route("/usage.svg")
 @login_required
 def usage_svg() -> Response:
-    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    daily = usage.daily_usage(portal().quota, keys_of(_user()))
     return Response(usage.to_svg(daily), mimetype="image/svg+xml")
 
 
 @bp.route("/usage.csv")
 @login_required
 def usage_csv() -> Response:
-    daily = usage.daily_usage(_counter(), keys_of(_user()))
+    daily = usage.daily_usage(portal().quota, keys_of(_user()))
     resp = Response(usage.to_csv(daily), mimetype="text/csv")
     resp.headers["Content-Disposition"] = f'attachment; filename="meridian-usage-{datetime.now(UTC):%Y%m%d}.csv"'
     return resp
@@ -143,7 +133,7 @@ def key_new() -> str | tuple[str, int]:
                 else:
                     return _issued_page(issued, "Your new key")
         else:
-            errors.extend(m for ms in form.errors.values() for m in ms)
+            errors.extend(form_errors(form))
     return render_template("portal/key_new.html", form=form, errors=errors, plan=plan), (400 if errors else 200)
 
 
@@ -176,7 +166,7 @@ def key_rotate(prefix: str) -> str | tuple[str, int]:
             "portal/error.html", title="No such key", message="No key of yours has that prefix."
         ), 404
     if not form.validate():
-        message = "; ".join(m for ms in form.errors.values() for m in ms)
+        message = "; ".join(form_errors(form))
         return render_template("portal/error.html", title="Cannot rotate", message=message), 400
     try:
         issued = portal().store.rotate(key.prefix, timedelta(hours=form.grace_hours.data or 0))
