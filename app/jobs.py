@@ -25,7 +25,7 @@ Heavy functions get ``async=true`` in two steps (``app/functions/staticmap.py`` 
        def get(self, params):
            return jobs.answer(FUNCTION, HeavyCall(KIND, SERVICE_REF, params))
 
-   and documents the 202: ``@blp.alt_response(202, schema=jobs.JobAcceptedSchema, description=...)``.
+   and documents the 202 (``GatewayBlueprint.function_route`` does both for a function with a queue).
 """
 
 from __future__ import annotations
