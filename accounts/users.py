@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -91,20 +92,28 @@ class UserDirectory:
             return self._user(s, row) if row is not None else None
 
     def list(self, *, limit: int = 500, offset: int = 0) -> list[User]:
+        """A page of accounts in id order, in three queries whatever its length."""
         with self.store.session() as s:
-            rows = s.scalars(select(Account).order_by(Account.id).limit(limit).offset(offset))
-            return [self._user(s, r) for r in rows]
+            rows = s.scalars(select(Account).order_by(Account.id).limit(limit).offset(offset)).all()
+            plan_names: dict[int | None, str] = {
+                plan_id: name for plan_id, name in s.execute(select(Plan.id, Plan.name))
+            }
+            without_plan = [r.id for r in rows if plan_names.get(r.plan_id) is None]
+            key_plans = self._newest_key_plans(s, without_plan) if without_plan else {}
+            return [self._record(r, plan_names.get(r.plan_id) or plan_names.get(key_plans.get(r.id))) for r in rows]
 
     def key_count(self, account_id: int) -> int:
+        return self.key_counts([account_id]).get(account_id, 0)
+
+    def key_counts(self, account_ids: Iterable[int]) -> dict[int, int]:
+        """Unrevoked keys per account, for the given accounts (absent: none), in one query."""
         with self.store.session() as s:
-            return int(
-                s.scalar(
-                    select(func.count())
-                    .select_from(ApiKey)
-                    .where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
-                )
-                or 0
+            counts = s.execute(
+                select(ApiKey.account_id, func.count())
+                .where(ApiKey.account_id.in_(list(account_ids)), ApiKey.revoked_at.is_(None))
+                .group_by(ApiKey.account_id)
             )
+            return {account_id: int(n) for account_id, n in counts}
 
     # ---------------------------------------------------------------- sign-up and sign-in
     def sign_up(self, email: str, password: str) -> User | None:
@@ -221,14 +230,22 @@ class UserDirectory:
         plan_name = None
         if row.plan_id is not None:
             plan_name = s.scalar(select(Plan.name).where(Plan.id == row.plan_id))
-        if plan_name is None:  # accounts made by the CLI: the plan of their newest key
-            plan_name = s.scalar(
-                select(Plan.name)
-                .join(ApiKey, ApiKey.plan_id == Plan.id)
-                .where(ApiKey.account_id == row.id)
-                .order_by(ApiKey.id.desc())
-                .limit(1)
-            )
+        if plan_name is None:
+            key_plan = self._newest_key_plans(s, [row.id]).get(row.id)
+            plan_name = s.scalar(select(Plan.name).where(Plan.id == key_plan)) if key_plan is not None else None
+        return self._record(row, plan_name)
+
+    @staticmethod
+    def _newest_key_plans(s: Session, account_ids: Sequence[int]) -> dict[int, int]:
+        """The plan id of each account's newest key: the plan of accounts the CLI made, which have
+        none of their own."""
+        newest = select(func.max(ApiKey.id)).where(ApiKey.account_id.in_(account_ids)).group_by(ApiKey.account_id)
+        return {
+            account_id: plan_id
+            for account_id, plan_id in s.execute(select(ApiKey.account_id, ApiKey.plan_id).where(ApiKey.id.in_(newest)))
+        }
+
+    def _record(self, row: Account, plan_name: str | None) -> User:
         return User(
             id=row.id,
             name=row.name,

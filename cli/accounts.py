@@ -29,7 +29,7 @@ def _user(users: UserDirectory, email: str) -> User:
     return user
 
 
-def _describe(users: UserDirectory, user: User) -> dict[str, object]:
+def _describe(user: User, active_keys: int) -> dict[str, object]:
     return {
         "id": user.id,
         "name": user.name,
@@ -38,7 +38,7 @@ def _describe(users: UserDirectory, user: User) -> dict[str, object]:
         "role": user.role,
         "disabled": user.disabled,
         "plan": user.plan,
-        "active_keys": users.key_count(user.id),
+        "active_keys": active_keys,
         "created_at": user.created_at.isoformat() if user.created_at else None,
     }
 
@@ -52,7 +52,9 @@ def accounts() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def accounts_list(as_json: bool) -> None:
     users = _directory()
-    rows = [_describe(users, u) for u in users.list()]
+    listed = users.list()
+    key_counts = users.key_counts(u.id for u in listed)
+    rows = [_describe(u, key_counts.get(u.id, 0)) for u in listed]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -69,7 +71,8 @@ def accounts_list(as_json: bool) -> None:
 @click.argument("email")
 def accounts_show(email: str) -> None:
     users = _directory()
-    info = _describe(users, _user(users, email))
+    user = _user(users, email)
+    info = _describe(user, users.key_count(user.id))
     info["keys"] = [
         {
             "prefix": k.prefix,

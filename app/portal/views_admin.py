@@ -19,7 +19,7 @@ def admin() -> str:
     return render_template(
         "portal/admin.html",
         users=users,
-        key_counts={u.id: p.users.key_count(u.id) for u in users},
+        key_counts=p.users.key_counts(u.id for u in users),
         plans=[plan.name for plan in p.store.list_plans()],
         message=request.args.get("message"),
     )

@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import event
 
 from accounts.access import AccessControl, AccessDenied
 from accounts.store import AccountError, AccountStore
@@ -104,6 +105,49 @@ def test_disable_and_plan_change_reach_every_key(users, store):
         access.authenticate(issued.key)
     users.set_disabled(user.id, False)
     assert access.authenticate(issued.key).prefix == issued.record.prefix
+
+
+def statements_of(store, call):
+    """(what ``call()`` returned, how many SQL statements it sent)."""
+    sent: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        sent.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        return call(), len(sent)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+
+
+def add_accounts(users, store, n: int) -> None:
+    """``n`` accounts: signed-up ones with 0-2 keys, and CLI-made ones whose plan is their newest key's."""
+    for i in range(n):
+        if i % 3 == 2:
+            store.create_key(f"cli-{n}-{i}", "standard")
+            store.create_key(f"cli-{n}-{i}", "pro")
+            continue
+        user = users.sign_up(f"u{n}-{i}@example.com", "long enough 1")
+        for _ in range(i % 3):
+            store.create_key(user.name, user.plan)
+
+
+def test_the_account_listing_costs_the_same_few_statements_for_any_length(users, store):
+    def listing():
+        listed = users.list()
+        return [(u.id, u.plan) for u in listed], users.key_counts(u.id for u in listed)
+
+    add_accounts(users, store, 3)
+    _, few = statements_of(store, listing)
+    add_accounts(users, store, 30)
+    (rows, counts), many = statements_of(store, listing)
+    assert many == few <= 4
+    assert len(rows) == 33
+    # the same answers as the one-account lookups
+    assert rows == [(u_id, users.get(u_id).plan) for u_id, _ in rows]
+    assert {u_id: counts.get(u_id, 0) for u_id, _ in rows} == {u_id: users.key_count(u_id) for u_id, _ in rows}
+    assert {plan for _, plan in rows} == {"free", "pro"} and set(counts.values()) == {1, 2}
 
 
 def test_rotation_keeps_the_old_key_for_the_grace_period(store):
