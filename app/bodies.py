@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +32,7 @@ from typing import Any
 from flask import Flask, request
 from werkzeug.exceptions import RequestEntityTooLarge, RequestTimeout
 
+from app.json_depth import nesting_depth
 from engine.errors import InvalidParameter
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -134,22 +134,7 @@ class BodyGuard:
         return False
 
     def _depth_ok(self, body: bytes) -> bool:
-        try:
-            data = json.loads(body)
-        except RecursionError:
-            return False
-        except ValueError:
-            return True  # not JSON: the endpoint says so in its own words
-        stack = [(data, 1)]
-        while stack:
-            value, depth = stack.pop()
-            if depth > self.max_depth:
-                return False
-            if isinstance(value, dict):
-                stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
-            elif isinstance(value, list):
-                stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
-        return True
+        return nesting_depth(body) <= self.max_depth
 
 
 def _set_timeout(sock: socket.socket, timeout: float | None) -> None:
