@@ -122,8 +122,9 @@ def poi_tags(tags) -> list[str]:
     return [f"{k}={tags[k]}" for k in POI_KEYS if tags.get(k)]
 
 
-def resolve(values, parameter: str = "category") -> tuple[set[str], set[str]]:
-    """Client values -> (category ids, raw 'key=value' tags). Unknown ids -> InvalidParameter."""
+def resolve(values, parameter: str | None = "category") -> tuple[set[str], set[str]]:
+    """Client values -> (category ids, raw 'key=value' tags). Unknown ids -> InvalidParameter,
+    whose message names ``parameter`` (``None``: a validator whose caller names the field)."""
     ids: set[str] = set()
     raw: set[str] = set()
     for value in values:
@@ -138,8 +139,6 @@ def resolve(values, parameter: str = "category") -> tuple[set[str], set[str]]:
         elif value.lower() in BY_ID:
             ids.add(value.lower())
         else:
-            raise InvalidParameter(
-                f"unknown category {value!r} in {parameter}; see /v1/poi/categories",
-                parameter=parameter,
-            )
+            where = f" in {parameter}" if parameter else ""
+            raise InvalidParameter(f"unknown category {value!r}{where}; see /v1/poi/categories", parameter=parameter)
     return ids, raw

@@ -218,9 +218,9 @@ def known_categories(value: str | tuple[str, ...]) -> None:
     raw ``key=value`` OSM tag; checked at the gateway, before any backend sees it."""
     items = value.split(",") if isinstance(value, str) else value
     try:
-        resolve(items)
+        resolve(items, parameter=None)
     except InvalidParameter as exc:
-        raise ValidationError(exc.message.replace(" in category", "")) from None
+        raise ValidationError(exc.message) from None
 
 
 class Text(fields.String):

@@ -106,6 +106,22 @@ def test_400_names_parameter(client, api_key, path, parameter):
 
 
 @pytest.mark.parametrize(
+    "path,message",
+    [
+        ("/v1/poi?q=x&category=teleport", "category: unknown category 'teleport'; see /v1/poi/categories"),
+        (
+            "/v1/proximity/nearest?lat=43.7&lng=7.4&categories=fuel,teleport",
+            "categories: unknown category 'teleport'; see /v1/poi/categories",
+        ),
+        ("/v1/poi?q=x&category=amenity=", "category: malformed OSM tag 'amenity=' (use key=value)"),
+    ],
+)
+def test_category_errors_name_the_value_and_the_parameter_once(client, api_key, path, message):
+    resp = client.get(path, headers={"X-API-Key": api_key})
+    assert resp.status_code == 400 and resp.get_json()["message"] == message
+
+
+@pytest.mark.parametrize(
     "path",
     [
         "/v1/reverse-geocoding?lat=43.60&lng=7.60",  # at sea, outside every dataset
