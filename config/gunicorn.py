@@ -8,9 +8,10 @@ _settings = Settings.from_env()
 
 bind = f"0.0.0.0:{_settings.port}"
 workers = _settings.web_workers
-# gunicorn's threaded worker: a pool of threads per process, kept-alive connections waiting in
-# the worker's poller between requests.
-worker_class = "gthread"
+# gunicorn's threaded worker (a pool of threads per process, kept-alive connections waiting in
+# the worker's poller between requests) whose threads serve a connection's next request when it
+# comes at once (config/gunicorn_worker.py).
+worker_class = "config.gunicorn_worker.LingeringThreadWorker"
 threads = 4
 # Long point lists (1000 points ~ 22 KB) must fit in a URL: gunicorn's own limit is lifted (0)
 # and the app enforces Limits.request_line_bytes with a 414 in the spec's error body.

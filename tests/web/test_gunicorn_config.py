@@ -1,16 +1,26 @@
-"""config/gunicorn.py on the real gunicorn: the standard gthread worker; kept-alive connections
-are served whether their next request comes at once, after a pause (back through the worker's
-poller) or pipelined, and more connections than pool threads are all served."""
+"""config/gunicorn.py on the real gunicorn: gthread whose threads linger on a kept-alive
+connection (config/gunicorn_worker.py); kept-alive connections are served whether their next
+request comes at once, after a pause (back through the worker's poller) or pipelined, and more
+connections than pool threads are all served."""
 
 from __future__ import annotations
 
 import http.client
 import importlib
+import os
 import socket
+import subprocess
+import sys
+import threading
 import time
 from urllib.parse import urlparse
 
 import pytest
+from gunicorn.workers.gthread import ThreadWorker
+
+from config.gunicorn_worker import CountingThreadPool, LingeringThreadWorker
+from config.settings import PROJECT_ROOT as ROOT
+from tests.fixtures_live import free_port, wait_http
 
 pytestmark = pytest.mark.integration
 
@@ -27,12 +37,32 @@ def _get(conn: http.client.HTTPConnection, path: str = "/v1/health/live") -> int
     return resp.status
 
 
-def test_the_standard_threaded_worker_is_configured(monkeypatch):
+def test_the_threaded_worker_is_configured(monkeypatch):
     monkeypatch.setenv("WEB_CONCURRENCY", "3")
     config = importlib.import_module("config.gunicorn")
     config = importlib.reload(config)  # settings are read when the module is loaded
-    assert (config.worker_class, config.workers, config.threads) == ("gthread", 3, 4)
+    assert (config.worker_class, config.workers, config.threads) == (
+        "config.gunicorn_worker.LingeringThreadWorker",
+        3,
+        4,
+    )
+    assert issubclass(LingeringThreadWorker, ThreadWorker)
     assert config.limit_request_line == 0 and config.accesslog is None
+
+
+def test_the_pool_knows_when_a_call_waits_for_a_thread():
+    pool = CountingThreadPool(1)
+    release = threading.Event()
+    try:
+        busy = pool.submit(release.wait, 10)
+        queued = pool.submit(lambda: "ran")
+        assert pool.anyone_waiting()  # the one thread is busy: the second call waits
+        release.set()
+        assert queued.result(10) == "ran" and busy.result(10) is True
+        assert not pool.anyone_waiting()
+    finally:
+        release.set()
+        pool.shutdown()
 
 
 def test_back_to_back_and_paused_requests_share_one_connection(live_server):
@@ -71,3 +101,69 @@ def test_more_connections_than_threads_are_served_in_turn(live_server):
     assert time.monotonic() - t0 < 10
     for conn in conns:
         conn.close()
+
+
+HELLO_APP = """
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+# Worker classes that note every hand-over of a connection to the thread pool in a file.
+COUNTING_WORKERS = """
+import os
+from gunicorn.workers.gthread import ThreadWorker
+from config.gunicorn_worker import LingeringThreadWorker
+
+
+def counting(pool):
+    submit = pool.submit
+
+    def counted(*args, **kwargs):
+        with open(os.environ["HANDOVERS_FILE"], "a") as f:
+            f.write("x")
+        return submit(*args, **kwargs)
+
+    pool.submit = counted
+    return pool
+
+
+class Lingering(LingeringThreadWorker):
+    def get_thread_pool(self):
+        return counting(super().get_thread_pool())
+
+
+class Plain(ThreadWorker):
+    def get_thread_pool(self):
+        return counting(super().get_thread_pool())
+"""
+
+
+@pytest.mark.parametrize("worker_class", ["Lingering", "Plain"])
+def test_back_to_back_requests_are_not_handed_back_to_the_main_thread(tmp_path, worker_class):
+    """40 back-to-back requests on one connection: plain gthread hands the connection to the pool
+    for each of them; the lingering worker's thread serves the next request itself when it comes
+    within LINGER_S (a slow moment of a busy machine may let a few go back)."""
+    (tmp_path / "hello_app.py").write_text(HELLO_APP)
+    (tmp_path / "counting_workers.py").write_text(COUNTING_WORKERS)
+    handovers = tmp_path / "handovers"
+    handovers.write_text("")
+    port = free_port()
+    cmd = [sys.executable, "-m", "gunicorn", "-k", f"counting_workers.{worker_class}", "--threads", "4", "-w", "1"]
+    cmd += ["-b", f"127.0.0.1:{port}", "hello_app:app"]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "HANDOVERS_FILE": str(handovers)}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", proc=proc)
+        before = len(handovers.read_text())
+        conn = _conn(f"http://127.0.0.1:{port}")
+        for _ in range(40):
+            conn.request("GET", "/")
+            assert conn.getresponse().read() == b"ok"
+        conn.close()
+        count = len(handovers.read_text()) - before
+        # Plain: one per request, and one more when a closed connection is noticed
+        assert count >= 40 if worker_class == "Plain" else 1 <= count <= 20, count
+    finally:
+        proc.terminate()
+        proc.wait(20)
