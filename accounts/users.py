@@ -7,6 +7,7 @@ plain immutable dataclasses, never ORM objects.
 
 from __future__ import annotations
 
+import builtins
 import re
 import secrets
 from collections.abc import Iterable, Sequence
@@ -94,13 +95,7 @@ class UserDirectory:
     def list(self, *, limit: int = 500, offset: int = 0) -> list[User]:
         """A page of accounts in id order, in three queries whatever its length."""
         with self.store.session() as s:
-            rows = s.scalars(select(Account).order_by(Account.id).limit(limit).offset(offset)).all()
-            plan_names: dict[int | None, str] = {
-                plan_id: name for plan_id, name in s.execute(select(Plan.id, Plan.name))
-            }
-            without_plan = [r.id for r in rows if plan_names.get(r.plan_id) is None]
-            key_plans = self._newest_key_plans(s, without_plan) if without_plan else {}
-            return [self._record(r, plan_names.get(r.plan_id) or plan_names.get(key_plans.get(r.id))) for r in rows]
+            return self._users(s, s.scalars(select(Account).order_by(Account.id).limit(limit).offset(offset)).all())
 
     def key_count(self, account_id: int) -> int:
         return self.key_counts([account_id]).get(account_id, 0)
@@ -227,18 +222,19 @@ class UserDirectory:
             return int(plan_id)
 
     def _user(self, s: Session, row: Account) -> User:
-        plan_name = None
-        if row.plan_id is not None:
-            plan_name = s.scalar(select(Plan.name).where(Plan.id == row.plan_id))
-        if plan_name is None:
-            key_plan = self._newest_key_plans(s, [row.id]).get(row.id)
-            plan_name = s.scalar(select(Plan.name).where(Plan.id == key_plan)) if key_plan is not None else None
-        return self._record(row, plan_name)
+        return self._users(s, [row])[0]
+
+    def _users(self, s: Session, rows: Sequence[Account]) -> builtins.list[User]:
+        """The records of ``rows``: each account's plan, or for an account the CLI made (which has
+        none of its own) the plan of its newest key, in two queries whatever their number."""
+        plan_names: dict[int | None, str] = {plan_id: name for plan_id, name in s.execute(select(Plan.id, Plan.name))}
+        without_plan = [r.id for r in rows if plan_names.get(r.plan_id) is None]
+        key_plans = self._newest_key_plans(s, without_plan) if without_plan else {}
+        return [self._record(r, plan_names.get(r.plan_id) or plan_names.get(key_plans.get(r.id))) for r in rows]
 
     @staticmethod
     def _newest_key_plans(s: Session, account_ids: Sequence[int]) -> dict[int, int]:
-        """The plan id of each account's newest key: the plan of accounts the CLI made, which have
-        none of their own."""
+        """The plan id of each account's newest key."""
         newest = select(func.max(ApiKey.id)).where(ApiKey.account_id.in_(account_ids)).group_by(ApiKey.account_id)
         return {
             account_id: plan_id

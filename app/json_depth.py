@@ -28,5 +28,5 @@ def nesting_depth(document: bytes) -> int:
     brackets = _STRING.sub(b"", document).translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
-    steps = _OPENING[np.frombuffer(brackets, dtype=np.uint8)].astype(np.int64)
-    return max(0, int(np.cumsum(steps).max()))
+    steps = _OPENING[np.frombuffer(brackets, dtype=np.uint8)]
+    return max(0, int(np.cumsum(steps, dtype=np.int64).max()))
