@@ -34,25 +34,26 @@ LINGER_S = 0.002
 
 
 class CountingThreadPool(ThreadPoolExecutor):
-    """A thread pool that knows how many submitted calls no thread has started yet."""
+    """A thread pool that knows how many submitted calls no thread has started yet. Its own
+    attributes are name-mangled (``__``): they cannot collide with the executor's internals."""
 
     def __init__(self, max_workers: int) -> None:
         super().__init__(max_workers=max_workers)
-        self._lock = threading.Lock()
-        self._waiting = 0
+        self.__lock = threading.Lock()
+        self.__waiting = 0
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        with self._lock:
-            self._waiting += 1
-        return super().submit(self._started, fn, *args, **kwargs)
+        with self.__lock:
+            self.__waiting += 1
+        return super().submit(self.__started, fn, *args, **kwargs)
 
-    def _started(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            self._waiting -= 1
+    def __started(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with self.__lock:
+            self.__waiting -= 1
         return fn(*args, **kwargs)
 
     def anyone_waiting(self) -> bool:
-        return self._waiting > 0
+        return self.__waiting > 0
 
 
 class LingeringThreadWorker(ThreadWorker):
