@@ -10,8 +10,9 @@ from typing import Any
 import flask_smorest
 from flask import Flask, Response, g, request
 
-from app import bodies, errors, logs
+from app import bodies, errors, logs, metrics
 from app.access import rate_limit_headers
+from app.after_response import AfterResponse, FinishedRequest
 from app.runtime import Runtime
 from config.settings import Settings
 
@@ -86,11 +87,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.extensions["meridian"] = rt
     app.extensions["celery"] = rt.celery
 
-    _register_request_hooks(app, settings)
+    # each request's log line and metrics, once its answer is sent (app/after_response.py)
+    after = app.extensions["after_response"] = AfterResponse()
+    after.subscribe(_log_request)
+    _register_request_hooks(app, settings, after)
     bodies.init_app(app, settings.limits.request_body_bytes, settings.body_read_timeout_s, settings.body_json_max_depth)
-    from app import metrics
-
-    metrics.init_app(app)  # /metrics and the per-request counters
+    metrics.init_app(app, after)  # /metrics and the per-request counters
 
     from app import core, docs, health
 
@@ -113,7 +115,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     return app
 
 
-def _register_request_hooks(app: Flask, settings: Settings) -> None:
+def _register_request_hooks(app: Flask, settings: Settings, after: AfterResponse) -> None:
     max_uri = settings.limits.request_line_bytes
     rt = app.extensions["meridian"]
 
@@ -130,29 +132,36 @@ def _register_request_hooks(app: Flask, settings: Settings) -> None:
 
     @app.after_request
     def _finish(resp: Response) -> Response:
-        request_id = g.get("request_id")
-        resp.headers["X-Request-Id"] = request_id or ""
+        request_id = g.get("request_id") or ""
+        resp.headers["X-Request-Id"] = request_id
         quota = g.get("quota")
         if quota is not None:
             resp.headers.extend(rate_limit_headers(quota))
+        t0 = g.get("t0") or time.perf_counter()  # not set when a hook before ours failed
         key = g.get("api_key")
-        t0 = g.get("t0")
         method, path, status = request.method, request.path, resp.status_code
         key_prefix = key.prefix if key is not None else None
+        labels = metrics.request_labels(request)
 
-        def log_line() -> None:  # after the last byte: the client does not wait for it (app/logs.py)
-            logs.request_line(
-                log,
-                method=method,
-                path=path,
-                status=status,
-                duration_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 is not None else 0.0,
-                request_id=request_id,
-                key_prefix=key_prefix,
-            )
+        def finished() -> None:  # after the last byte (app/after_response.py)
+            now = time.perf_counter()
+            after.add(FinishedRequest(time.time(), now - t0, method, path, status, request_id, key_prefix, labels))
 
-        resp.call_on_close(log_line)
+        resp.call_on_close(finished)
         return resp
+
+
+def _log_request(finished: FinishedRequest) -> None:
+    logs.request_line(
+        log,
+        created=finished.created,
+        method=finished.method,
+        path=finished.path,
+        status=finished.status,
+        duration_ms=round(finished.duration_s * 1000, 3),
+        request_id=finished.request_id,
+        key_prefix=finished.key_prefix,
+    )
 
 
 def _document_health(app: Flask, api: flask_smorest.Api) -> None:

@@ -1,8 +1,8 @@
 """Structured logs: one line per request (method, path, status, duration, request id).
 
-The request line is written once the answer has been sent (``app/__init__.py`` hands it to the
-response's ``call_on_close``, which the WSGI server calls after the last byte), so formatting and
-writing it is not part of the client's wait; its ``duration_ms`` runs until that moment.
+The request line is written once the answer has been sent, by a background thread of the process
+(``app/after_response.py``), so formatting and writing it is not part of any client's wait; its
+``duration_ms`` runs until the last byte, its ``ts`` is the time of that byte.
 
 ``LOG_FORMAT=json`` writes JSON lines (python-json-logger), ``text`` a readable line; both are
 plain ``logging`` formatters on one handler of the root logger. Keys never appear: requests are
@@ -68,10 +68,22 @@ def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     return {k: v for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")}
 
 
-def request_line(logger: logging.Logger, *, method: str, path: str, status: int, **fields: Any) -> None:
+def request_line(
+    logger: logging.Logger, *, method: str, path: str, status: int, created: float | None = None, **fields: Any
+) -> None:
     """The one line per request: ``"<method> <path> <status>"`` with the fields as attributes of
-    the record (``extra``), so every handler and formatter sees them."""
-    logger.info("%s %s %s", method, path, status, extra={"method": method, "path": path, "status": status, **fields})
+    the record (``extra``), so every handler and formatter sees them. ``created`` (a
+    ``time.time()``) dates the line when it is written later than the request was answered."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    extra = {"method": method, "path": path, "status": status, **fields}
+    record = logger.makeRecord(
+        logger.name, logging.INFO, __file__, 0, "%s %s %s", (method, path, status), None, extra=extra
+    )
+    if created is not None:
+        record.created = created
+        record.msecs = int((created - int(created)) * 1000) + 0.0
+    logger.handle(record)
 
 
 def configure(log_format: str = "text", debug: bool = False) -> None:

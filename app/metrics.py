@@ -32,10 +32,11 @@ from functools import cache
 from typing import Any
 
 import redis
-from flask import Blueprint, Flask, Request, Response, current_app, g, request
+from flask import Blueprint, Flask, Request, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from app.after_response import AfterResponse, FinishedRequest
 from app.metrics_buffer import MetricsBuffer
 from queueing.metrics import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, http_key, tasks_key, workers_key
 from queueing.protocol import QUEUES
@@ -53,7 +54,7 @@ bp = Blueprint("metrics", __name__)
 Series = dict[tuple[str, ...], float]  # label values -> value
 
 
-def _labels(req: Request) -> tuple[str, str]:
+def request_labels(req: Request) -> tuple[str, str]:
     """(function, face) of a request; bounded cardinality (route templates, known cmds)."""
     rule = req.url_rule
     if rule is None:
@@ -190,6 +191,7 @@ class RedisCollector:
 @bp.get("/metrics")
 def metrics() -> Response:
     rt = current_app.extensions["meridian"]
+    current_app.extensions["after_response"].drain()  # this process's requests so far, then to Redis
     current_app.extensions["metrics_buffer"].flush()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RedisCollector(rt.redis, rt.settings.service_name))
@@ -202,18 +204,14 @@ def metrics() -> Response:
     return Response(body, content_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 
 
-def init_app(app: Flask) -> None:
-    """Register ``/metrics`` and the per-request recorder."""
+def init_app(app: Flask, after: AfterResponse) -> None:
+    """Register ``/metrics`` and count every answered request (``after``: app/after_response.py)."""
     buffer = app.extensions["metrics_buffer"] = MetricsBuffer(lambda: app.extensions["meridian"].redis)
     key = http_key(app.extensions["meridian"].settings.service_name)
     app.register_blueprint(bp)
 
-    @app.after_request
-    def record_request(resp: Response) -> Response:
-        t0 = g.get("t0")
-        if t0 is None:
-            return resp
-        labels = (*_labels(request), request.method, str(resp.status_code))
-        # observed once the answer has been sent, as the request log line (app/logs.py)
-        resp.call_on_close(lambda: buffer.observe(key, labels, time.perf_counter() - t0, HTTP_BUCKETS))
-        return resp
+    def observe(finished: FinishedRequest) -> None:
+        labels = (*finished.labels, finished.method, str(finished.status))
+        buffer.observe(key, labels, finished.duration_s, HTTP_BUCKETS)
+
+    after.subscribe(observe)

@@ -101,3 +101,11 @@ def test_every_handler_gets_the_record(capture):
     logs.request_line(logger, method="GET", path="/v1/routing", status=200, **FIELDS)
     assert [(r.method, r.status, r.request_id) for r in seen] == [("GET", 200, "rid-1")]
     assert '"request_id":"rid-1"' in stream.getvalue()
+
+
+def test_line_written_later_carries_the_time_of_the_answer(capture):
+    logger, handler, stream = capture
+    handler.setFormatter(logs.JsonFormatter())
+    answered = calendar.timegm((2026, 11, 25, 10, 30, 15, 0, 0, 0)) + 0.25
+    logs.request_line(logger, method="GET", path="/v1/routing", status=200, created=answered, **FIELDS)
+    assert json.loads(stream.getvalue())["ts"] == "2026-11-25T10:30:15.250Z"

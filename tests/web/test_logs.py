@@ -13,9 +13,13 @@ def test_request_line_fields_and_no_key(client, api_key, caplog):
         resp = client.get(
             "/v1/geocoding?query=Aleksanterinkatu%2052", headers={"X-API-Key": api_key, "X-Request-Id": "rid-1"}
         )
-        # written once the answer is sent: a WSGI server closes the response after its last byte
+        # written once the answer is sent (a WSGI server closes the response after its last byte),
+        # by the process's after-response thread (app/after_response.py)
+        after = client.application.extensions["after_response"]
+        after.drain()
         assert not [r for r in caplog.records if r.name == "meridian.request"]
         resp.close()
+        after.drain()
     records = [r for r in caplog.records if r.name == "meridian.request"]
     assert records, "no request log line"
     rec = records[-1]
