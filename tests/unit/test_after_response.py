@@ -10,7 +10,9 @@ from app.after_response import AfterResponse, FinishedRequest
 
 
 def finished(i: int) -> FinishedRequest:
-    return FinishedRequest(1_700_000_000.0 + i, 0.001 * i, "GET", "/v1/routing", 200, f"rid-{i}", None, ("routing", "gateway"))
+    return FinishedRequest(
+        1_700_000_000.0 + i, 0.001 * i, "GET", "/v1/routing", 200, f"rid-{i}", None, ("routing", "gateway")
+    )
 
 
 def test_add_only_queues_and_drain_hands_every_request_in_order_to_each_consumer():
