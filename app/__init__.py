@@ -9,6 +9,7 @@ from typing import Any
 
 import flask_smorest
 from flask import Flask, Response, g, request
+from werkzeug.exceptions import RequestURITooLarge
 
 from app import bodies, errors, logs, metrics
 from app.access import rate_limit_headers
@@ -121,13 +122,14 @@ def _register_request_hooks(app: Flask, settings: Settings, after: AfterResponse
 
     @app.before_request
     def _start() -> None:
+        """The request's entry checks in one hook: the clock and the id first (every answer,
+        errors included, carries the id), then the URI's length and the body's verdict."""
+        env = request.environ  # raw WSGI values: no decoding of the path, the query or the headers
         g.t0 = time.perf_counter()
-        g.request_id = logs.request_id_from(request.headers.get("X-Request-Id"))
-        env = request.environ  # the raw lengths: no decoding of the path or the query string
+        g.request_id = logs.request_id_from(env.get("HTTP_X_REQUEST_ID"))
         if len(env.get("PATH_INFO", "")) + len(env.get("QUERY_STRING", "")) + 1 > max_uri:
-            from werkzeug.exceptions import RequestURITooLarge
-
             raise RequestURITooLarge()
+        bodies.raise_body_error(env)
         rt.refresh_datasets()
 
     @app.after_request

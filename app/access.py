@@ -29,7 +29,7 @@ def core_key() -> str:
 
 
 def gateway_key() -> str:
-    key = (request.headers.get("X-API-Key") or "").strip()
+    key = (request.environ.get("HTTP_X_API_KEY") or "").strip()  # the raw header: no Headers object
     if not key:
         raise unauthorized(f"missing API key: {GATEWAY_HINT}")
     return key

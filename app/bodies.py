@@ -17,7 +17,8 @@ error body:
 
 The app then reads the buffered body from memory (``wsgi.input`` is replaced), so Flask, webargs
 and the CSV/multipart parsers never block on the network. The verdict travels in the WSGI
-environ; :func:`raise_body_error` (a ``before_request`` hook) turns it into the error answer.
+environ; :func:`raise_body_error`, called by the app's ``before_request`` hook once the request
+has its id, turns it into the error answer.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flask import Flask, request
+from flask import Flask
 from werkzeug.exceptions import RequestEntityTooLarge, RequestTimeout
 
 from app.json_depth import nesting_depth
@@ -150,8 +151,9 @@ def _stop_reading(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RD)
 
 
-def raise_body_error() -> None:
-    verdict = request.environ.get(ENV_ERROR)
+def raise_body_error(environ: dict[str, Any]) -> None:
+    """The error answer for the body's verdict, if the guard gave one (``environ``: the request's)."""
+    verdict = environ.get(ENV_ERROR)
     if verdict is None:
         return
     status, message, _close = verdict
@@ -163,7 +165,5 @@ def raise_body_error() -> None:
 
 
 def init_app(app: Flask, max_bytes: int, timeout_s: float, max_depth: int) -> None:
-    """Install the guard; call it after the hooks that set the request id, so that error bodies
-    carry it."""
+    """Install the guard; the app's ``before_request`` hook calls :func:`raise_body_error`."""
     app.wsgi_app = BodyGuard(app.wsgi_app, max_bytes, timeout_s, max_depth)  # type: ignore[method-assign]
-    app.before_request(raise_body_error)

@@ -57,7 +57,7 @@ def _not_modified(rt: Runtime, function: Function) -> tuple[str | None, Response
 
 def json_body(body: Any, status: int = 200) -> Response:
     """A JSON answer (orjson: compact UTF-8, numpy scalars as numbers, NaN as null)."""
-    return Response(json_bytes(body), status=status, mimetype="application/json")
+    return Response(json_bytes(body), status=status, content_type="application/json")
 
 
 def _answer(rt: Runtime, function: Function, compute: Callable[[], Any], render: Callable[[Any], Response]) -> Response:

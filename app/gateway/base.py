@@ -1,15 +1,14 @@
 """The pattern every /v1 function follows.
 
     blp = GatewayBlueprint("Geocoding", __name__, url_prefix="/v1", description="...")
+    blp.function_route("/geocoding", FUNCTION, GeocodingArgs, response_schema=GeocodingResult,
+                       errors=(404,), summary="...", description="...")
 
-    @blp.route("/geocoding")
-    class GeocodingView(MethodView):
-        @gateway_call(FUNCTION)                                # key (401), plan (403), quota (429)
-        @blp.arguments(GeocodingArgs, location="query", as_kwargs=False)   # 400 naming the parameter
-        @blp.response(200, GeocodingResult, example=...)
-        @blp.error_responses(404)                              # 400/401/403/429/500/503 are implied
-        def get(self, params):
-            return gateway_answer(FUNCTION, params)
+registers one view function that admits the request (key 401, plan 403, quota 429), parses its
+parameters through flask-smorest's ``@blp.arguments`` (400 naming the parameter) and answers
+(``app/calls.py``); 400/401/403/429/500/503 are documented for every view. Views that do more
+(jobs, batches, fences) are ``MethodView`` classes decorated by hand with the same pieces:
+:func:`gateway_call`, ``@blp.arguments``, ``@blp.response`` and :meth:`GatewayBlueprint.error_responses`.
 
 Validation runs before the engine or the remote backend is touched. Unknown query parameters
 are rejected with 400. Every error uses the spec's body (:class:`ErrorBodySchema`).
@@ -23,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import flask_smorest
 from flask.typing import ResponseReturnValue
-from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from app.access import admit, gateway_key
@@ -122,8 +120,11 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         responses: dict[str, Any] | None = None,
         location: str = "query",
         method: str = "get",
-    ) -> type[MethodView]:
-        """Register the standard view of a function: admit, validate, answer (see module doc)."""
+    ) -> View:
+        """Register the standard view of a function: admit, validate, answer (see module doc).
+
+        A view function rather than a ``MethodView``: one method per path, and no class-level
+        dispatch on every request."""
         from app import jobs
         from app.calls import gateway_answer
         from app.dispatch import HeavyCall
@@ -133,7 +134,7 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         if function.queue and function.service_ref:
             queue, service_ref = function.queue, function.service_ref
 
-            def handler(self_view: MethodView, params: Any) -> ResponseReturnValue:
+            def handler(params: Any) -> ResponseReturnValue:
                 answer: ResponseReturnValue = jobs.answer(function, HeavyCall(queue, service_ref, params))
                 return answer
 
@@ -143,7 +144,7 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
             }
         else:
 
-            def handler(self_view: MethodView, params: Any) -> ResponseReturnValue:
+            def handler(params: Any) -> ResponseReturnValue:
                 return gateway_answer(function, params)
 
         if response_schema is not None:
@@ -156,14 +157,8 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         schema = args_schema() if isinstance(args_schema, type) else args_schema
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
-        # one view instance for every request: the handlers keep no state on it
-        view = type(
-            f"{function.cmd.title().replace('_', '')}View",
-            (MethodView,),
-            {method: handler, "init_every_request": False},
-        )
-        self.route(path)(view)
-        return view
+        self.route(path, endpoint=function.cmd, methods=[method.upper()])(handler)
+        return handler
 
     def error_responses(self, *extra: int) -> Decorator:
         """Document the error answers of a view (the spec's body): the common ones and ``extra``."""
