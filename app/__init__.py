@@ -14,6 +14,7 @@ from werkzeug.exceptions import RequestURITooLarge
 from app import bodies, errors, logs, metrics
 from app.access import rate_limit_headers
 from app.after_response import AfterResponse, FinishedRequest
+from app.gateway.base import GatewayDocsPlugin
 from app.runtime import Runtime
 from config.settings import Settings
 
@@ -100,7 +101,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.register_blueprint(core.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(docs.bp)
-    api = flask_smorest.Api(app)
+    api = flask_smorest.Api(app, spec_kwargs={"marshmallow_plugin": GatewayDocsPlugin()})
     # after Api(app), which registers flask-smorest's own HTTPException handler: every error
     # answers with the spec's body (app/errors.py)
     errors.register(app)

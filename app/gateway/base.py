@@ -17,10 +17,12 @@ are rejected with 400. Every error uses the spec's body (:class:`ErrorBodySchema
 from __future__ import annotations
 
 from collections.abc import Callable
+from copy import deepcopy
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 import flask_smorest
+from apispec.ext.marshmallow import MarshmallowPlugin
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, fields
 
@@ -148,11 +150,16 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
                 return gateway_answer(function, params)
 
         if response_schema is not None:
-            # the handlers answer with a Response (ETag, caching headers), which flask-smorest
-            # returns as it is: the schema documents the body
-            handler = self.response(200, response_schema, example=example)(handler)
+            # the handlers answer with a Response (ETag, caching headers): the schema documents the body
+            ok: dict[str, Any] = {"schema": response_schema}
+            if example is not None:
+                ok["example"] = example
+            answer_docs[200] = {"description": "OK", "content": {"application/json": ok}}
         answer_docs.update(responses or {})
-        handler = self.doc(summary=summary, description=description, responses=answer_docs)(handler)
+        # summary and description from the docstring, answers through GatewayDocsPlugin: no
+        # documentation layer (flask-smorest's ``doc``/``response``) runs with every request
+        handler.__doc__ = f"{summary}\n\n{description}"
+        FUNCTION_ANSWERS[f"{self.name}.{function.cmd}"] = answer_docs
         # An instance, not the class: webargs would build a new schema for every request.
         schema = args_schema() if isinstance(args_schema, type) else args_schema
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
@@ -163,6 +170,30 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
     def error_responses(self, *extra: int) -> Decorator:
         """Document the error answers of a view (the spec's body): the common ones and ``extra``."""
         return self.doc(responses=error_response_docs(*extra))
+
+
+# The answers of the views made by GatewayBlueprint.function_route, by endpoint ("Routing.routing").
+FUNCTION_ANSWERS: dict[str, dict[int | str, dict[str, Any]]] = {}
+
+
+class GatewayDocsPlugin(MarshmallowPlugin):
+    """apispec's marshmallow plugin, passed to flask-smorest as its ``marshmallow_plugin``, that
+    also writes the answers of the views made by :meth:`GatewayBlueprint.function_route` into
+    their operations (before their schemas are resolved to references like any others).
+
+    flask-smorest's ``@blp.response`` and ``@blp.doc`` would document them too, but each also wraps
+    the view in a call layer that runs on every request; these views return a finished
+    ``Response`` and need neither at run time."""
+
+    def operation_helper(
+        self, path: str | None = None, operations: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        rule = kwargs.get("rule")
+        answers = FUNCTION_ANSWERS.get(rule.endpoint) if rule is not None else None
+        if answers and operations:
+            for operation in operations.values():
+                operation.setdefault("responses", {}).update(deepcopy(answers))
+        super().operation_helper(path=path, operations=operations, **kwargs)
 
 
 def error_response_docs(*extra: int) -> dict[int | str, dict[str, Any]]:

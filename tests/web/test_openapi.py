@@ -46,6 +46,24 @@ def test_spec_is_openapi_3_with_security_and_docs(client):
                 assert "example" in param or "example" in param.get("schema", {}), (path, param["name"])
 
 
+def test_function_views_answers_documented_without_a_wrapper(client):
+    """function_route's views document their answers through GatewayDocsPlugin: the body schema
+    and example of 200, the extra errors, 202 for queued functions; the schemas as references."""
+    spec = client.get("/api-json").get_json()
+    routing = spec["paths"]["/v1/routing"]["get"]
+    assert routing["summary"] == "Driving directions"
+    assert routing["description"].startswith("A car route from `origin`")
+    assert routing["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/RoutingResult"
+    }
+    assert routing["responses"]["404"]["description"] == "No results found."
+    assert "202" not in routing["responses"]
+    isochrone = spec["paths"]["/v1/isochrone"]["get"]["responses"]
+    assert isochrone["202"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/JobAccepted"}
+    geocoding_ok = spec["paths"]["/v1/geocoding"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert geocoding_ok["example"], "the example given to function_route"
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_schemathesis_no_5xx_and_schema_conformance(live_server, api_key, celery_worker, tmp_path):
