@@ -30,9 +30,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, Reservation
+from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, Reservation, Window
 from accounts.store import PlanRecord
 from config.ticker import ProcessTicker
 
@@ -78,7 +78,10 @@ class _Lease:
 
     def answer(self) -> QuotaDecision:
         """The decision with the units still held counted as remaining."""
-        windows = tuple(replace(w, remaining=w.remaining + self.left) for w in self.decision.windows)
+        left = self.left
+        # every request of a busy key asks: the constructor, not ``dataclasses.replace`` (which
+        # inspects the fields each time)
+        windows = tuple(Window(w.name, w.limit, w.remaining + left, w.reset_s) for w in self.decision.windows)
         return QuotaDecision(True, windows)
 
 
