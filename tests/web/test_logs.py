@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import logging
+import time
+
+import pytest
+import requests
 
 from app.logs import JsonFormatter
+from tests.fixtures_live import free_port, start_gunicorn, stop
 
 
 def test_request_line_fields_and_no_key(client, api_key, caplog):
@@ -30,3 +36,35 @@ def test_request_line_fields_and_no_key(client, api_key, caplog):
     assert parsed["status"] == resp.status_code and parsed["request_id"] == "rid-1"
     assert api_key not in line
     assert rec.key_prefix and rec.key_prefix in api_key
+
+
+@pytest.mark.integration
+def test_gunicorn_writes_the_line_after_the_answer_from_its_background_thread(settings, tmp_path):
+    """Under gunicorn the line reaches the log from the process's after-response thread
+    (app/after_response.py) within a fraction of a second, with the time of the answer."""
+    log_path = tmp_path / "gunicorn.log"
+    port = free_port()
+    proc = start_gunicorn(settings, port, log_path, workers=1, LOG_FORMAT="json")
+    try:
+        before = time.time()
+        resp = requests.get(
+            f"http://127.0.0.1:{port}/v1/health/live", headers={"X-Request-Id": "after-answer-1"}, timeout=10
+        )
+        answered = time.time()
+        assert resp.status_code == 200
+        deadline = time.monotonic() + 5
+        lines: list[dict] = []
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+            lines = [
+                json.loads(line)
+                for line in log_path.read_text().splitlines()
+                if line.startswith("{") and '"after-answer-1"' in line
+            ]
+        assert len(lines) == 1, log_path.read_text()[-2000:]
+        line = lines[0]
+        assert (line["path"], line["status"], line["logger"]) == ("/v1/health/live", 200, "meridian.request")
+        stamp = calendar.timegm(time.strptime(line["ts"][:19], "%Y-%m-%dT%H:%M:%S")) + int(line["ts"][20:23]) / 1000
+        assert int(before) - 0.001 <= stamp <= answered + 0.001  # the answer's time, not the write's
+    finally:
+        stop(proc)
