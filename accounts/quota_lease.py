@@ -7,7 +7,8 @@ many as every window still has, at most ``1/RESERVE_SHARE`` of the minute window
 ``MAX_RESERVED`` units — and spends the following requests from it in memory. A reservation lives
 ``ttl_s`` (one second); then, or when it is used up, it is *settled* in one more script call:
 the usage of the units spent is recorded per service and the units not spent are given back to
-every window.
+every window. A reservation used up has nothing to give back: the process's settler thread
+settles it, and the request that found it used up waits only for its own count.
 
 What this keeps and what it changes:
 
@@ -94,7 +95,8 @@ class LeasedQuota:
         self._lock = threading.Lock()
         self._leases: dict[str, _Lease] = {}
         self._last_call: dict[str, float] = {}
-        self._unsettled: list[_Lease] = []  # settlements that failed (Redis away), retried
+        # settled by the settler thread: used-up leases, and leases whose settlement failed (Redis away)
+        self._unsettled: list[_Lease] = []
         self._settler = ProcessTicker("meridian-quota-settle", ttl_s / 2, self._settle_expired, self._settle_at_exit)
 
     def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
@@ -107,7 +109,10 @@ class LeasedQuota:
             self._last_call[key_ref] = now
             ended = self._leases.pop(key_ref, None)
         if ended is not None:
-            self._settle(ended)
+            if ended.left:
+                self._settle(ended)  # its unspent units go back before this request is counted
+            else:
+                self._defer(ended)  # used up: only its usage to record, off the request's path
         reserve = reserve_size(plan, cost) if busy else 0
         decision = self.counter.spend(key_ref, plan, service, cost, reserve=reserve)
         if decision.reservation is None:
@@ -156,6 +161,11 @@ class LeasedQuota:
                 return
             with self._lock:
                 self._unsettled.append(lease)
+
+    def _defer(self, lease: _Lease) -> None:
+        with self._lock:
+            self._unsettled.append(lease)
+        self._settler.ensure_started()
 
     def _retry_unsettled(self) -> None:
         with self._lock:

@@ -75,3 +75,19 @@ def test_processes_holding_reservations_never_exceed_the_plan(redis_url):
     assert _counted(counter, "k3")[0] == allowed  # the held units came back
     more = sum(processes[0].spend("k3", plan, "geocoding").allowed for _ in range(200))
     assert allowed + more == 100  # and can be spent: the window ends exactly at the plan
+
+
+def test_used_up_reservation_is_settled_by_the_settler_not_by_the_request(redis_url):
+    import threading
+
+    counter = _counter(redis_url, "leasetest-deferred")
+    settled_in: list[str] = []
+    settle = counter.settle
+    counter.settle = lambda *a, **k: settled_in.append(threading.current_thread().name) or settle(*a, **k)
+    quota = LeasedQuota(counter, ttl_s=30)
+    plan = _plan()  # unlimited: reservations of 63
+    for _ in range(200):  # three reservations used up on the way
+        assert quota.spend("k5", plan, "routing").allowed
+    assert threading.current_thread().name not in settled_in  # none settled inline by a request
+    quota.settle_all()
+    assert _counted(counter, "k5")[2] == {"routing": 200}
