@@ -159,10 +159,10 @@ class LeasedQuota:
                     sum(lease.usage.values()),
                 )
                 return
-            with self._lock:
-                self._unsettled.append(lease)
+            self._defer(lease)
 
     def _defer(self, lease: _Lease) -> None:
+        """Leave ``lease`` to the settler thread (its next tick)."""
         with self._lock:
             self._unsettled.append(lease)
         self._settler.ensure_started()

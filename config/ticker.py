@@ -1,9 +1,9 @@
 """A background thread per process that calls a function at a fixed interval.
 
-Used by the web processes' in-memory batches (request metrics, quota reservations): the thread is
-started on first use in each process — a gunicorn worker forked from a master that already used
-it starts its own — never dies on an exception (the next tick retries), and ``at_exit`` runs
-once when the interpreter exits.
+Used by the web processes' in-memory batches (answered requests' log lines and metrics, request
+metrics to Redis, quota reservations): the thread is started on first use in each process — a
+gunicorn worker forked from a master that already used it starts its own — never dies on an
+exception (the next tick retries), and ``at_exit`` runs once when the interpreter exits.
 """
 
 from __future__ import annotations

@@ -199,8 +199,9 @@ class GatewayDocsPlugin(MarshmallowPlugin):
 def error_response_docs(*extra: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI documentation of a view's error answers: the common ones and ``extra``.
 
-    Passed to ``Blueprint.doc``, which only documents, rather than one ``alt_response`` per status:
-    each ``alt_response`` also wraps the view in a call layer that runs on every request."""
+    Written by :class:`GatewayDocsPlugin` for the views of ``function_route``, and passed to
+    ``Blueprint.doc`` by :meth:`GatewayBlueprint.error_responses` for the others; rather than one
+    ``alt_response`` per status, which would wrap the view in a call layer run on every request."""
     return {
         status: {
             "description": ERROR_DESCRIPTIONS.get(status, ""),
