@@ -17,11 +17,7 @@ if ping "$url"; then echo "$url"; exit 0; fi
 port=${MERIDIAN_REDIS_PORT:-6390}
 own="redis://127.0.0.1:$port/0"
 if ping "$own"; then echo "$own"; exit 0; fi
-if ! command -v redis-server >/dev/null 2>&1; then
-  echo "redis-server not found: installing Debian's redis-server package" >&2
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq >&2 && apt-get install -y -qq redis-server >&2
-  else sudo apt-get update -qq >&2 && sudo apt-get install -y -qq redis-server >&2; fi
-fi
+bash scripts/ensure-redis-server.sh
 mkdir -p var/redis
 echo "no Redis at $url: starting redis-server on 127.0.0.1:$port" >&2
 redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \

@@ -14,8 +14,7 @@ mkdir -p var
 "$UV" pip install --quiet --python "$VENV/bin/python" -r var/requirements-min.txt
 "$UV" pip install --quiet --python "$VENV/bin/python" --no-deps -e .
 echo "lowest direct versions: var/requirements-min.txt"
-REDIS_URL=$(PY="$VENV/bin/python" bash scripts/ensure-redis.sh) || { echo "no Redis available" >&2; exit 1; }
-export REDIS_URL
+bash scripts/ensure-redis-server.sh || { echo "redis-server unavailable" >&2; exit 1; }
 mkdir -p tests/artifacts
 rc=0
 "$VENV/bin/python" -m pytest "$@" || rc=$?

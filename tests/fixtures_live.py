@@ -1,8 +1,9 @@
 """Fixtures for tests that talk to real services: Redis, a Celery worker, gunicorn, the Flask app.
 
-- Redis: ``REDIS_URL`` (``make test`` exports one that answers, starting its own redis-server if
-  needed); tests use database 15 and the service name ``meridiantest`` so they never touch a
-  deployment's keys.
+- Redis: the test session starts its own ``redis-server`` on a free loopback port, with its files
+  in the session's temporary folder, and stops it at the end; nothing else on the machine (a
+  development server's Redis, another checkout's test run) is read, written or flushed. Tests
+  use database 15 of it, and other numbers of the same server where they need an empty one.
 - The Celery worker and gunicorn run as real subprocesses with the test settings in their
   environment.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,12 +33,6 @@ from config.settings import PROJECT_ROOT, Settings
 
 TEST_SERVICE = "meridiantest"
 TEST_REDIS_DB = 15
-
-
-def _test_redis_url() -> str:
-    base = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    parts = urlsplit(base)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{TEST_REDIS_DB}", "", ""))
 
 
 def free_port() -> int:
@@ -68,15 +65,51 @@ def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
             proc.wait(5)
 
 
+def redis_url_db(url: str, db: int) -> str:
+    """``url`` with its database number replaced by ``db`` (same server)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", "", ""))
+
+
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    url = _test_redis_url()
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``redis-server`` of the test session's own: ``redis://127.0.0.1:<free port>/0``."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server not found; run the tests with `make test`, which installs it")
+    directory = tmp_path_factory.mktemp("redis")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+        + ["--dir", str(directory), "--logfile", str(directory / "redis.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+            break
+        except redis.RedisError as exc:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the test session's redis-server did not answer on port {port}: {exc}")
+            time.sleep(0.05)
     try:
-        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
-    except redis.RedisError as exc:
-        pytest.fail(f"no Redis at {url} ({exc}); run the tests with `make test`, which starts one")
-    redis.Redis.from_url(url).flushdb()
-    return url
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: str) -> str:
+    return redis_url_db(redis_server, TEST_REDIS_DB)
 
 
 def make_settings(data_dir: Path, redis_url: str, accounts_db: Path) -> Settings:

@@ -1,11 +1,9 @@
-"""Device transitions in real Redis (db 14, keys under "test:geofence:"): sequences of points,
+"""Device transitions in the test session's Redis (db 14, keys under "test:geofence:"): sequences of points,
 subset checks, TTL, concurrent checks of one device, the service with a device, index refresh."""
 
 from __future__ import annotations
 
-import os
 import threading
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -22,20 +20,16 @@ from engine.services.geofencing import (
     run,
     run_batch,
 )
+from tests.fixtures_live import redis_url_db
 
 pytestmark = pytest.mark.integration
 
 PREFIX = "test:geofence:"
 
 
-def _url() -> str:
-    parts = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
-    return urlunsplit((parts.scheme, parts.netloc, "/14", "", ""))
-
-
 @pytest.fixture
-def client():
-    c = redis.Redis.from_url(_url())
+def client(redis_server):
+    c = redis.Redis.from_url(redis_url_db(redis_server, 14))
     c.ping()
     yield c
     keys = list(c.scan_iter(match=PREFIX + "*", count=1000))

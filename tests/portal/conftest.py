@@ -13,14 +13,13 @@ import time
 from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 
 from cli.mailcatcher import read_messages, start
 from config.settings import Settings
-from tests.fixtures_live import free_port, start_worker, stop, wait_worker
+from tests.fixtures_live import free_port, redis_url_db, start_worker, stop, wait_worker
 
 PORTAL_REDIS_DB = 12  # 14 and 15 belong to other suites
 SECRET = "portal-test-secret-" + "x" * 32
@@ -70,8 +69,7 @@ def smtp_server(tmp_path_factory) -> Iterator[tuple[int, Mailbox]]:
 
 @pytest.fixture(scope="session")
 def portal_settings(settings: Settings, tmp_path_factory) -> Settings:
-    parts = urlsplit(settings.redis_url)
-    url = urlunsplit((parts.scheme, parts.netloc, f"/{PORTAL_REDIS_DB}", "", ""))
+    url = redis_url_db(settings.redis_url, PORTAL_REDIS_DB)
     redis.Redis.from_url(url).flushdb()
     db = tmp_path_factory.mktemp("portal") / "accounts.db"
     return settings.with_overrides(redis_url=url, database_url=f"sqlite:///{db}")

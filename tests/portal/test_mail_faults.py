@@ -13,7 +13,7 @@ from cli.mailcatcher import start
 from config.portal import PortalSettings, parse_smtp_url
 from config.settings import ConfigError
 from tasks.mail import TemporaryMailError, build_message, deliver
-from tests.fixtures_live import free_port, stop, wait_worker
+from tests.fixtures_live import free_port, redis_url_db, stop, wait_worker
 from tests.portal.conftest import SECRET, Mailbox, start_portal_worker
 from tests.portal.test_pages import found
 
@@ -113,9 +113,7 @@ def test_mail_queued_while_the_server_is_down_arrives_after_it_comes_up(settings
 
     port = free_port()
     db = tmp_path / "accounts.db"
-    local = settings.with_overrides(
-        redis_url=settings.redis_url.rsplit("/", 1)[0] + "/11", database_url=f"sqlite:///{db}"
-    )
+    local = settings.with_overrides(redis_url=redis_url_db(settings.redis_url, 11), database_url=f"sqlite:///{db}")
     import redis
 
     redis.Redis.from_url(local.redis_url).flushdb()

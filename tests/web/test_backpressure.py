@@ -6,18 +6,17 @@ queue fills for real."""
 from __future__ import annotations
 
 import time
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 
 from app.backpressure import queue_depth
+from tests.fixtures_live import redis_url_db
 
 
 @pytest.fixture()
 def full_app(settings, store):
-    parts = urlsplit(settings.redis_url)
-    url = urlunsplit((parts.scheme, parts.netloc, "/13", "", ""))
+    url = redis_url_db(settings.redis_url, 13)
     redis.Redis.from_url(url).flushdb()
     from app import create_app
 

@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.metrics import queue_depths
 from app.metrics_buffer import FLUSH_INTERVAL_S
+from tests.fixtures_live import redis_url_db
 
 pytestmark = pytest.mark.integration
 
@@ -169,8 +170,8 @@ def test_metrics_count_requests_tasks_queues_and_workers(live_server, api_key, s
     assert ready["checks"]["queues"]["workers_active"] >= 1
 
 
-def test_queue_depth_is_the_length_of_the_celery_lists(redis_url):
-    client = redis.Redis.from_url(redis_url.rsplit("/", 1)[0] + "/14")
+def test_queue_depth_is_the_length_of_the_celery_lists(redis_server):
+    client = redis.Redis.from_url(redis_url_db(redis_server, 14))
     client.delete("batch", "batch\x06\x163", "staticmap")
     try:
         client.rpush("batch", "a", "b", "c")
