@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine  # noqa: E402
 from accounts.models import Base, SchemaVersion  # noqa: E402
 
 # The version of the tables as accounts/models.py declares them.
-LATEST = 2
+LATEST = 3
 _PG_LOCK_ID = 0x4D455244  # "MERD": an advisory lock id of our own
 
 
@@ -53,8 +53,24 @@ def _v2_portal_accounts(op: Operations) -> None:
     )
 
 
+def _v3_abuse_limits(op: Operations) -> None:
+    """Per-plan caps (keys per account, fence vertices per account, quota behaviour when Redis is
+    down) and the accounts' generation counters that end older mail links and sessions."""
+    for column in (
+        sa.Column("max_keys", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("max_fence_vertices", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("quota_fail_open", sa.Boolean, nullable=True),
+    ):
+        op.add_column("plans", column)
+    for column in (
+        sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("session_generation", sa.Integer, nullable=False, server_default="0"),
+    ):
+        op.add_column("accounts", column)
+
+
 # version -> the step that reaches it from the previous version
-STEPS: dict[int, Callable[[Operations], None]] = {2: _v2_portal_accounts}
+STEPS: dict[int, Callable[[Operations], None]] = {2: _v2_portal_accounts, 3: _v3_abuse_limits}
 
 
 def current_version(conn: Connection) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -28,6 +28,12 @@ class Plan(Base):
     per_month: Mapped[int] = mapped_column(Integer, default=0)
     services: Mapped[list[Any]] = mapped_column(JSON, default=list)  # ["*"] = every service
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Abuse limits (schema version 3); 0 = no limit.
+    max_keys: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    max_fence_vertices: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    # What the quota check does when Redis cannot answer: True lets the call through, False
+    # refuses it (503), NULL follows the deployment's default for the plan (docs/security.md).
+    quota_fail_open: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
 
 class Account(Base):
@@ -43,6 +49,12 @@ class Account(Base):
     role: Mapped[str] = mapped_column(String(16), default="user", server_default="user", nullable=False)
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     plan_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # plans.id of keys made in the portal
+    # Schema version 3: bumped by every change that must kill older mail links (a verification,
+    # a password reset or change, an e-mail change) and carried by each link (accounts/tokens.py).
+    token_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    # Bumped by logout and by a password change; a portal session carries the value it was
+    # opened with and ends when it differs (app/portal/sessions.py).
+    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
 
     __table_args__ = (Index("uq_accounts_email", "email", unique=True),)
 

@@ -42,6 +42,9 @@ class PlanRecord:
     per_month: int
     services: tuple[str, ...]
     description: str = ""
+    max_keys: int = 0  # live keys per account; 0 = no limit
+    max_fence_vertices: int = 0  # vertices of all of an account's fences together; 0 = no limit
+    quota_fail_open: bool | None = None  # None: the deployment's default for this plan
 
     def includes(self, service: str) -> bool:
         return "*" in self.services or service in self.services
@@ -180,8 +183,18 @@ class AccountStore:
         per_month: int | None = None,
         services: list[str] | None = None,
         description: str | None = None,
+        max_keys: int | None = None,
+        max_fence_vertices: int | None = None,
+        quota_fail_open: bool | None = None,
     ) -> PlanRecord:
-        for label, value in (("per_minute", per_minute), ("per_day", per_day), ("per_month", per_month)):
+        limits = (
+            ("per_minute", per_minute),
+            ("per_day", per_day),
+            ("per_month", per_month),
+            ("max_keys", max_keys),
+            ("max_fence_vertices", max_fence_vertices),
+        )
+        for label, value in limits:
             if value is not None and value < 0:
                 raise AccountError(f"{label} must be >= 0 (0 = unlimited)")
         with self.session() as s, s.begin():
@@ -199,6 +212,12 @@ class AccountStore:
                 plan.services = _check_services(services, "service")
             if description is not None:
                 plan.description = description
+            if max_keys is not None:
+                plan.max_keys = max_keys
+            if max_fence_vertices is not None:
+                plan.max_fence_vertices = max_fence_vertices
+            if quota_fail_open is not None:
+                plan.quota_fail_open = quota_fail_open
             s.flush()
             return self._plan_record(plan)
 
@@ -306,6 +325,9 @@ class AccountStore:
             per_month=p.per_month or 0,
             services=tuple(p.services or ()),
             description=p.description or "",
+            max_keys=p.max_keys or 0,
+            max_fence_vertices=p.max_fence_vertices or 0,
+            quota_fail_open=p.quota_fail_open,
         )
 
     def _key_record(self, row: ApiKey) -> KeyRecord:

@@ -1,8 +1,9 @@
 """Service names and the plans seeded into SQL on first start (editable with `meridian plans set`).
 
 A plan's ``services`` is a list of service names, or ``["*"]`` for all of them. Quotas are
-requests per minute (sliding window), per day and per month (calendar windows in UTC); 0 means
-no limit for that window.
+requests per minute (sliding window), per day and per month (calendar windows in UTC), counted
+for the account (all its keys together); 0 means no limit for that window. ``max_keys`` caps an
+account's live keys and ``max_fence_vertices`` the vertices of all its geofences (0: no cap).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ DEFAULT_PLANS: tuple[dict, ...] = (
             "snaptoroad",
             "geofencing",
         ],
+        "max_keys": 5,
+        "max_fence_vertices": 20_000,
         "description": "Search and routing; no static maps, isochrones or geometry downloads.",
     },
     {
@@ -45,6 +48,8 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         "per_day": 100_000,
         "per_month": 2_000_000,
         "services": ["*"],
+        "max_keys": 25,
+        "max_fence_vertices": 500_000,
         "description": "Every service.",
     },
     {
@@ -53,6 +58,8 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         "per_day": 2_000_000,
         "per_month": 0,
         "services": ["*"],
+        "max_keys": 100,
+        "max_fence_vertices": 2_000_000,
         "description": "Every service, high quotas, no monthly cap.",
     },
 )
