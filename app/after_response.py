@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 
 log = logging.getLogger("meridian")
 

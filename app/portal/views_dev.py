@@ -9,7 +9,7 @@ from flask import abort, render_template
 
 from app.portal.blueprint import bp
 from app.portal.services import portal
-from cli.mailcatcher import read_messages
+from common.mailbox import read_messages
 
 MAX_LISTED = 50
 
