@@ -41,7 +41,9 @@ FUNCTION_MODULES = (
 API_DESCRIPTION = """Meridian: geocoding, reverse geocoding, suggest, routing, isochrones, POI search,
 proximity, static maps, geometry download, snap to road and geofencing over OpenStreetMap data.
 
-Every `/v1` operation needs the `X-API-Key` header. Errors share one body:
+Every `/v1` operation needs the `X-API-Key` header, except the health endpoints
+(`/v1/health`, `/v1/health/live`, `/v1/health/ready`), which load balancers and orchestrators
+probe without a key (docs/decisions.md). Errors share one body:
 `statusCode, message, error, timestamp, path, requestId`. Invalid or **unknown** query parameters
 answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every response carries
 `RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
@@ -82,6 +84,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.config.update(
         SERVICE_NAME=settings.service_name,
         DEBUG=settings.debug,
+        ERROR_TRACES=settings.error_traces,
         MAX_CONTENT_LENGTH=settings.limits.request_body_bytes,
         JSON_SORT_KEYS=False,
         **_openapi_config(settings),

@@ -149,7 +149,7 @@ def render_redis_unavailable(exc: redis.RedisError) -> Response:
 
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
-    trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
+    trace = traceback.format_exc() if current_app.config.get("ERROR_TRACES") else None
     return error_response(500, "internal server error", code=ErrorKind.INTERNAL.code, trace=trace)
 
 

@@ -21,6 +21,19 @@ def _settings() -> Settings:
         raise click.ClickException(f"configuration error: {exc}") from exc
 
 
+def _check_portal_settings() -> None:
+    """The portal's settings (PORTAL_SECRET_KEY, SMTP_URL, ...) checked like the others: one line
+    before gunicorn starts, rather than a traceback from each worker that imports the app."""
+    from config.portal import PortalSettings, portal_enabled
+
+    if not portal_enabled():
+        return
+    try:
+        PortalSettings.from_env()
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+
+
 def _store():
     from accounts.store import AccountStore
 
@@ -104,6 +117,7 @@ def serve_cmd(port: int | None, workers: int | None) -> None:
     if workers:
         os.environ["WEB_CONCURRENCY"] = str(workers)
     _settings()  # fail fast on bad configuration
+    _check_portal_settings()
     conf = PROJECT_ROOT / "config" / "gunicorn.py"
     os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", str(conf), "app.wsgi:app"])
 

@@ -121,7 +121,7 @@ class Settings:
     service_suggest_url: str | None = None
     log_format: str = "text"
     debug: bool = False
-    environment: str = "development"  # NODE_ENV, accepted for compatibility
+    environment: str = "development"  # NODE_ENV: production requires the portal's secrets, hides traces
     redis_url: str = "redis://127.0.0.1:6379/0"
     database_url: str = field(default_factory=lambda: f"sqlite:///{PROJECT_ROOT / 'var' / 'meridian.db'}")
     data_dir: Path = field(default_factory=lambda: PROJECT_ROOT / "var" / "data")
@@ -221,3 +221,8 @@ class Settings:
     @property
     def remote_backend(self) -> bool:
         return bool(self.service_base_url)
+
+    @property
+    def error_traces(self) -> bool:
+        """Stack traces in 500 bodies: with DEBUG, never in production (they go to the log)."""
+        return self.debug and self.environment != "production"

@@ -124,6 +124,7 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         responses: dict[str, Any] | None = None,
         location: str = "query",
         method: str = "get",
+        endpoint: str | None = None,
     ) -> View:
         """Register the standard view of a function: admit, validate, answer (see module doc).
 
@@ -158,10 +159,11 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         # summary and description from the docstring, answers through GatewayDocsPlugin: no
         # documentation layer (flask-smorest's ``doc``/``response``) runs with every request
         handler.__doc__ = f"{summary}\n\n{description}"
-        FUNCTION_ANSWERS[f"{self.name}.{function.cmd}"] = answer_docs
+        endpoint = endpoint or function.cmd
+        FUNCTION_ANSWERS[f"{self.name}.{endpoint}"] = answer_docs
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
-        self.route(path, endpoint=function.cmd, methods=[method.upper()])(handler)
+        self.route(path, endpoint=endpoint, methods=[method.upper()])(handler)
         return handler
 
     def error_responses(self, *extra: int) -> Decorator:
