@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, Reservation, Window
 from accounts.store import PlanRecord
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 
 log = logging.getLogger("meridian.quota")
 

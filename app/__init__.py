@@ -11,10 +11,11 @@ import flask_smorest
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestURITooLarge
 
-from app import bodies, errors, logs, metrics
-from app.access import rate_limit_headers
+from accounts.quota_headers import rate_limit_headers
+from app import bodies, core, docs, errors, health, logs, metrics
 from app.after_response import AfterResponse, FinishedRequest
 from app.gateway.base import GatewayDocsPlugin
+from app.portal import init_portal
 from app.runtime import Runtime
 from config.settings import Settings
 
@@ -99,8 +100,6 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     bodies.init_app(app, settings.limits.request_body_bytes, settings.body_read_timeout_s, settings.body_json_max_depth)
     metrics.init_app(app, after)  # /metrics and the per-request counters
 
-    from app import core, docs, health
-
     app.register_blueprint(core.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(docs.bp)
@@ -114,8 +113,6 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(module.blp)
     app.extensions["openapi"] = api
     _document_health(app, api)
-    from app.portal import init_portal
-
     init_portal(app)  # /portal: sign-up, keys, usage, console (app/portal/)
     return app
 

@@ -23,18 +23,16 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
 from app.core_format import from_core
+from app.registry import Function
 from app.results import BinaryResult
 from config.settings import Settings
 from engine.errors import ErrorKind, MeridianError
-
-if TYPE_CHECKING:
-    from app.functions import Function
 
 log = logging.getLogger("meridian.backend")
 

@@ -14,7 +14,7 @@ from marshmallow import Schema
 
 from app.access import admit, core_key
 from app.calls import core_answer
-from app.functions import REGISTRY, Function
+from app.registry import REGISTRY, Function
 from app.runtime import runtime
 from app.validation import CORE_PARSER
 from engine.errors import InvalidParameter

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError,
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
+from accounts.quota_headers import rate_limit_headers
 from engine.errors import DatasetError, ErrorKind, MeridianError
 
 log = logging.getLogger("meridian.errors")
@@ -96,8 +97,6 @@ def render_meridian_error(exc: MeridianError) -> Response:
     )
     decision = getattr(exc, "decision", None)
     if decision is not None:
-        from app.access import rate_limit_headers
-
         resp.headers.update(rate_limit_headers(decision))
     return resp
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -37,17 +37,17 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from app.after_response import AfterResponse, FinishedRequest
+from app.errors import error_response
 from app.metrics_buffer import MetricsBuffer
+from app.registry import REGISTRY
+from queueing.depth import queue_depths
 from queueing.metrics import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, http_key, tasks_key, workers_key
-from queueing.protocol import QUEUES
 
 log = logging.getLogger("meridian.metrics")
 
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 CORE_PATHS = ("/services/json", "/services/v2/json")
 HTTP_LABELS = ["function", "face", "method", "status"]
-# Celery's Redis transport keeps priority sub-queues as "<queue>\x06\x16<priority>".
-PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 bp = Blueprint("metrics", __name__)
 
@@ -60,8 +60,6 @@ def request_labels(req: Request) -> tuple[str, str]:
     if rule is None:
         return "unmatched", "other"
     if rule.rule in CORE_PATHS:
-        from app.functions import REGISTRY
-
         cmd = (req.args.get("cmd") or "").strip()
         return (cmd if cmd in REGISTRY else "unknown"), "core"
     return _route_labels(rule.rule)
@@ -75,17 +73,6 @@ def _route_labels(rule: str) -> tuple[str, str]:
     if rule.startswith("/v1/") and not rule.startswith("/v1/health"):
         return rule.removeprefix("/v1/"), "gateway"
     return rule, "other"
-
-
-def queue_depths(client: redis.Redis, queues: Sequence[str] = QUEUES) -> dict[str, int]:
-    """Tasks waiting in each of ``queues``: Celery's Redis list and its priority sub-queues."""
-    pipe = client.pipeline(transaction=False)
-    for queue in queues:
-        for suffix in PRIORITY_SUFFIXES:
-            pipe.llen(queue + suffix)
-    counts = pipe.execute()
-    n = len(PRIORITY_SUFFIXES)
-    return {queue: sum(counts[i * n : (i + 1) * n]) for i, queue in enumerate(queues)}
 
 
 def active_workers(client: redis.Redis, ns: str) -> int:
@@ -198,8 +185,6 @@ def metrics() -> Response:
     try:
         body = generate_latest(registry)
     except redis.RedisError as exc:
-        from app.errors import error_response
-
         return error_response(503, f"metrics store unavailable: {type(exc).__name__}", retry_after=5)
     return Response(body, content_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 

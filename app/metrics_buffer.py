@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import redis
 
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 from queueing.metrics import histogram_fields
 
 log = logging.getLogger("meridian.metrics")

@@ -7,9 +7,9 @@ from typing import Any
 
 from marshmallow import fields, post_load, validate
 
-from app.functions import Function, register
 from app.functions.poi import PoiSchema
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema

@@ -26,8 +26,10 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, fields
 
+from app import jobs
 from app.access import admit, gateway_key
-from app.functions import Function
+from app.calls import gateway_answer
+from app.registry import Function
 from app.validation import MeridianParser
 
 View = Callable[..., ResponseReturnValue]
@@ -128,18 +130,15 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
 
         A view function rather than a ``MethodView``: one method per path, and no class-level
         dispatch on every request."""
-        from app import jobs
-        from app.calls import gateway_answer
-        from app.dispatch import HeavyCall
-
         handler: View
         answer_docs = error_response_docs(*errors)
-        if function.queue and function.service_ref:
-            queue, service_ref = function.queue, function.service_ref
+        # An instance, not the class: webargs would build a new schema for every request.
+        schema = args_schema() if isinstance(args_schema, type) else args_schema
+        if function.queued:
+            schema = jobs.gateway_schema(type(schema))()  # the params and ``async``, parsed once
 
-            def handler(params: Any) -> ResponseReturnValue:
-                answer: ResponseReturnValue = jobs.answer(function, HeavyCall(queue, service_ref, params))
-                return answer
+            def handler(args: jobs.QueuedArgs) -> ResponseReturnValue:
+                return jobs.answer(function, args)
 
             answer_docs[202] = {
                 "description": "`async=true`: the job, to poll at `/v1/jobs/{id}`.",
@@ -162,8 +161,6 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         handler.__doc__ = f"{summary}\n\n{description}"
         endpoint = endpoint or function.cmd
         FUNCTION_ANSWERS[f"{self.name}.{endpoint}"] = answer_docs
-        # An instance, not the class: webargs would build a new schema for every request.
-        schema = args_schema() if isinstance(args_schema, type) else args_schema
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
         self.route(path, endpoint=endpoint, methods=[method.upper()])(handler)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from app.registry import REGISTRY
 from app.runtime import Runtime
 from engine import polyline
 from engine.render.overlays import Marker, Path
 from engine.results import BinaryResult
 from engine.services.staticmap import StaticMapParams, validate
-from queueing.protocol import HeavyCall
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def map_params(answer: Any, given: list[tuple[float, float]], answer_points: boo
 
 
 def render_map(rt: Runtime, params: StaticMapParams) -> BinaryResult:
-    result = rt.dispatcher.run(HeavyCall("staticmap", "engine.services.staticmap:run", params), rt.dataset_versions())
+    result = rt.run(REGISTRY["staticmap"], params)
     if not isinstance(result, BinaryResult):
         raise TypeError("the static map function answered something other than an image")
     return result

@@ -14,7 +14,7 @@ from flask import abort, render_template, request
 
 from app.portal.blueprint import bp, current_user
 from app.portal.services import portal
-from cli.mailcatcher import read_messages
+from common.mailbox import read_messages
 
 MAX_LISTED = 50
 
