@@ -58,7 +58,7 @@ def node(settings, store, tmp_path_factory) -> Iterator[int]:
         "PORTAL_SECRET_KEY": "proxy-test-secret-" + "x" * 32,
         "PORTAL_LOGIN_LIMIT": f"100/900,{PER_IP}",
     }
-    proc = start_gunicorn(settings, port, tmp_path_factory.mktemp("logs") / "gunicorn.log", **env)
+    proc = start_gunicorn(settings, port, tmp_path_factory.mktemp("logs") / "gunicorn.log", 2, **env)
     try:
         yield port
     finally:
@@ -115,7 +115,7 @@ class FromAddress(HTTPAdapter):
         self.source = source
         super().__init__()
 
-    def init_poolmanager(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def init_poolmanager(self, *args, **kwargs):
         kwargs["source_address"] = (self.source, 0)
         super().init_poolmanager(*args, **kwargs)
 
