@@ -10,6 +10,7 @@ from typing import Any
 import flask_smorest
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestURITooLarge
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from accounts.quota_headers import rate_limit_headers
 from app import bodies, core, docs, errors, health, logs, metrics
@@ -114,6 +115,11 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.extensions["openapi"] = api
     _document_health(app, api)
     init_portal(app)  # /portal: sign-up, keys, usage, console (app/portal/)
+    if settings.trusted_proxy_hops:
+        # behind TRUSTED_PROXY_HOPS proxies that each append the address they saw to
+        # X-Forwarded-For: the client's address is that many entries from the end (what a client
+        # put there itself comes before and is ignored); request.remote_addr is then the client's
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxy_hops)  # type: ignore[method-assign]
     return app
 
 

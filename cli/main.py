@@ -108,10 +108,16 @@ def export_cmd(region: str, out_dir: Path, what: str) -> None:
 
 # ------------------------------------------------------------------ processes
 @main.command("serve")
+@click.option(
+    "--host",
+    help="Address to listen on (default: $BIND_HOST or 127.0.0.1; 0.0.0.0 only behind a proxy, docs/deployment.md).",
+)
 @click.option("--port", type=int, help="Port (default: $PORT or 3000).")
 @click.option("--workers", type=int, help="gunicorn worker processes (default: $WEB_CONCURRENCY or 2).")
-def serve_cmd(port: int | None, workers: int | None) -> None:
+def serve_cmd(host: str | None, port: int | None, workers: int | None) -> None:
     """Run the web app (core API, /v1 gateway, docs, health) under gunicorn."""
+    if host:
+        os.environ["BIND_HOST"] = host
     if port:
         os.environ["PORT"] = str(port)
     if workers:

@@ -8,6 +8,7 @@ variable when a value is missing or invalid, so a process fails fast instead of 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from dataclasses import dataclass, field, fields, replace
@@ -97,6 +98,24 @@ def _networks(env: dict, name: str) -> tuple[IPNetwork, ...]:
         raise ConfigError(f"{name}: {exc}") from None
 
 
+def _bind_host(env: dict) -> str:
+    raw = (env.get("BIND_HOST") or "127.0.0.1").strip()
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise ConfigError(f"BIND_HOST must be an IP address (0.0.0.0 for every interface), got {raw!r}") from None
+
+
+def _web_tier_values(env: dict) -> dict:
+    """The settings of the web tier facing clients: where it listens, how long a request head may
+    take, which proxies' X-Forwarded-For it trusts."""
+    return dict(
+        bind_host=_bind_host(env),
+        header_read_timeout_s=_float(env, "HEADER_READ_TIMEOUT", 10.0, 0.1),
+        trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, 0, 5),
+    )
+
+
 def _reliability_values(env: dict) -> dict:
     """The settings of the reliability block (webhook guard, back-pressure)."""
     return dict(
@@ -148,6 +167,10 @@ class Settings:
     body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
     queue_max_depth: int = 200  # tasks waiting per heavy queue before 503 (app/backpressure.py); 0 = unbounded
     queue_max_depths: tuple[tuple[str, int], ...] = ()  # per-queue overrides (QUEUE_MAX_DEPTH_<QUEUE>)
+    # -- the web tier facing clients (issue 26) --
+    bind_host: str = "127.0.0.1"  # BIND_HOST: the address `meridian serve` listens on; 0.0.0.0 in containers
+    header_read_timeout_s: float = 10.0  # a request's head must arrive within this (config/request_gate.py), else 408
+    trusted_proxy_hops: int = 0  # TRUSTED_PROXY_HOPS: proxies in front whose X-Forwarded-For is believed
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -202,6 +225,7 @@ class Settings:
             dataset_store_options=_json_object(env, "DATASET_STORE_OPTIONS"),
         )
         values.update(_reliability_values(env))
+        values.update(_web_tier_values(env))
         if database_url:
             values["database_url"] = database_url
         if data_dir:
