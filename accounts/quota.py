@@ -14,9 +14,8 @@ A bucket (:func:`bucket_of`) is an account (``KeyRecord.account_ref``: its id an
 unique across databases that share a Redis) and the plan of the key: the keys of an account share
 one plan (the portal issues them all on the account's plan, ``meridian accounts set-plan`` moves
 them together), and keys that an operator gave other plans count apart. A denied request spends
-nothing. Usage per key, service and UTC
-day is kept in a hash for the portal and ``meridian usage`` (kept 400 days): the decision is the
-account's, the statistics stay per key.
+nothing. Usage per key, service and UTC day is kept in a hash for the portal and ``meridian
+usage`` (kept 400 days): the decision is the account's, the statistics stay per key.
 """
 
 from __future__ import annotations
@@ -238,9 +237,9 @@ class QuotaCounter:
     def spend(
         self, bucket: str, key_ref: str, plan: PlanRecord, service: str, cost: int = 1, reserve: int = 0
     ) -> QuotaDecision:
-        """Count ``cost`` units in every window of the account's ``bucket``, or deny (the usage goes
-        to the key ``key_ref``); with ``reserve``, also count up to that many more units (as many as every
-        window still has) as a :class:`Reservation`."""
+        """Count ``cost`` units in every window of the account's ``bucket``, or deny (the usage
+        goes to the key ``key_ref``); with ``reserve``, also count up to that many more units (as
+        many as every window still has) as a :class:`Reservation`."""
         now_s = time.time()
         calendar = self._calendar_now(now_s)
         day_ttl, month_ttl = calendar.day_ttl, calendar.month_ttl

@@ -2,13 +2,13 @@
 
 Counting every request with a Redis script costs a round trip per request (about 0.1-0.25 ms of
 a light request on these machines). When an account sends requests back to back (with one key
-or several: its keys share the reservation as they share the quota), the web process
-asks the quota script to count a few more units than the request needs — a *reservation*, as
-many as every window still has, at most ``1/RESERVE_SHARE`` of the minute window and
-``MAX_RESERVED`` units — and spends the following requests from it in memory. A reservation lives
-``ttl_s`` (one second); then, or when it is used up, it is *settled* in one more script call:
-the usage of the units spent is recorded per key and service and the units not spent are given back to
-every window. A reservation used up has nothing to give back: the process's settler thread
+or several: its keys share the reservation as they share the quota), the web process asks the
+quota script to count a few more units than the request needs — a *reservation*, as many as
+every window still has, at most ``1/RESERVE_SHARE`` of the minute window and ``MAX_RESERVED``
+units — and spends the following requests from it in memory. A reservation lives ``ttl_s`` (one
+second); then, or when it is used up, it is *settled* in one more script call: the usage of the
+units spent is recorded per key and service and the units not spent are given back to every
+window. A reservation used up has nothing to give back: the process's settler thread
 settles it, and the request that found it used up waits only for its own count.
 
 What this keeps and what it changes:
