@@ -42,8 +42,9 @@ proximity, static maps, geometry download, snap to road and geofencing over Open
 
 Every `/v1` operation needs the `X-API-Key` header. Errors share one body:
 `statusCode, message, error, timestamp, path, requestId`. Invalid or **unknown** query parameters
-answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every response carries
-`RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
+answer 400 naming the parameter. Quotas are the account's (all its keys together). Over quota: 429
+with `Retry-After`; every response carries `RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`)
+for the account. Clients should cache (ETag,
 `Cache-Control`) and retry 429/503 with exponential backoff and jitter.
 
 Address fields (`country`, `city`, `district`, `street`, `number`, `postcode`) are `null` here
