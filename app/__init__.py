@@ -46,8 +46,9 @@ Every `/v1` operation needs the `X-API-Key` header, except the health endpoints
 (`/v1/health`, `/v1/health/live`, `/v1/health/ready`), which load balancers and orchestrators
 probe without a key (docs/decisions.md). Errors share one body:
 `statusCode, message, error, timestamp, path, requestId`. Invalid or **unknown** query parameters
-answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every response carries
-`RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
+answer 400 naming the parameter. Quotas are the account's (all its keys together). Over quota: 429
+with `Retry-After`; every response carries `RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`)
+for the account. Clients should cache (ETag,
 `Cache-Control`) and retry 429/503 with exponential backoff and jitter.
 
 Address fields (`country`, `city`, `district`, `street`, `number`, `postcode`) are `null` here

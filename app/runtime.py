@@ -13,7 +13,7 @@ from celery import Celery
 from flask import current_app
 from sqlalchemy.exc import SQLAlchemyError
 
-from accounts.access import AccessControl
+from accounts.access import AccessControl, QuotaOutagePolicy
 from accounts.quota import QuotaCounter
 from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore
@@ -64,7 +64,7 @@ class Runtime:
             store,
             LeasedQuota(QuotaCounter(client, namespace=settings.service_name)),
             cache_ttl_s=settings.auth_cache_ttl_s,
-            fail_open=settings.quota_fail_open,
+            outage_policy=QuotaOutagePolicy(settings.quota_fail_open, frozenset(settings.quota_fail_closed_plans)),
         )
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
         celery = make_celery(settings)  # this process's one Celery app: it sends, never runs, tasks

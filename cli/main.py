@@ -247,13 +247,18 @@ def plans() -> None:
     """List and edit plans."""
 
 
+def _plan_line(p) -> str:
+    fail_open = "default" if p.quota_fail_open is None else str(p.quota_fail_open).lower()
+    return (
+        f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+        f"services={','.join(p.services)}\tmax_keys={p.max_keys}\tquota_fail_open={fail_open}"
+    )
+
+
 @plans.command("list")
 def plans_list() -> None:
     for p in _store().list_plans():
-        click.echo(
-            f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-            f"services={','.join(p.services)}"
-        )
+        click.echo(_plan_line(p))
 
 
 @plans.command("set")
@@ -263,7 +268,14 @@ def plans_list() -> None:
 @click.option("--per-month", type=int)
 @click.option("--services", help="Comma-separated services, or '*' for all.")
 @click.option("--description")
-def plans_set(name, per_minute, per_day, per_month, services, description) -> None:
+@click.option("--max-keys", type=int, help="Live keys per account (0 = no cap).")
+@click.option(
+    "--quota-fail-open/--quota-fail-closed",
+    default=None,
+    help="While Redis is unreachable, serve this plan's requests uncounted, or refuse them with 503 "
+    "(default: closed for free and PORTAL_DEFAULT_PLAN, else QUOTA_FAIL_OPEN).",
+)
+def plans_set(name, per_minute, per_day, per_month, services, description, max_keys, quota_fail_open) -> None:
     """Create or change a plan (0 = unlimited for a window)."""
     from accounts.store import AccountError
 
@@ -275,13 +287,12 @@ def plans_set(name, per_minute, per_day, per_month, services, description) -> No
             per_month=per_month,
             services=[s.strip() for s in services.split(",") if s.strip()] if services else None,
             description=description,
+            max_keys=max_keys,
+            quota_fail_open=quota_fail_open,
         )
     except AccountError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(
-        f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-        f"services={','.join(p.services)}"
-    )
+    click.echo(_plan_line(p))
 
 
 @main.command("usage")

@@ -151,7 +151,11 @@ class Settings:
     cache_ttl_s: int = 3600  # cached heavy results
     http_max_age_s: int = 300  # Cache-Control max-age on cacheable GET answers
     auth_cache_ttl_s: float = 5.0  # revocation takes effect within this bound
-    quota_fail_open: bool = True  # Redis unreachable: serve (and log) rather than refuse
+    # Redis unreachable: serve uncounted (and log) rather than refuse with 503, for plans that do
+    # not say (plans.quota_fail_open NULL) and are not self-service; self-service plans (free and
+    # PORTAL_DEFAULT_PLAN, which anyone can sign up for) fail closed (accounts/access.py)
+    quota_fail_open: bool = True
+    quota_fail_closed_plans: tuple[str, ...] = ("free",)
     web_workers: int = 2
     worker_concurrency: int = 2
     webhook_max_retries: int = 6  # geofence webhooks: retries after the first attempt
@@ -215,6 +219,7 @@ class Settings:
             http_max_age_s=_int(env, "HTTP_MAX_AGE", 300, 0),
             auth_cache_ttl_s=_float(env, "AUTH_CACHE_TTL", 5.0, 0.0),
             quota_fail_open=_bool(env, "QUOTA_FAIL_OPEN", True),
+            quota_fail_closed_plans=tuple(dict.fromkeys(("free", (env.get("PORTAL_DEFAULT_PLAN") or "free").strip()))),
             web_workers=_int(env, "WEB_CONCURRENCY", 2, 1, 64),
             worker_concurrency=_int(env, "WORKER_CONCURRENCY", 2, 1, 64),
             webhook_max_retries=_int(env, "MERIDIAN_WEBHOOK_MAX_RETRIES", 6, 0, 20),

@@ -42,9 +42,10 @@ ERROR_DESCRIPTIONS = {
     403: "The API key's plan or scopes do not include this service.",
     404: "No results found.",
     413: "Request body too large.",
-    429: "Plan quota exceeded; retry after `Retry-After` seconds with exponential backoff.",
+    429: "Plan quota exceeded (counted for the key's account: all its keys together); retry after "
+    "`Retry-After` seconds with exponential backoff.",
     500: "Internal server error.",
-    503: "Backend or queue unavailable (or the wait for a worker ran out); retry after `Retry-After`.",
+    503: "Backend, queue or quota store unavailable (or the wait for a worker ran out); retry after `Retry-After`.",
 }
 
 
