@@ -3,6 +3,11 @@
 Flask-free, shared by the portal and ``meridian accounts``; it works on the same tables and
 sessions as :class:`~accounts.store.AccountStore` (whose keys the portal issues). Records are
 plain immutable dataclasses, never ORM objects.
+
+Two counters on each account end what was handed out before a change: ``token_generation``
+(every mail link carries it, ``accounts/tokens.py``) is bumped by a verification, a password
+change or reset and an e-mail change; ``session_generation`` (every portal session carries it)
+is bumped by a sign-out and a password change or reset.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from sqlalchemy.orm import Session
 from accounts.models import Account, ApiKey, Plan, utcnow
 from accounts.passwords import hash_password, needs_rehash, password_problem, verify_dummy, verify_password
 from accounts.store import AccountError, AccountStore, _aware
+from accounts.tokens import EMAIL, RESET, VERIFY, Token, TokenSigner
 
 ROLES = ("user", "admin")
 MAX_EMAIL_LENGTH = 254
@@ -50,17 +56,12 @@ class User:
     plan: str
     created_at: datetime | None
     password_hash: str | None = None
+    token_generation: int = 0  # mail links carry it (accounts/tokens.py)
+    session_generation: int = 0  # portal sessions carry it (app/portal/blueprint.py)
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
-
-    def session_stamp(self) -> str:
-        """Changes whenever the password does: sessions carry it, so a password change (or
-        reset) signs every other session out."""
-        import hashlib
-
-        return hashlib.sha256((self.password_hash or "").encode()).hexdigest()[:16]
 
 
 class UserDirectory:
@@ -147,39 +148,71 @@ class UserDirectory:
             return None
         if not verify_password(user.password_hash, password):
             return None
-        if needs_rehash(user.password_hash):
-            self.set_password(user.id, password, check_rule=False)
+        if needs_rehash(user.password_hash):  # the same password in a newer format: nothing ends
+            with self.store.session() as s, s.begin():
+                s.execute(update(Account).where(Account.id == user.id).values(password_hash=hash_password(password)))
             user = self.get(user.id)
         return user
 
     def mark_verified(self, account_id: int) -> None:
+        """The operator's verification (``meridian accounts verify``); it ends older mail links."""
         with self.store.session() as s, s.begin():
             row = s.get(Account, account_id)
             if row is not None and row.email_verified_at is None:
-                row.email_verified_at = utcnow()
+                _verify(row)
+                row.token_generation += 1
 
-    def set_password(self, account_id: int, password: str, *, check_rule: bool = True) -> None:
-        if check_rule:
-            problem = password_problem(password)
-            if problem:
-                raise AccountError(problem)
-        password_hash = hash_password(password)
+    def set_password(self, account_id: int, password: str) -> None:
+        """A new password (the settings page): every other session and every mail link ends."""
+        password_hash = _new_password_hash(password)
         with self.store.session() as s, s.begin():
-            s.execute(update(Account).where(Account.id == account_id).values(password_hash=password_hash))
+            row = s.get(Account, account_id)
+            if row is None:
+                raise AccountError("no such account")
+            _set_password_hash(row, password_hash)
+            row.token_generation += 1
 
-    def change_email(self, account_id: int, new_email: str) -> bool:
-        """Set a new (verified) address; False if another account took it meanwhile."""
-        email = normalize_email(new_email)
+    def end_sessions(self, account_id: int) -> None:
+        """Sign every portal session of the account out (a sign-out does, for copied cookies too)."""
+        with self.store.session() as s, s.begin():
+            s.execute(
+                update(Account)
+                .where(Account.id == account_id)
+                .values(session_generation=Account.session_generation + 1)
+            )
+
+    # ---------------------------------------------------------------- mail links
+    def verify_by_link(self, signer: TokenSigner, token: str) -> Token:
+        """Confirm the address a verification link was sent to (TokenError: the link is not valid)."""
+        return signer.consume(token, VERIFY, lambda _s, row, _content: _verify(row))
+
+    def reset_by_link(self, signer: TokenSigner, token: str, password: str) -> Token:
+        """Set the password a reset link asks for: the mail reached its owner, so the address is
+        verified, and every session and every other link ends. AccountError: the password
+        breaks the rule (the link stays usable); TokenError: the link is not valid."""
+        password_hash = _new_password_hash(password)
+        return signer.consume(
+            token, RESET, lambda _s, row, _content: _set_password_hash(row, password_hash, verify=True)
+        )
+
+    def change_email_by_link(self, signer: TokenSigner, token: str) -> Token:
+        """Move the account to the address an e-mail change link was sent to (and proved). Only a
+        verified account changes its address; AccountError when another account has taken the
+        new address meanwhile (the link stays usable); TokenError: the link is not valid."""
+
+        def change(s: Session, row: Account, content: Token) -> None:
+            email = normalize_email(content.email or "")
+            if row.email_verified_at is None:
+                raise AccountError("email: the account's current address was never confirmed")
+            if s.scalar(select(Account.id).where(Account.email == email, Account.id != row.id)) is not None:
+                raise AccountError("email: that address is now used by another account")
+            row.email = email
+            row.email_verified_at = utcnow()
+
         try:
-            with self.store.session() as s, s.begin():
-                if s.scalar(select(Account.id).where(Account.email == email, Account.id != account_id)):
-                    return False
-                s.execute(
-                    update(Account).where(Account.id == account_id).values(email=email, email_verified_at=utcnow())
-                )
-        except IntegrityError:
-            return False
-        return True
+            return signer.consume(token, EMAIL, change)
+        except IntegrityError:  # the same address taken concurrently (unique index)
+            raise AccountError("email: that address is now used by another account") from None
 
     def email_taken(self, email: str) -> bool:
         return self.by_email(email) is not None
@@ -252,4 +285,26 @@ class UserDirectory:
             plan=plan_name or self.default_plan,
             created_at=_aware(row.created_at),
             password_hash=row.password_hash,
+            token_generation=row.token_generation or 0,
+            session_generation=row.session_generation or 0,
         )
+
+
+def _new_password_hash(password: str) -> str:
+    problem = password_problem(password)
+    if problem:
+        raise AccountError(problem)
+    return hash_password(password)
+
+
+def _verify(row: Account) -> None:
+    if row.email_verified_at is None:
+        row.email_verified_at = utcnow()
+
+
+def _set_password_hash(row: Account, password_hash: str, *, verify: bool = False) -> None:
+    """A new password ends every session of the account."""
+    row.password_hash = password_hash
+    row.session_generation += 1
+    if verify:
+        _verify(row)

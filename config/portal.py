@@ -10,7 +10,7 @@
 | ``SMTP_URL`` | ``smtp://user:pass@host:587?starttls=true`` or ``smtps://user:pass@host:465`` | development: ``smtp://127.0.0.1:1025`` (the mail catcher) |
 | ``MAIL_FROM`` | sender address of the portal's mails | ``Meridian <no-reply@localhost>`` |
 | ``MAIL_DIR`` | where ``meridian mailcatcher`` stores caught mails (development) | ``var/mail`` |
-| ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address per window ``N/SECONDS``, per IP 5 N or ``N/SECONDS,PER_IP`` | ``10/900``, ``3/3600``, ``3/3600`` |
+| ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address per window ``N/SECONDS`` (password checks: per client IP and address), per IP 5 N or ``N/SECONDS,PER_IP`` | ``10/900``, ``3/3600``, ``3/3600`` |
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """The ``/portal`` blueprint and what every portal page shares: the signed-cookie session of the
 signed-in user, the CSRF check of every POST (Flask-WTF's token, only on this blueprint: the API
-faces are unaffected), security headers, HTML error pages, and the attempt limits."""
+faces are unaffected), security headers, HTML error pages, and the attempt limits.
+
+A session holds the account id and the account's ``session_generation`` when it was opened; the
+database is asked on every request, and a session whose generation is no longer the account's
+is signed out. Signing out and changing the password move the generation on, so a copy of the
+cookie (kept before the sign-out, or stolen) opens nothing afterwards."""
 
 from __future__ import annotations
 
@@ -73,15 +78,20 @@ def sign_in(user: User) -> None:
     session.clear()
     session.permanent = True
     session["uid"] = user.id
-    session["stamp"] = user.session_stamp()
+    session["gen"] = user.session_generation
 
 
 def sign_out() -> None:
+    """End this session and every copy of its cookie: every session of the account ends."""
+    user = current_user()
+    if user is not None:
+        portal().users.end_sessions(user.id)
     session.clear()
 
 
 def current_user() -> User | None:
-    """The signed-in user, if the session is theirs still (password unchanged, not disabled)."""
+    """The signed-in user, if the session is still valid (the account's session generation is the
+    session's, the account not disabled)."""
     known: User | None = g.get("portal_user")
     if known is not None:
         return known
@@ -89,7 +99,7 @@ def current_user() -> User | None:
     if not isinstance(uid, int):
         return None
     user = portal().users.get(uid)
-    if user is None or user.disabled or user.session_stamp() != session.get("stamp"):
+    if user is None or user.disabled or session.get("gen") != user.session_generation:
         session.clear()
         return None
     g.portal_user = user
@@ -120,18 +130,27 @@ def admin_required(view: F) -> F:
 
 
 def safe_next(target: str | None) -> str:
-    """Only a path inside the portal (no open redirect)."""
-    if target and target.startswith("/portal/") and not target.startswith("//") and "\\" not in target:
+    """Only a path inside the portal, in printable ASCII without spaces (no open redirect, and no
+    CR/LF or other control character that would break the ``Location`` header)."""
+    if target and target.startswith("/portal/") and "\\" not in target and all("!" <= c <= "~" for c in target):
         return target
     return url_for("portal.dashboard")
 
 
 # ---------------------------------------------------------------- attempt limits
 def limited(
-    action: str, limit: RateLimit, address: str | None, *, fail_open: bool
+    action: str, limit: RateLimit, address: str | None, *, fail_open: bool, per_source: bool = False
 ) -> tuple[str, int, dict[str, str]] | None:
-    """The 429 (or 503) page when the attempt is over its limit, else None."""
-    verdict = portal().limiter.hit(action, limit, ip=request.remote_addr or "-", address=address, fail_open=fail_open)
+    """The 429 (or 503) page when the attempt is over its limit, else None. ``per_source``: the
+    address is counted per client IP (password checks), not for everyone (forms that send mail)."""
+    verdict = portal().limiter.hit(
+        action,
+        limit,
+        ip=request.remote_addr or "-",
+        address=address,
+        fail_open=fail_open,
+        per_source=per_source,
+    )
     if verdict.allowed:
         return None
     if verdict.unavailable:

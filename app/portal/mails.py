@@ -9,6 +9,7 @@ SUBJECTS = {
     "verify": "Confirm your e-mail address for Meridian",
     "already": "Someone tried to sign up to Meridian with your address",
     "reset": "Reset your Meridian password",
+    "reset_unknown": "Meridian password reset: no account uses this address",
     "change": "Confirm your new e-mail address for Meridian",
 }
 

@@ -1,5 +1,10 @@
-"""Attempt limits for the portal's sign-in, sign-up and reset forms, counted in Redis per address
-and per client IP in fixed windows (one pipeline: INCR + EXPIRE of both counters).
+"""Attempt limits for the portal's forms, counted in Redis per client IP and per address in fixed
+windows (one pipeline: INCR + EXPIRE of both counters).
+
+The address counter is either global (sign-up, reset: they send mail to the address, so the
+address is what needs protecting) or per source, one counter per client IP and address (sign-in,
+the current-password check of the settings page): a stranger's wrong passwords slow the
+stranger down, never the owner signing in from elsewhere.
 
 When Redis cannot be reached the caller decides: sign-in is let through (an outage must not lock
 everyone out), sign-up and reset are refused (fail closed: they send mail to any address).
@@ -28,14 +33,26 @@ class RateLimiter:
         self.client = client
         self.ns = namespace
 
-    def hit(self, action: str, limit: RateLimit, *, ip: str, address: str | None, fail_open: bool) -> Verdict:
+    def hit(
+        self,
+        action: str,
+        limit: RateLimit,
+        *,
+        ip: str,
+        address: str | None,
+        fail_open: bool,
+        per_source: bool = False,
+    ) -> Verdict:
+        """Count one attempt; ``per_source``: the address counter is the (IP, address) pair's."""
         window, elapsed = divmod(int(time.time()), limit.window_s)
         retry = limit.window_s - elapsed
         keys = [(f"{self.ns}:portal:rl:{action}:ip:{ip}:{window}", limit.per_ip)]
         if address:
             # the address is hashed: the counters name no one
-            digest = hashlib.sha256(address.strip().lower().encode()).hexdigest()[:24]
-            keys.append((f"{self.ns}:portal:rl:{action}:addr:{digest}:{window}", limit.per_address))
+            address = address.strip().lower()
+            scope, subject = ("src", f"{ip} {address}") if per_source else ("addr", address)
+            digest = hashlib.sha256(subject.encode()).hexdigest()[:24]
+            keys.append((f"{self.ns}:portal:rl:{action}:{scope}:{digest}:{window}", limit.per_address))
         try:
             pipe = self.client.pipeline()
             for key, _ in keys:

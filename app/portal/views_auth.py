@@ -1,7 +1,12 @@
 """Sign-up, e-mail verification, sign-in and out, password reset, account settings.
 
 No enumeration: sign-up, sign-in and reset answer the same page, status and (as far as the work
-goes) time whether the address has an account or not. Passwords and tokens never reach a log.
+goes) time whether the address has an account or not: a reset request composes and queues one
+mail either way (a link, or "no account uses this address"). Passwords and tokens never reach a
+log.
+
+Mail links are bound to the account's state (``accounts/tokens.py``); the pages that redeem them
+never sign anyone in. An e-mail change needs a verified address and the current password.
 """
 
 from __future__ import annotations
@@ -36,8 +41,21 @@ def _link(endpoint: str, token: str) -> str:
 
 def _send_verification(user: User) -> bool:
     p = portal()
-    token = p.signer.issue(VERIFY, user.id)
+    token = p.signer.issue(VERIFY, user)
     return p.queue_mail(compose("verify", user.email or "", link=_link("portal.verify", token)))
+
+
+def _reset_mail(address: str, user: User | None) -> dict[str, str]:
+    """The reset mail for ``address``: a link for an active account, else a note saying no account
+    uses it. Composed and queued the same way in both cases, so both cost the same."""
+    if user is not None and not user.disabled:
+        return compose("reset", address, link=_link("portal.reset_confirm", portal().signer.issue(RESET, user)))
+    return compose("reset_unknown", address, link=f"{portal().settings.base_url}{url_for('portal.signup')}")
+
+
+def _link_refused(exc: TokenError) -> tuple[str, int]:
+    """The page of a link that cannot be used (expired, used, superseded, tampered)."""
+    return render_template("portal/verified.html", ok=False, message=str(exc)), 400
 
 
 def _check_mail_page(email: str, queued: bool, status: int = 200) -> tuple[str, int]:
@@ -86,10 +104,9 @@ def verify() -> Page:
     token = request.args.get("token", "")
     p = portal()
     try:
-        content = p.signer.consume(token, VERIFY)
+        p.users.verify_by_link(p.signer, token)
     except TokenError as exc:
-        return render_template("portal/verified.html", ok=False, message=str(exc)), 400
-    p.users.mark_verified(content.account_id)
+        return _link_refused(exc)
     return render_template("portal/verified.html", ok=True, message="Your e-mail address is confirmed.")
 
 
@@ -113,7 +130,7 @@ def login() -> Page:
     if request.method == "POST":
         email = (form.email.data or "").strip()
         # Redis down: sign-in still works (fail open); the other limits fail closed.
-        blocked = limited("login", portal().settings.login_limit, email or None, fail_open=True)
+        blocked = _password_attempt(email)
         if blocked:
             return blocked
         if form.validate():
@@ -129,6 +146,12 @@ def login() -> Page:
             verify_dummy()  # an incomplete form costs what a wrong password costs
             errors.extend(form_errors(form))
     return render_template("portal/login.html", form=form, errors=errors), (401 if errors else 200)
+
+
+def _password_attempt(address: str) -> Page | None:
+    """The attempt limit of every password check (sign-in, the settings page), per client IP and
+    address: a stranger's wrong guesses never lock the owner out from another address."""
+    return limited("login", portal().settings.login_limit, address or None, fail_open=True, per_source=True)
 
 
 @bp.route("/logout", methods=["POST"])
@@ -152,11 +175,7 @@ def reset() -> Page:
             except AccountError as exc:
                 errors.append(str(exc))
             else:
-                user = portal().users.by_email(address)
-                queued = True
-                if user is not None and not user.disabled:
-                    token = portal().signer.issue(RESET, user.id)
-                    queued = portal().queue_mail(compose("reset", address, link=_link("portal.reset_confirm", token)))
+                queued = portal().queue_mail(_reset_mail(address, portal().users.by_email(address)))
                 return render_template("portal/reset_sent.html", email=address, queued=queued)
         else:
             errors.extend(form_errors(form))
@@ -170,21 +189,18 @@ def reset_confirm() -> Page:
     form = NewPasswordForm()
     errors: list[str] = []
     try:
-        content = p.signer.read(token, RESET)
+        p.signer.read(token, RESET)
     except TokenError as exc:
-        return render_template("portal/verified.html", ok=False, message=str(exc)), 400
+        return _link_refused(exc)
     if request.method == "POST" and form.validate():
-        problem = password_problem(form.password.data or "")
-        if problem:
-            errors.append(problem)
+        try:
+            # verifies the address too (the mail reached its owner) and ends every session
+            p.users.reset_by_link(p.signer, token, form.password.data or "")
+        except AccountError as exc:
+            errors.append(str(exc))
+        except TokenError as exc:
+            return _link_refused(exc)
         else:
-            try:
-                p.signer.consume(token, RESET)
-            except TokenError as exc:
-                return render_template("portal/verified.html", ok=False, message=str(exc)), 400
-            p.users.set_password(content.account_id, form.password.data or "")
-            p.users.mark_verified(content.account_id)  # the mail reached its owner
-            sign_out()
             return render_template("portal/verified.html", ok=True, message="Your password is changed. Sign in.")
     elif request.method == "POST":
         errors.extend(form_errors(form))
@@ -204,8 +220,16 @@ def settings() -> Page:
     notice = None
     if request.method == "POST":
         form = pw_form if request.form.get("action") == "password" else email_form
-        if not form.validate():
+        if form is email_form and not user.verified:
+            # an unconfirmed address may belong to someone else: it cannot be moved away from
+            errors.append(
+                "email: confirm your current address first (open the link we sent to it, or send it again from "
+                "the dashboard); then you can change it"
+            )
+        elif not form.validate():
             errors.extend(form_errors(form))
+        elif blocked := _password_attempt(user.email or ""):
+            return blocked
         elif p.users.authenticate(user.email or "", form.current.data or "") is None:
             errors.append("current: the current password is wrong")
         elif form is pw_form:
@@ -216,7 +240,7 @@ def settings() -> Page:
             else:
                 fresh = p.users.get(user.id)
                 assert fresh is not None
-                sign_in(fresh)  # this session stays; every other one is signed out
+                sign_in(fresh)  # this session stays (with the new generation); every other one ends
                 notice = "Password changed. Other sessions are signed out."
         else:
             try:
@@ -226,7 +250,7 @@ def settings() -> Page:
             else:
                 queued = True
                 if address != user.email and not p.users.email_taken(address):
-                    token = p.signer.issue(EMAIL, user.id, email=address)
+                    token = p.signer.issue(EMAIL, user, email=address)
                     queued = p.queue_mail(compose("change", address, link=_link("portal.email_confirm", token)))
                 # the same answer whether the address is taken or not
                 notice = (
@@ -251,14 +275,19 @@ def email_confirm() -> Page:
     token = request.args.get("token", "")
     p = portal()
     try:
-        content = p.signer.consume(token, EMAIL)
+        content = p.users.change_email_by_link(p.signer, token)
     except TokenError as exc:
-        return render_template("portal/verified.html", ok=False, message=str(exc)), 400
-    if not content.email or not p.users.change_email(content.account_id, content.email):
-        return render_template(
-            "portal/verified.html", ok=False, message="That address is now used by another account."
-        ), 409
-    user = p.users.get(content.account_id)
-    if user is not None and current_user() is not None:
-        sign_in(user)
-    return render_template("portal/verified.html", ok=True, message=f"Your e-mail address is now {content.email}.")
+        return _link_refused(exc)
+    except AccountError as exc:
+        return render_template("portal/verified.html", ok=False, message=str(exc).removeprefix("email: ")), 409
+    # Nobody is signed in or switched here: a link can be opened in anyone's browser. A session of
+    # this account stays; anyone else is asked to sign in.
+    user = current_user()
+    if user is not None and user.id == content.account_id:
+        return render_template("portal/verified.html", ok=True, message=f"Your e-mail address is now {content.email}.")
+    return render_template(
+        "portal/verified.html",
+        ok=True,
+        message=f"The e-mail address of the account is now {content.email}. Sign in with it to continue.",
+        sign_in=True,
+    )

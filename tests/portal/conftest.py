@@ -39,11 +39,17 @@ class Mailbox:
     def wait(self, to: str, count: int = 1, timeout: float = 60.0) -> EmailMessage:
         """The newest message to ``to`` once ``count`` have arrived (a busy machine delays the first
         mail of a new worker by many seconds: its pool process is still warming the datasets)."""
+        return self.wait_for(to, count, timeout)[0]
+
+    def wait_for(
+        self, to: str, count: int = 1, timeout: float = 60.0, subject: str | None = None
+    ) -> list[EmailMessage]:
+        """The messages to ``to`` (with this subject, if given), newest first, once ``count`` have arrived."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = self.messages(to)
+            found = [m for m in self.messages(to) if subject is None or m["Subject"] == subject]
             if len(found) >= count:
-                return found[0]
+                return found
             time.sleep(0.1)
         raise AssertionError(f"no mail #{count} to {to} within {timeout} s")
 

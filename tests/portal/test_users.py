@@ -1,18 +1,20 @@
 """Accounts with passwords and mail tokens, on a real SQLite database: argon2id hash format,
-password rule, no enumeration in the directory's answers, single-use expiring signed tokens,
-disable/plan changes reaching the keys, key rotation with a grace period."""
+password rule, no enumeration in the directory's answers, single-use expiring signed tokens bound
+to the account's state (each rule that ends older links), disable/plan changes reaching the keys,
+key rotation with a grace period."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from accounts.access import AccessControl, AccessDenied
 from accounts.store import AccountError, AccountStore
-from accounts.tokens import RESET, VERIFY, TokenError, TokenSigner
+from accounts.tokens import EMAIL, RESET, VERIFY, TokenError, TokenSigner
 from accounts.users import UserDirectory, normalize_email
 from tests.portal.databases import fresh_database
 
@@ -77,7 +79,7 @@ def test_unknown_address_costs_the_same_as_a_wrong_password(users):
 def test_tokens_are_single_use_signed_and_expiring(users, store):
     user = users.sign_up("d@example.com", "long enough 1")
     signer = TokenSigner(SECRET, store)
-    token = signer.issue(VERIFY, user.id)
+    token = signer.issue(VERIFY, user)
     with pytest.raises(TokenError, match="not meant"):
         signer.read(token, RESET)
     with pytest.raises(TokenError, match="invalid"):
@@ -89,7 +91,135 @@ def test_tokens_are_single_use_signed_and_expiring(users, store):
         signer.consume(token, VERIFY)
     expired = TokenSigner(SECRET, store, max_age_s=-1)
     with pytest.raises(TokenError, match="expired"):
-        expired.consume(signer.issue(VERIFY, user.id), VERIFY)
+        expired.consume(signer.issue(VERIFY, user), VERIFY)
+
+
+# ---------------------------------------------------------------- links bound to the account (issue 26, finding 2)
+SUPERSEDED = "no longer valid"
+NEW_PASSWORD = "another pass 2"
+
+
+@pytest.fixture()
+def signer(store):
+    return TokenSigner(SECRET, store)
+
+
+def links(users, signer, account_id: int) -> dict[str, str]:
+    """One link of each purpose for the account as it is now."""
+    user = users.get(account_id)
+    return {
+        VERIFY: signer.issue(VERIFY, user),
+        RESET: signer.issue(RESET, user),
+        EMAIL: signer.issue(EMAIL, user, email=f"new-{account_id}@example.com"),
+    }
+
+
+def assert_all_dead(signer, issued: dict[str, str]) -> None:
+    for purpose, token in issued.items():
+        with pytest.raises(TokenError, match=SUPERSEDED):
+            signer.read(token, purpose)
+        with pytest.raises(TokenError, match=SUPERSEDED):
+            signer.consume(token, purpose)
+
+
+def test_verifying_ends_every_older_link(users, signer):
+    user = users.sign_up("v1@example.com", "long enough 1")
+    older = links(users, signer, user.id)
+    users.verify_by_link(signer, older.pop(VERIFY))
+    assert users.get(user.id).verified
+    assert_all_dead(signer, older)
+
+
+def test_a_reset_ends_every_older_link_and_every_session(users, signer):
+    user = users.sign_up("r1@example.com", "long enough 1")
+    older = links(users, signer, user.id)
+    second_reset = signer.issue(RESET, user)
+    users.reset_by_link(signer, older.pop(RESET), NEW_PASSWORD)
+    after = users.get(user.id)
+    assert after.verified  # the reset mail reached the address's owner
+    assert after.session_generation == user.session_generation + 1
+    assert users.authenticate("r1@example.com", NEW_PASSWORD) is not None
+    assert_all_dead(signer, {**older, "reset": second_reset})
+
+
+def test_a_refused_new_password_keeps_the_reset_link(users, signer):
+    user = users.sign_up("r2@example.com", "long enough 1")
+    token = signer.issue(RESET, user)
+    with pytest.raises(AccountError, match="too short"):
+        users.reset_by_link(signer, token, "short1")
+    users.reset_by_link(signer, token, NEW_PASSWORD)
+    with pytest.raises(TokenError, match="already been used"):
+        users.reset_by_link(signer, token, NEW_PASSWORD)
+
+
+def test_a_password_change_ends_every_older_link_and_every_session(users, signer):
+    user = users.sign_up("p1@example.com", "long enough 1")
+    older = links(users, signer, user.id)
+    users.set_password(user.id, NEW_PASSWORD)
+    assert users.get(user.id).session_generation == user.session_generation + 1
+    assert_all_dead(signer, older)
+
+
+def test_an_email_change_ends_every_older_link(users, signer):
+    user = users.sign_up("c1@example.com", "long enough 1")
+    users.mark_verified(user.id)  # the operator's verification ends older links too
+    older = links(users, signer, user.id)
+    change = older.pop(EMAIL)
+    assert users.change_email_by_link(signer, change).email == f"new-{user.id}@example.com"
+    after = users.get(user.id)
+    assert after.email == f"new-{user.id}@example.com" and after.verified
+    assert_all_dead(signer, older)
+
+
+def test_a_sign_out_everywhere_keeps_the_links(users, signer):
+    user = users.sign_up("s1@example.com", "long enough 1")
+    token = signer.issue(RESET, user)
+    users.end_sessions(user.id)
+    assert users.get(user.id).session_generation == user.session_generation + 1
+    assert signer.read(token, RESET).account_id == user.id
+
+
+def test_an_unverified_account_cannot_move_to_another_address(users, signer):
+    """The pre-hijack: a change link made for an account whose address was never proved."""
+    user = users.sign_up("u1@example.com", "long enough 1")
+    token = signer.issue(EMAIL, user, email="attacker@example.com")
+    with pytest.raises(AccountError, match="never confirmed"):
+        users.change_email_by_link(signer, token)
+    assert users.get(user.id).email == "u1@example.com"
+
+
+def test_a_link_is_bound_to_the_address_it_was_sent_for(users, signer, store):
+    user = users.sign_up("b1@example.com", "long enough 1")
+    token = signer.issue(RESET, user)
+    with store.engine.begin() as conn:  # an address changed by a path that forgot the counter
+        conn.execute(text("UPDATE accounts SET email = 'b2@example.com' WHERE id = :i"), {"i": user.id})
+    with pytest.raises(TokenError, match=SUPERSEDED):
+        signer.read(token, RESET)
+
+
+def test_of_two_racing_resets_one_wins(users, signer):
+    user = users.sign_up("race@example.com", "long enough 1")
+    tokens = [signer.issue(RESET, user) for _ in range(2)]
+    hashed = users.get(user.id).password_hash
+    barrier = threading.Barrier(2, timeout=30)
+    outcomes: list[str] = []
+
+    def redeem(token: str, password: str) -> None:
+        barrier.wait()
+        try:
+            users.reset_by_link(signer, token, password)
+            outcomes.append("ok")
+        except TokenError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=redeem, args=(t, f"racing pass {i}")) for i, t in enumerate(tokens)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcomes) == ["ok", "refused"]
+    after = users.get(user.id)
+    assert after.password_hash != hashed and after.token_generation == user.token_generation + 1
 
 
 def test_disable_and_plan_change_reach_every_key(users, store):
