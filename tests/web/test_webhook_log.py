@@ -4,19 +4,18 @@ A real worker, a real receiver on loopback that always answers 500, no retries."
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
 
 from engine.netguard import parse_networks
 from tasks.webhook_http import loggable
-from tests.fixtures_live import free_port, redis_url_db, start_worker, stop, wait_worker
+from tests.fixtures_live import redis_url_db, start_worker, stop, wait_worker
 from tests.web.test_geofencing import MONACO, YARD, offset
+from tests.web.test_webhook_guard import Receiver
 
 pytestmark = [pytest.mark.integration]
 
@@ -30,36 +29,9 @@ def test_loggable_keeps_scheme_host_port_and_path_only():
     assert loggable("http://[2001:db8::1]/h?sig=abc") == "http://[2001:db8::1]/h"
 
 
-class FailingReceiver:
-    """A local HTTP server answering 500 to every POST, counting them."""
-
-    def __init__(self) -> None:
-        self.posts = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                receiver.posts += 1
-                self.send_response(500)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.port = free_port()
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture()
-def receiver() -> Iterator[FailingReceiver]:
-    r = FailingReceiver()
+def receiver() -> Iterator[Receiver]:
+    r = Receiver(status=500)
     yield r
     r.close()
 
@@ -92,7 +64,7 @@ def test_failed_delivery_logs_the_url_without_its_query(settings, store, receive
         while "failed after" not in log_path.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
         text = log_path.read_text()
-        assert receiver.posts == 1 and "failed after" in text, text[-2000:]
+        assert len(receiver.seen) == 1 and "failed after" in text, text[-2000:]
         assert f"to http://127.0.0.1:{receiver.port}/hooks/fences failed after" in text
         assert secret not in text
     finally:
