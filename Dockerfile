@@ -35,9 +35,12 @@ ENV PATH=/opt/meridian/bin:$PATH \
     NODE_ENV=production \
     LOG_FORMAT=json \
     PORT=3000 \
+    BIND_HOST=0.0.0.0 \
     DATA_DIR=/var/lib/meridian/data \
     MPLCONFIGDIR=/tmp/matplotlib \
     NUMBA_CACHE_DIR=/tmp/numba
+# BIND_HOST=0.0.0.0: in a container gunicorn must listen on the container's interface for the
+# proxy in front (compose's HAProxy, a Kubernetes ingress); publish the port to nothing else
 USER 10001:10001
 WORKDIR /var/lib/meridian
 EXPOSE 3000

@@ -1,5 +1,10 @@
 """Access decisions shared by both faces: who is calling (401), may they use this service (403),
-have they quota left (429). The web layer only extracts the key from its header.
+has their account quota left (429). The web layer only extracts the key from its header.
+
+When Redis cannot count a request, :class:`QuotaOutagePolicy` decides per plan: serve it
+uncounted (fail open) or refuse it with 503 and ``Retry-After`` (fail closed). Plans that anyone
+can get by signing up fail closed unless the operator says otherwise, so a Redis outage does not
+make them unlimited.
 
 Key records are cached in process for ``cache_ttl_s`` seconds (default 5), so a request does not
 touch SQL; a revocation or plan change takes effect within that bound in every process. While
@@ -12,12 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable
+from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, bucket_of
 from accounts.quota_lease import LeasedQuota
-from accounts.store import AccountStore, KeyRecord, split_key
+from accounts.store import AccountStore, KeyRecord, PlanRecord, split_key
 from engine.errors import ErrorKind, MeridianError
 
 log = logging.getLogger("meridian.access")
@@ -32,6 +38,23 @@ def unauthorized(message: str) -> AccessDenied:
     return AccessDenied(message, kind=ErrorKind.UNAUTHORIZED)
 
 
+@dataclass(frozen=True)
+class QuotaOutagePolicy:
+    """Whether a plan's requests are served uncounted while Redis is unreachable: the plan's own
+    ``quota_fail_open`` when set (``meridian plans set``), else closed for the self-service plans
+    (``closed_plans``: free and ``PORTAL_DEFAULT_PLAN``), else ``default_open`` (``QUOTA_FAIL_OPEN``)."""
+
+    default_open: bool = True
+    closed_plans: frozenset[str] = frozenset({"free"})
+
+    def fails_open(self, plan: PlanRecord) -> bool:
+        if plan.quota_fail_open is not None:
+            return plan.quota_fail_open
+        if plan.name in self.closed_plans:
+            return False
+        return self.default_open
+
+
 class AccessControl:
     def __init__(
         self,
@@ -39,12 +62,12 @@ class AccessControl:
         quota: QuotaCounter | LeasedQuota,
         *,
         cache_ttl_s: float = 5.0,
-        fail_open: bool = True,
+        outage_policy: QuotaOutagePolicy | None = None,
     ) -> None:
         self.store = store
         self.quota = quota
         self.cache_ttl_s = cache_ttl_s
-        self.fail_open = fail_open
+        self.outage_policy = outage_policy or QuotaOutagePolicy()
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
         self._lock = threading.Lock()
 
@@ -102,13 +125,15 @@ class AccessControl:
             )
 
     def spend(self, record: KeyRecord, service: str, cost: int = 1) -> QuotaDecision | None:
-        """Count the request; None when Redis is unreachable and the policy is fail-open."""
+        """Count the request against the key's account; None when Redis is unreachable and the
+        key's plan fails open (:class:`QuotaOutagePolicy`), 503 when it fails closed."""
         try:
-            decision = self.quota.spend(record.prefix, record.plan, service, cost)
+            decision = self.quota.spend(bucket_of(record), record.prefix, record.plan, service, cost)
         except QuotaUnavailable as exc:
-            if self.fail_open:
+            if self.outage_policy.fails_open(record.plan):
                 log.warning("quota store unreachable, request allowed uncounted (fail open): %s", exc)
                 return None
+            log.warning("quota store unreachable, request refused (plan %s fails closed): %s", record.plan.name, exc)
             raise MeridianError(
                 "quota store unreachable; try again shortly", kind=ErrorKind.UNAVAILABLE, retry_after=5
             ) from exc

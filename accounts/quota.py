@@ -1,16 +1,21 @@
-"""Per-key quotas counted in Redis, atomically, shared by every web process and both faces.
+"""Per-account quotas counted in Redis, atomically, shared by every web process and both faces.
 
-Windows (one Lua script checks and spends all of them in one round trip):
+A plan's windows are counted for the **account**: all its keys spend from one bucket, so an
+account that makes more keys gets no more requests. Windows (one Lua script checks and spends all
+of them in one round trip):
 
-- **per minute: exact sliding window.** A sorted set of request timestamps per key; entries
+- **per minute: exact sliding window.** A sorted set of request timestamps per account; entries
   older than 60 s are dropped, the request passes if fewer than ``per_minute`` remain. Exact
-  (no boundary bursts), memory bounded by ``per_minute`` entries per key.
+  (no boundary bursts), memory bounded by ``per_minute`` entries per account.
 - **per day and per month: calendar windows in UTC** (counters that expire at the window's end),
   the way plans are usually billed; ``Retry-After`` is the time to the next window.
 
-Keys are identified by their public prefix (unique across databases). A denied request spends
-nothing. Usage per key, service and UTC day is kept in a hash for the
-portal and ``meridian usage`` (kept 400 days).
+A bucket (:func:`bucket_of`) is an account (``KeyRecord.account_ref``: its id and creation time,
+unique across databases that share a Redis) and the plan of the key: the keys of an account share
+one plan (the portal issues them all on the account's plan, ``meridian accounts set-plan`` moves
+them together), and keys that an operator gave other plans count apart. A denied request spends
+nothing. Usage per key, service and UTC day is kept in a hash for the portal and ``meridian
+usage`` (kept 400 days): the decision is the account's, the statistics stay per key.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from accounts.store import PlanRecord
+from accounts.store import KeyRecord, PlanRecord
 
 _SCRIPT = """
 local now = tonumber(ARGV[1])
@@ -92,18 +97,21 @@ end
 return {denied, minute_used, day_used, month_used, retry_ms, reserve}
 """
 
-# Settle a reservation (accounts/quota_lease.py): usage of the units spent from it, and the units
-# not spent given back to every window (their minute-window entries removed).
-# ARGV: unspent, k, k pairs (service, count), then the minute-window members to remove.
+# Settle a reservation (accounts/quota_lease.py): usage of the units spent from it, per key and
+# service, and the units not spent given back to every window (their minute-window entries removed).
+# KEYS: the three windows, then the usage hashes of the keys that spent from the reservation.
+# ARGV: unspent, k, k triples (usage hash index among KEYS[4..], service, count), then the
+# minute-window members to remove.
 _SETTLE_SCRIPT = """
 local unspent = tonumber(ARGV[1])
 local k = tonumber(ARGV[2])
 for i = 0, k - 1 do
-  redis.call('HINCRBY', KEYS[4], ARGV[3 + 2 * i], tonumber(ARGV[4 + 2 * i]))
+  local usage = KEYS[3 + tonumber(ARGV[3 + 3 * i])]
+  redis.call('HINCRBY', usage, ARGV[4 + 3 * i], tonumber(ARGV[5 + 3 * i]))
+  redis.call('EXPIRE', usage, 34560000)
 end
-if k > 0 then redis.call('EXPIRE', KEYS[4], 34560000) end
 if unspent > 0 then
-  local first = 3 + 2 * k
+  local first = 3 + 3 * k
   if #ARGV >= first and redis.call('EXISTS', KEYS[1]) == 1 then
     redis.call('ZREM', KEYS[1], unpack(ARGV, first, #ARGV))
   end
@@ -128,18 +136,20 @@ class Window:
 
 @dataclass(frozen=True)
 class Reservation:
-    """Units counted in every window beyond the request's own, for the caller to spend later
-    (``accounts/quota_lease.py``); ``members`` are their minute-window entries, ``keys`` the
-    Redis keys they were counted under (so a settlement after midnight goes to the right day)."""
+    """Units counted in an account's windows beyond the request's own, for the caller to spend
+    later (``accounts/quota_lease.py``); ``members`` are their minute-window entries, ``windows``
+    the Redis keys they were counted under and ``day`` the UTC day of their usage (so a
+    settlement after midnight goes to the right day)."""
 
     units: int
     members: tuple[str, ...]
-    keys: tuple[str, ...]
+    windows: tuple[str, ...]
+    day: str
 
 
 @dataclass(frozen=True)
 class Counts:
-    """What one key's windows hold now (the portal's dashboard)."""
+    """What one account's windows hold now (the portal's dashboard)."""
 
     minute: int
     day: int
@@ -160,6 +170,11 @@ class QuotaDecision:
         if not self.windows:
             return None
         return min(self.windows, key=lambda w: (w.remaining, w.reset_s))
+
+
+def bucket_of(record: KeyRecord) -> str:
+    """The quota bucket of a key's requests: its account's, for the key's plan."""
+    return f"{record.account_ref}:{record.plan.name}"
 
 
 def _seconds_to_next_day(now: datetime) -> int:
@@ -209,21 +224,27 @@ class QuotaCounter:
             calendar = self._calendar = _Calendar.at(int(now_s))
         return calendar
 
-    def _keys(self, key_ref: str, calendar: _Calendar) -> list[str]:
+    def _windows(self, bucket: str, calendar: _Calendar) -> list[str]:
         return [
-            f"{self.ns}:quota:{key_ref}:minute",
-            f"{self.ns}:quota:{key_ref}:day:{calendar.day}",
-            f"{self.ns}:quota:{key_ref}:month:{calendar.month}",
-            f"{self.ns}:usage:{key_ref}:{calendar.day}",
+            f"{self.ns}:quota:account:{bucket}:minute",
+            f"{self.ns}:quota:account:{bucket}:day:{calendar.day}",
+            f"{self.ns}:quota:account:{bucket}:month:{calendar.month}",
         ]
 
-    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1, reserve: int = 0) -> QuotaDecision:
-        """Count ``cost`` units in every window, or deny; with ``reserve``, also count up to that
-        many more units (as many as every window still has) as a :class:`Reservation`."""
+    def _usage_key(self, key_ref: str, day: str) -> str:
+        return f"{self.ns}:usage:{key_ref}:{day}"
+
+    def spend(
+        self, bucket: str, key_ref: str, plan: PlanRecord, service: str, cost: int = 1, reserve: int = 0
+    ) -> QuotaDecision:
+        """Count ``cost`` units in every window of the account's ``bucket``, or deny (the usage
+        goes to the key ``key_ref``); with ``reserve``, also count up to that many more units (as
+        many as every window still has) as a :class:`Reservation`."""
         now_s = time.time()
         calendar = self._calendar_now(now_s)
         day_ttl, month_ttl = calendar.day_ttl, calendar.month_ttl
-        keys = self._keys(key_ref, calendar)
+        windows_keys = self._windows(bucket, calendar)
+        keys = [*windows_keys, self._usage_key(key_ref, calendar.day)]
         member = f"{self._member_prefix}{os.getpid()}-{next(self._sequence)}"
         try:
             denied, minute_used, day_used, month_used, retry_ms, reserved = self._script(
@@ -259,22 +280,26 @@ class QuotaCounter:
             members = (
                 tuple(f"{member}:{i}" for i in range(cost + 1, cost + int(reserved) + 1)) if plan.per_minute else ()
             )
-            reservation = Reservation(int(reserved), members, tuple(keys))
+            reservation = Reservation(int(reserved), members, tuple(windows_keys), calendar.day)
         return QuotaDecision(True, tuple(windows), reservation=reservation)
 
-    def settle(self, reservation: Reservation, unspent: int, usage: dict[str, int]) -> None:
-        """Record the usage of the units spent from a reservation and give back the rest."""
+    def settle(self, reservation: Reservation, unspent: int, usage: dict[tuple[str, str], int]) -> None:
+        """Record the usage of the units spent from a reservation, ``{(key_ref, service): n}``,
+        and give back the rest."""
         members = reservation.members[len(reservation.members) - unspent :] if unspent else ()
-        pairs = [x for service, n in usage.items() for x in (service, n)]
+        key_refs = sorted({key_ref for key_ref, _ in usage})
+        index = {key_ref: i for i, key_ref in enumerate(key_refs, start=1)}
+        triples = [x for (key_ref, service), n in usage.items() for x in (index[key_ref], service, n)]
+        keys = [*reservation.windows, *(self._usage_key(k, reservation.day) for k in key_refs)]
         try:
-            self._settle_script(keys=list(reservation.keys), args=[unspent, len(usage), *pairs, *members])
+            self._settle_script(keys=keys, args=[unspent, len(usage), *triples, *members])
         except redis.RedisError as exc:
             raise QuotaUnavailable(str(exc)) from exc
 
-    def current(self, key_ref: str) -> Counts:
-        """The requests counted now in the key's minute, day and month windows (read only)."""
+    def current(self, bucket: str) -> Counts:
+        """The requests counted now in the bucket's minute, day and month windows (read only)."""
         now_s = time.time()
-        minute_key, day_key, month_key, _ = self._keys(key_ref, self._calendar_now(now_s))
+        minute_key, day_key, month_key = self._windows(bucket, self._calendar_now(now_s))
         pipe = self.client.pipeline()
         pipe.zcount(minute_key, int(now_s * 1000) - 60_000, "+inf")
         pipe.get(day_key)
@@ -283,12 +308,12 @@ class QuotaCounter:
         return Counts(int(minute or 0), int(day or 0), int(month or 0))
 
     def usage(self, key_ref: str, days: int = 30) -> dict[str, dict[str, int]]:
-        """{YYYY-MM-DD: {service: count}} for the last ``days`` UTC days (newest first)."""
+        """{YYYY-MM-DD: {service: count}} of one key for the last ``days`` UTC days (newest first)."""
         today = datetime.now(UTC)
         pipe = self.client.pipeline()
         dates = [today - timedelta(days=i) for i in range(days)]
         for d in dates:
-            pipe.hgetall(f"{self.ns}:usage:{key_ref}:{d.strftime('%Y%m%d')}")
+            pipe.hgetall(self._usage_key(key_ref, d.strftime("%Y%m%d")))
         out: dict[str, dict[str, int]] = {}
         for d, counts in zip(dates, pipe.execute(), strict=True):
             if counts:

@@ -1,13 +1,14 @@
-"""Quota reservations: a busy key's requests counted in Redis a batch at a time, never over the plan.
+"""Quota reservations: a busy account's requests counted in Redis a batch at a time, never over the plan.
 
 Counting every request with a Redis script costs a round trip per request (about 0.1-0.25 ms of
-a light request on these machines). When a key sends requests back to back, the web process
-asks the quota script to count a few more units than the request needs — a *reservation*, as
-many as every window still has, at most ``1/RESERVE_SHARE`` of the minute window and
-``MAX_RESERVED`` units — and spends the following requests from it in memory. A reservation lives
-``ttl_s`` (one second); then, or when it is used up, it is *settled* in one more script call:
-the usage of the units spent is recorded per service and the units not spent are given back to
-every window. A reservation used up has nothing to give back: the process's settler thread
+a light request on these machines). When an account sends requests back to back (with one key
+or several: its keys share the reservation as they share the quota), the web process asks the
+quota script to count a few more units than the request needs — a *reservation*, as many as
+every window still has, at most ``1/RESERVE_SHARE`` of the minute window and ``MAX_RESERVED``
+units — and spends the following requests from it in memory. A reservation lives ``ttl_s`` (one
+second); then, or when it is used up, it is *settled* in one more script call: the usage of the
+units spent is recorded per key and service and the units not spent are given back to every
+window. A reservation used up has nothing to give back: the process's settler thread
 settles it, and the request that found it used up waits only for its own count.
 
 What this keeps and what it changes:
@@ -15,10 +16,10 @@ What this keeps and what it changes:
 - The plan is never exceeded: reserved units are counted in Redis before they are spent.
 - ``RateLimit-Remaining`` still goes down by one per request in a process (the units a process
   holds unspent are reported as remaining).
-- A key near the end of a window may get a 429 from one process while another holds reserved
+- An account near the end of a window may get a 429 from one process while another holds reserved
   units; those are given back within ``ttl_s``.
 - Plans with small windows (fewer than ``2 * RESERVE_SHARE`` requests a minute, fewer than 2000 a
-  day...) and keys that are not busy (no request in the last ``ttl_s`` in this process) are
+  day...) and accounts that are not busy (no request in the last ``ttl_s`` in this process) are
   counted request by request, exactly as before.
 - Usage of the units spent from a reservation reaches Redis when it is settled (within about
   ``1.5 * ttl_s``).
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 
 from accounts.quota import QuotaCounter, QuotaDecision, QuotaUnavailable, Reservation, Window
 from accounts.store import PlanRecord
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 
 log = logging.getLogger("meridian.quota")
 
@@ -47,7 +48,7 @@ MAX_SETTLE_ATTEMPTS = 1200  # about ten minutes of retries while Redis is away
 
 
 def reserve_size(plan: PlanRecord, cost: int) -> int:
-    """Units to reserve beyond ``cost`` for a busy key of ``plan`` (0: count exactly)."""
+    """Units to reserve beyond ``cost`` for a busy account of ``plan`` (0: count exactly)."""
     caps = [MAX_RESERVED]
     for limit, share in ((plan.per_minute, RESERVE_SHARE), (plan.per_day, DAY_SHARE), (plan.per_month, MONTH_SHARE)):
         if limit:
@@ -66,28 +67,28 @@ class _Lease:
     decision: QuotaDecision  # as answered when the units were reserved (they count as used)
     expires: float  # time.monotonic()
     left: int
-    usage: Counter[str] = field(default_factory=Counter)
+    usage: Counter[tuple[str, str]] = field(default_factory=Counter)  # (key_ref, service) -> units
     failed_settlements: int = 0
 
     def serves(self, plan: PlanRecord, cost: int, now: float) -> bool:
         return now < self.expires and self.left >= cost and self.limits == _limits(plan)
 
-    def take(self, service: str, cost: int) -> QuotaDecision:
+    def take(self, key_ref: str, service: str, cost: int) -> QuotaDecision:
         self.left -= cost
-        self.usage[service] += cost
+        self.usage[key_ref, service] += cost
         return self.answer()
 
     def answer(self) -> QuotaDecision:
         """The decision with the units still held counted as remaining."""
         left = self.left
-        # every request of a busy key asks: the constructor, not ``dataclasses.replace`` (which
+        # every request of a busy account asks: the constructor, not ``dataclasses.replace`` (which
         # inspects the fields each time)
         windows = tuple(Window(w.name, w.limit, w.remaining + left, w.reset_s) for w in self.decision.windows)
         return QuotaDecision(True, windows)
 
 
 class LeasedQuota:
-    """``QuotaCounter.spend`` with reservations for busy keys (see the module doc)."""
+    """``QuotaCounter.spend`` with reservations for busy accounts (see the module doc)."""
 
     def __init__(self, counter: QuotaCounter, ttl_s: float = 1.0) -> None:
         self.counter = counter
@@ -99,28 +100,29 @@ class LeasedQuota:
         self._unsettled: list[_Lease] = []
         self._settler = ProcessTicker("meridian-quota-settle", ttl_s / 2, self._settle_expired, self._settle_at_exit)
 
-    def spend(self, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
+    def spend(self, bucket: str, key_ref: str, plan: PlanRecord, service: str, cost: int = 1) -> QuotaDecision:
+        """Count a request of key ``key_ref`` against its account's windows (``bucket``)."""
         now = time.monotonic()
         with self._lock:
-            lease = self._leases.get(key_ref)
+            lease = self._leases.get(bucket)
             if lease is not None and lease.serves(plan, cost, now):
-                return lease.take(service, cost)
-            busy = now - self._last_call.get(key_ref, -1e9) < self.ttl_s
-            self._last_call[key_ref] = now
-            ended = self._leases.pop(key_ref, None)
+                return lease.take(key_ref, service, cost)
+            busy = now - self._last_call.get(bucket, -1e9) < self.ttl_s
+            self._last_call[bucket] = now
+            ended = self._leases.pop(bucket, None)
         if ended is not None:
             if ended.left:
                 self._settle(ended)  # its unspent units go back before this request is counted
             else:
                 self._defer(ended)  # used up: only its usage to record, off the request's path
         reserve = reserve_size(plan, cost) if busy else 0
-        decision = self.counter.spend(key_ref, plan, service, cost, reserve=reserve)
+        decision = self.counter.spend(bucket, key_ref, plan, service, cost, reserve=reserve)
         if decision.reservation is None:
             return decision
         lease = _Lease(decision.reservation, _limits(plan), decision, now + self.ttl_s, decision.reservation.units)
         with self._lock:
-            replaced = self._leases.get(key_ref)
-            self._leases[key_ref] = lease
+            replaced = self._leases.get(bucket)
+            self._leases[bucket] = lease
         if replaced is not None:  # another thread of this process reserved at the same time
             self._settle(replaced)
         self._settler.ensure_started()

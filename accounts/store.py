@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, event, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,6 +28,7 @@ KEY_PREFIX = "mrd"
 MAX_ROTATION_GRACE = timedelta(days=7)
 _ALPHABET = string.ascii_letters + string.digits
 _ALPHABET_SET = frozenset(_ALPHABET)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AccountError(ValueError):
@@ -65,6 +66,9 @@ class KeyRecord:
     label: str = ""
     account_disabled: bool = False
     created_at: datetime | None = None
+    # the account in Redis quota counters (accounts/quota.py): its id and creation time, so two
+    # databases sharing a Redis (tests, staging) never share an account's bucket
+    account_ref: str = ""
 
     def matches(self, key: str) -> bool:
         return hmac.compare_digest(self.key_hash, hash_key(key))
@@ -102,6 +106,13 @@ def split_key(key: str) -> str | None:
     if not _ALPHABET_SET.issuperset(parts[1] + parts[2]):
         return None
     return parts[1]
+
+
+def account_ref(account_id: int, created_at: datetime | None) -> str:
+    """An account's name in the Redis quota counters: ``<id>.<creation time in microseconds>``."""
+    if created_at is None:
+        return str(account_id)
+    return f"{account_id}.{(created_at - _EPOCH) // timedelta(microseconds=1)}"
 
 
 def _random(n: int) -> str:
@@ -231,6 +242,22 @@ class AccountStore:
         expires_at: datetime | None = None,
         label: str = "",
     ) -> IssuedKey:
+        """A new key; refused (:class:`AccountError`) when the account already has the plan's
+        ``max_keys`` live keys."""
+        return self._issue(account, plan, scopes=scopes, expires_at=expires_at, label=label, rotation=None)
+
+    def _issue(
+        self,
+        account: str,
+        plan: str,
+        *,
+        scopes: list[str] | None,
+        expires_at: datetime | None,
+        label: str,
+        rotation: timedelta | None,
+    ) -> IssuedKey:
+        """Insert a key within the plan's ``max_keys`` (:meth:`_check_key_cap`); ``rotation``: the
+        grace period of the key it replaces, None for a new key."""
         if scopes is not None:
             scopes = _check_services(scopes, "scope")
         with self.session() as s, s.begin():
@@ -243,6 +270,12 @@ class AccountStore:
                 account_row = Account(name=account)
                 s.add(account_row)
                 s.flush()
+            elif plan_row.max_keys:
+                # a write first: the account's row lock (PostgreSQL) or the database's write lock
+                # (SQLite) is held from before the count until the new key is committed, so two
+                # creations at once cannot both pass the cap
+                s.execute(update(Account).where(Account.id == account_row.id).values(name=Account.name))
+                self._check_key_cap(s, account_row.id, plan_row, rotation)
             prefix = _random(10)
             while s.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix)) is not None:
                 prefix = _random(10)
@@ -263,6 +296,32 @@ class AccountStore:
             row.account = account_row
             row.plan = plan_row
             return IssuedKey(key=key, secret=secret, record=self._key_record(row))
+
+    @staticmethod
+    def _check_key_cap(s: Session, account_id: int, plan: Plan, rotation: timedelta | None) -> None:
+        """A new key only while the account has fewer than ``plan.max_keys`` live (neither revoked
+        nor expired) keys. A rotation may go beyond by the old keys still in their grace period,
+        up to twice the cap (every key can be rotated once with a grace period; an old key stops
+        counting when its grace ends); a rotation without grace replaces its key one for one."""
+        now = utcnow()
+        live = s.scalar(
+            select(func.count(ApiKey.id)).where(
+                ApiKey.account_id == account_id,
+                ApiKey.revoked_at.is_(None),
+                or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > now),
+            )
+        )
+        limit = plan.max_keys if rotation is None else 2 * plan.max_keys + (0 if rotation else 1)
+        if (live or 0) >= limit:
+            if rotation is not None:
+                raise AccountError(
+                    f"too many keys in their rotation grace period: the {plan.name} plan allows {plan.max_keys} "
+                    f"live keys; rotate with a grace period of 0, or revoke a key first"
+                )
+            raise AccountError(
+                f"key limit reached: the {plan.name} plan allows {plan.max_keys} live keys (keys in a rotation "
+                f"grace period count until it ends); revoke a key first"
+            )
 
     def lookup(self, prefix: str) -> KeyRecord | None:
         with self.session() as s:
@@ -300,12 +359,13 @@ class AccountStore:
             raise AccountError("no such key")
         if old.revoked or old.expired():
             raise AccountError("a revoked or expired key cannot be rotated")
-        issued = self.create_key(
+        issued = self._issue(
             old.account_name,
             old.plan.name,
             scopes=list(old.scopes) if old.scopes is not None else None,
             expires_at=old.expires_at,
             label=old.label,
+            rotation=grace,
         )
         ends = utcnow() + grace
         with self.session() as s, s.begin():
@@ -345,4 +405,5 @@ class AccountStore:
             label=row.label or "",
             account_disabled=row.account.disabled_at is not None,
             created_at=_aware(row.created_at),
+            account_ref=account_ref(row.account_id, _aware(row.account.created_at)),
         )

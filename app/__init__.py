@@ -10,11 +10,13 @@ from typing import Any
 import flask_smorest
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestURITooLarge
+from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import bodies, errors, logs, metrics
-from app.access import rate_limit_headers
+from accounts.quota_headers import rate_limit_headers
+from app import bodies, core, docs, errors, health, logs, metrics
 from app.after_response import AfterResponse, FinishedRequest
 from app.gateway.base import GatewayDocsPlugin
+from app.portal import init_portal
 from app.runtime import Runtime
 from config.settings import Settings
 
@@ -40,10 +42,13 @@ FUNCTION_MODULES = (
 API_DESCRIPTION = """Meridian: geocoding, reverse geocoding, suggest, routing, isochrones, POI search,
 proximity, static maps, geometry download, snap to road and geofencing over OpenStreetMap data.
 
-Every `/v1` operation needs the `X-API-Key` header. Errors share one body:
+Every `/v1` operation needs the `X-API-Key` header, except the health endpoints
+(`/v1/health`, `/v1/health/live`, `/v1/health/ready`), which load balancers and orchestrators
+probe without a key (docs/decisions.md). Errors share one body:
 `statusCode, message, error, timestamp, path, requestId`. Invalid or **unknown** query parameters
-answer 400 naming the parameter. Over quota: 429 with `Retry-After`; every response carries
-`RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`). Clients should cache (ETag,
+answer 400 naming the parameter. Quotas are the account's (all its keys together). Over quota: 429
+with `Retry-After`; every response carries `RateLimit-Limit/Remaining/Reset` (and `X-RateLimit-*`)
+for the account. Clients should cache (ETag,
 `Cache-Control`) and retry 429/503 with exponential backoff and jitter.
 
 Address fields (`country`, `city`, `district`, `street`, `number`, `postcode`) are `null` here
@@ -81,6 +86,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.config.update(
         SERVICE_NAME=settings.service_name,
         DEBUG=settings.debug,
+        ERROR_TRACES=settings.error_traces,
         MAX_CONTENT_LENGTH=settings.limits.request_body_bytes,
         JSON_SORT_KEYS=False,
         **_openapi_config(settings),
@@ -96,8 +102,6 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     bodies.init_app(app, settings.limits.request_body_bytes, settings.body_read_timeout_s, settings.body_json_max_depth)
     metrics.init_app(app, after)  # /metrics and the per-request counters
 
-    from app import core, docs, health
-
     app.register_blueprint(core.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(docs.bp)
@@ -111,9 +115,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(module.blp)
     app.extensions["openapi"] = api
     _document_health(app, api)
-    from app.portal import init_portal
-
     init_portal(app)  # /portal: sign-up, keys, usage, console (app/portal/)
+    if settings.trusted_proxy_hops:
+        # behind TRUSTED_PROXY_HOPS proxies that each append the address they saw to
+        # X-Forwarded-For: the client's address is that many entries from the end (what a client
+        # put there itself comes before and is ignored); request.remote_addr is then the client's
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxy_hops)  # type: ignore[method-assign]
     return app
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from flask import g, request
 
 from accounts.access import unauthorized
-from accounts.quota import QuotaDecision
 from app.runtime import runtime
 
 CORE_HINT = "expected header 'Authorization: Bearer <API_KEY>'"
@@ -40,18 +39,3 @@ def admit(service: str, key: str, cost: int = 1) -> None:
     access = runtime().access
     record = g.api_key = access.authenticate(key)  # known before a 403/429, for the request log
     g.quota = access.admit(record, service, cost)
-
-
-def rate_limit_headers(decision: QuotaDecision | None) -> dict[str, str]:
-    window = decision.tightest if decision is not None else None
-    if decision is None or window is None:
-        return {}
-    values = {"Limit": str(window.limit), "Remaining": str(window.remaining), "Reset": str(window.reset_s)}
-    headers = {f"RateLimit-{k}": v for k, v in values.items()}
-    headers.update({f"X-RateLimit-{k}": v for k, v in values.items()})
-    headers["RateLimit-Policy"] = ", ".join(f"{w.limit};w={_window_seconds(w.name)}" for w in decision.windows)
-    return headers
-
-
-def _window_seconds(name: str) -> int:
-    return {"minute": 60, "day": 86_400, "month": 2_592_000}[name]

@@ -5,7 +5,7 @@ the request, before that thread reads the connection's next request. On a kept-a
 whatever ``close()`` does is therefore still part of the client's wait for its next answer, and
 formatting a line through ``logging`` costs about as much as a tenth of a routing request. So
 ``close()`` only appends the request's :class:`FinishedRequest` to a deque; one background thread
-per process (:class:`config.ticker.ProcessTicker`) hands them, in order, to the consumers (the
+per process (:class:`common.ticker.ProcessTicker`) hands them, in order, to the consumers (the
 request log, the metrics buffer) every ``interval_s`` — the design of nginx's buffered access log
 (``buffer=``, ``flush=``).
 
@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 
 log = logging.getLogger("meridian")
 

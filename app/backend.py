@@ -8,13 +8,14 @@
   ``backend_retries`` retries, and never past ``backend_total_timeout_s`` in all; each attempt
   has ``backend_timeout_s``. No retry on 4xx.
 - Outcome mapping: unreachable or still failing -> 503 with ``Retry-After``; the core's
-  400/404/429 become the same status with the core's message. The core's 401/403 are about
-  ``SERVICE_API_KEY`` (wrong, expired, revoked or missing a service), never about the client's key,
-  which the gateway already accepted: 503 "backend misconfigured" and an error log line for the
-  operator.
+  400/404 become the same status with the core's message. The core's 401/403/429 are about
+  ``SERVICE_API_KEY`` (wrong, expired, revoked, missing a service, or over its own quota), never
+  about the client's key, which the gateway already accepted and counted: 503 with ``Retry-After``
+  ("backend misconfigured", or "backend over its quota" with the core's ``Retry-After``) and an
+  error log line for the operator.
 - ``check()`` is the readiness probe: one authenticated request per URL (``SERVICE_BASE_URL``
   without ``cmd``, ``SERVICE_SUGGEST_URL`` without ``q``), which a core answers 400 once it has
-  accepted the key and 401/403 when it refuses it.
+  accepted the key and 401/403 when it refuses it (the core checks the key before the command).
 """
 
 from __future__ import annotations
@@ -22,18 +23,16 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
 from app.core_format import from_core
+from app.registry import Function
 from app.results import BinaryResult
 from config.settings import Settings
 from engine.errors import ErrorKind, MeridianError
-
-if TYPE_CHECKING:
-    from app.functions import Function
 
 log = logging.getLogger("meridian.backend")
 
@@ -41,9 +40,9 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 PASS_THROUGH = {
     400: ErrorKind.INVALID_PARAMETER,
     404: ErrorKind.NOT_FOUND,
-    429: ErrorKind.QUOTA_EXCEEDED,
 }
 KEY_REFUSED = frozenset({401, 403})  # the core refuses SERVICE_API_KEY
+KEY_OVER_QUOTA = 429  # SERVICE_API_KEY is over its plan at the core: the operator's problem
 MISCONFIGURED_RETRY_AFTER_S = 60
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 2.0
@@ -120,15 +119,26 @@ class RemoteCore:
                 "backend misconfigured: the gateway's credentials were refused by the backend",
                 retry_after=MISCONFIGURED_RETRY_AFTER_S,
             )
+        retry_after = resp.headers.get("Retry-After")
+        retry_after_s = int(retry_after) if retry_after and retry_after.isdigit() else None
+        if resp.status_code == KEY_OVER_QUOTA:
+            log.error(
+                "backend %s: SERVICE_API_KEY is over its quota (HTTP 429: %s): raise the service key's plan",
+                self.url_for(function.remote),
+                str(error.get("message") or "")[:200],
+            )
+            raise BackendUnavailable(
+                "backend over its quota: the gateway's own allowance at the backend is used up",
+                retry_after=retry_after_s or MISCONFIGURED_RETRY_AFTER_S,
+            )
         kind = PASS_THROUGH.get(resp.status_code)
         if kind is None:
             raise BackendUnavailable(f"backend answered HTTP {resp.status_code}")
-        retry_after = resp.headers.get("Retry-After")
         raise MeridianError(
             error.get("message") or f"backend answered HTTP {resp.status_code}",
             kind=kind,
             parameter=error.get("parameter"),
-            retry_after=int(retry_after) if retry_after and retry_after.isdigit() else None,
+            retry_after=retry_after_s,
         )
 
     def probe(self, url: str) -> dict[str, Any]:

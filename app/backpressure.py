@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import redis
 
-from app.metrics import queue_depths
 from engine.errors import Unavailable
+from queueing.depth import queue_depths
 
 RETRY_AFTER_S = 2
 

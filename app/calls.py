@@ -1,6 +1,6 @@
 """Running a function for a face and shaping its HTTP answer.
 
-Both faces run the same engine service function (``Function.run``). The gateway forwards to the
+Both faces run the same engine service function (``Runtime.run``: in process or by a worker). The gateway forwards to the
 remote core instead when ``SERVICE_BASE_URL`` is set. Cacheable answers carry an ``ETag`` made
 of the dataset versions and the normalised parameters, and ``Cache-Control: private, max-age=N``
 with ``Vary: X-API-Key, Authorization``; a matching ``If-None-Match`` gets 304 before any
@@ -18,7 +18,7 @@ from typing import Any
 from flask import Request, Response, g, request
 
 from app.core_format import to_core
-from app.functions import Function
+from app.registry import Function
 from app.results import BinaryResult, JsonText
 from app.runtime import Runtime, runtime
 from app.validation import TRANSPORT_PARAMETERS
@@ -81,7 +81,7 @@ def gateway_answer(function: Function, params: Any) -> Response:
 
     def compute() -> Any:
         if rt.backend is None:
-            return function.run(rt, params)
+            return rt.run(function, params)
         args = [(k, v) for k, v in request.args.items(multi=True) if k not in TRANSPORT_PARAMETERS]
         return rt.backend.call(function, args, getattr(g, "request_id", None))
 
@@ -103,4 +103,4 @@ def core_answer(function: Function, params: Any) -> Response:
         data = result.data if isinstance(result, JsonText) else result
         return json_body({rt.settings.service_name: {"cmd": function.cmd, "version": "1", "response": to_core(data)}})
 
-    return _answer(rt, function, lambda: function.run(rt, params), render)
+    return _answer(rt, function, lambda: rt.run(function, params), render)

@@ -14,7 +14,8 @@ from marshmallow import Schema
 
 from app.access import admit, core_key
 from app.calls import core_answer
-from app.functions import REGISTRY, Function
+from app.registry import REGISTRY, Function
+from app.runtime import runtime
 from app.validation import CORE_PARSER
 from engine.errors import InvalidParameter
 
@@ -38,10 +39,13 @@ def _serve(function: Function, key: str) -> Response:
 def services() -> Response:
     key = core_key()
     cmd = (request.args.get("cmd") or "").strip()
-    if not cmd:
-        raise InvalidParameter("cmd: required parameter is missing", parameter="cmd")
     function = REGISTRY.get(cmd)
     if function is None:
+        # The key is checked before the command (401 before 400), so that a gateway's readiness
+        # probe, which sends no command, learns whether its key is accepted.
+        runtime().access.authenticate(key)
+        if not cmd:
+            raise InvalidParameter("cmd: required parameter is missing", parameter="cmd")
         raise InvalidParameter(
             f"cmd: unknown command {cmd!r}; expected one of {', '.join(sorted(REGISTRY))}", parameter="cmd"
         )

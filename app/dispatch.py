@@ -22,6 +22,7 @@ from collections.abc import Callable
 import redis
 
 from app import backpressure
+from app.registry import Function
 from engine.errors import Unavailable
 from engine.results import BinaryResult
 from queueing.protocol import (
@@ -41,8 +42,6 @@ from queueing.protocol import (
     waiters_key,
 )
 
-__all__ = ["Dispatcher", "HeavyCall"]
-
 BLOCK_S = 0.5  # one BLPOP; below the Redis client's socket timeout, repeated until the deadline
 
 
@@ -52,6 +51,13 @@ def _queue_unavailable(exc: redis.RedisError) -> Unavailable:
 
 def _unbounded(queue: str) -> int:
     return 0
+
+
+def queued_call(function: Function, params: object) -> HeavyCall:
+    """The queue's record of one call of a queued function: its queue is the call's kind."""
+    if function.queue is None or function.service_ref is None:
+        raise ValueError(f"function {function.cmd!r} is not computed by the queue")
+    return HeavyCall(function.queue, function.service_ref, params)
 
 
 class Dispatcher:
@@ -80,7 +86,8 @@ class Dispatcher:
         send_heavy(self.celery, call, key, dataset_versions)
         return True
 
-    def run(self, call: HeavyCall, dataset_versions: str) -> JsonText | BinaryResult:
+    def run(self, function: Function, params: object, dataset_versions: str) -> JsonText | BinaryResult:
+        call = queued_call(function, params)
         key = cache_key(self.ns, call, dataset_versions)
         try:
             hit = self.cached(key)
@@ -101,10 +108,11 @@ class Dispatcher:
         except redis.RedisError as exc:
             raise _queue_unavailable(exc) from exc
 
-    def submit_job(self, call: HeavyCall, dataset_versions: str, job: str, ttl_s: int) -> bool:
+    def submit_job(self, function: Function, params: object, dataset_versions: str, job: str, ttl_s: int) -> bool:
         """``async=true`` (app/jobs.py): the result goes to the job's result key (kept ``ttl_s``)
         instead of being waited for. A cached result is copied there at once (True); otherwise
         ``meridian.heavy_job`` is queued on the kind's queue (False) and also fills the cache."""
+        call = queued_call(function, params)
         key = cache_key(self.ns, call, dataset_versions)
         try:
             raw = self.redis.get(key)

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError,
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
+from accounts.quota_headers import rate_limit_headers
 from engine.errors import DatasetError, ErrorKind, MeridianError
 
 log = logging.getLogger("meridian.errors")
@@ -96,8 +97,6 @@ def render_meridian_error(exc: MeridianError) -> Response:
     )
     decision = getattr(exc, "decision", None)
     if decision is not None:
-        from app.access import rate_limit_headers
-
         resp.headers.update(rate_limit_headers(decision))
     return resp
 
@@ -150,7 +149,7 @@ def render_redis_unavailable(exc: redis.RedisError) -> Response:
 
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
-    trace = traceback.format_exc() if current_app.config.get("DEBUG") else None
+    trace = traceback.format_exc() if current_app.config.get("ERROR_TRACES") else None
     return error_response(500, "internal server error", code=ErrorKind.INTERNAL.code, trace=trace)
 
 

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from flask import Blueprint, Response, current_app
 
+from app.backend import RemoteCore
 from app.calls import json_body
 from app.errors import error_response
 from app.metrics import queue_check
 from app.runtime import runtime
-
-if TYPE_CHECKING:
-    from app.backend import RemoteCore
 
 # One readiness check: {"ok": bool, "detail": why not (when failing), ...what was checked}.
 Check = dict[str, Any]

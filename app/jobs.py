@@ -3,7 +3,7 @@
 A job is a set of Redis keys under ``<ns>:job:<id>`` that all expire ``JOB_TTL_S`` (24 h) after
 submission:
 
-- ``<ns>:job:<id>``             hash: kind, function, account, total, chunks, created, started
+- ``<ns>:job:<id>``             hash: kind, function, account, total, chunks, limit, created, started
 - ``<ns>:job:<id>:progress``    hash: chunk index -> addresses done (batch; HSET is idempotent,
                                 so a redelivered chunk does not count twice)
 - ``<ns>:job:<id>:chunk:<i>``   JSON list: chunk i's results (batch)
@@ -15,47 +15,41 @@ submission:
 number of web processes answer ``GET /v1/jobs/{id}`` without a result backend. A job belongs to
 the account of the key that submitted it: another account's key gets 404, like an unknown id.
 
-Heavy functions get ``async=true`` in two steps (``app/functions/staticmap.py`` is the example):
-
-1. the query schema declares the parameter: ``async_ = jobs.async_field()`` and drops it before
-   building the engine's params (``data.pop("async_", None)`` in its own ``post_load``), or simply
-   derives from :class:`AsyncParamsSchema` instead of ``ParamsSchema`` when it has no ``post_load``;
-2. the view answers through :func:`answer` instead of ``gateway_answer``::
-
-       def get(self, params):
-           return jobs.answer(FUNCTION, HeavyCall(KIND, SERVICE_REF, params))
-
-   and documents the 202 (``GatewayBlueprint.function_route`` does both for a function with a queue).
+Queued functions get ``async=true`` from their query schema alone: it declares the parameter
+(``async_ = jobs.async_field()``, dropped before building the engine's params in its own
+``_build``; or it derives from :class:`AsyncParamsSchema` when it builds none of its own).
+``GatewayBlueprint.function_route`` does the rest for a function with a queue: its view parses the
+query with :func:`gateway_schema` (the same schema, loading :class:`QueuedArgs`: the params and
+``async``, parsed once), answers through :func:`answer` and documents the 202. The core face
+accepts ``async`` and ignores it.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import redis
-from flask import Response, g, request
+from flask import Response, g
+from marshmallow import Schema, post_load
 from marshmallow import fields as ma_fields
-from marshmallow import post_load
 
 from app import backpressure
 from app.calls import gateway_answer, json_body
-from app.functions import Function
+from app.registry import Function
 from app.runtime import runtime
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
 from engine.errors import ErrorKind, InvalidParameter, MeridianError, NotFound, Unavailable
 from engine.results import BinaryResult
 from queueing import protocol
-from queueing.protocol import HeavyCall
 
 JOB_TTL_S = 24 * 3600  # every key of a job expires 24 h after submission
 BATCH_CHUNK = 50  # addresses per meridian.geocode_chunk task
 JOB_ID_BYTES = 16  # 128 random bits, URL-safe
 
-_ASYNC_FIELD = ma_fields.Boolean()
 ASYNC_DESCRIPTION = (
     f"`true`: answer 202 with a job id at once instead of waiting; poll `/v1/jobs/{{id}}` (kept {JOB_TTL_S // 3600} h)."
 )
@@ -79,6 +73,31 @@ class AsyncParamsSchema(ParamsSchema):
     def _build(self, data: dict[str, Any], **kwargs: Any) -> Any:
         data.pop("async_", None)
         return super()._build(data, **kwargs)
+
+
+@dataclass(frozen=True)
+class QueuedArgs:
+    """What a queued function's gateway view gets: the engine's params and ``async``."""
+
+    params: Any
+    async_: bool
+
+
+def gateway_schema(schema_class: type[Schema]) -> type[ParamsSchema]:
+    """The gateway's schema of a queued function: ``schema_class`` (which declares ``async_``),
+    loading a :class:`QueuedArgs` instead of the bare params, so that ``async`` is parsed once,
+    with the other parameters. The same name and fields: the same OpenAPI parameters."""
+    if not issubclass(schema_class, ParamsSchema) or "async_" not in schema_class().fields:
+        raise ValueError(
+            f"{schema_class.__name__}: a queued function's ParamsSchema declares async_ = jobs.async_field()"
+        )
+
+    def _build(self: ParamsSchema, data: dict[str, Any], **kwargs: Any) -> QueuedArgs:
+        requested = bool(data.pop("async_", False))
+        return QueuedArgs(schema_class._build(self, data, **kwargs), requested)
+
+    namespace = {"_build": post_load(_build), "__module__": schema_class.__module__}
+    return cast(type[ParamsSchema], type(schema_class.__name__, (schema_class,), namespace))
 
 
 class JobAcceptedSchema(ResponseSchema):
@@ -108,10 +127,6 @@ def status_url(job_id: str) -> str:
     return f"/v1/jobs/{job_id}"
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _unavailable(exc: Exception) -> Unavailable:
     return Unavailable(f"job store unavailable ({type(exc).__name__}); retry shortly", retry_after=5)
 
@@ -133,13 +148,13 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
         rt.redis.hset(
             key,
             mapping={
-                "kind": "batch",
-                "function": function,
-                "account": account,
-                "total": len(addresses),
-                "chunks": len(chunks),
-                "limit": limit,
-                "created": _now_iso(),
+                protocol.JOB_KIND: protocol.BATCH_JOB,
+                protocol.JOB_FUNCTION: function,
+                protocol.JOB_ACCOUNT: account,
+                protocol.JOB_TOTAL: len(addresses),
+                protocol.JOB_CHUNKS: len(chunks),
+                protocol.JOB_LIMIT: limit,
+                protocol.JOB_CREATED: protocol.now_iso(),
             },
         )
         rt.redis.expire(key, JOB_TTL_S)
@@ -150,18 +165,7 @@ def submit_batch(addresses: list[str], limit: int, *, account: str, function: st
     return {"job_id": job_id, "status": "queued", "total": len(addresses), "status_url": status_url(job_id)}
 
 
-def async_requested() -> bool:
-    """The ``async`` query parameter (already validated by the function's schema)."""
-    raw = request.args.get("async")
-    if raw is None:
-        return False
-    try:
-        return bool(_ASYNC_FIELD.deserialize(raw))
-    except Exception:
-        raise InvalidParameter("async: expected a boolean (true/false)", parameter="async") from None
-
-
-def submit_heavy(function: Function, call: HeavyCall) -> dict[str, Any]:
+def submit_heavy(function: Function, params: object) -> dict[str, Any]:
     """Queue a heavy computation as a job (answered from the cache at once when possible)."""
     rt = runtime()
     if rt.backend is not None:
@@ -174,17 +178,17 @@ def submit_heavy(function: Function, call: HeavyCall) -> dict[str, Any]:
         rt.redis.hset(
             key,
             mapping={
-                "kind": "heavy",
-                "function": function.cmd,
-                "account": account_of_request(),
-                "total": 1,
-                "created": _now_iso(),
+                protocol.JOB_KIND: protocol.HEAVY_JOB,
+                protocol.JOB_FUNCTION: function.cmd,
+                protocol.JOB_ACCOUNT: account_of_request(),
+                protocol.JOB_TOTAL: 1,
+                protocol.JOB_CREATED: protocol.now_iso(),
             },
         )
         rt.redis.expire(key, JOB_TTL_S)
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
-    done = rt.dispatcher.submit_job(call, rt.dataset_versions(), key, JOB_TTL_S)
+    done = rt.dispatcher.submit_job(function, params, rt.dataset_versions(), key, JOB_TTL_S)
     return {"job_id": job_id, "status": "done" if done else "queued", "total": 1, "status_url": status_url(job_id)}
 
 
@@ -195,11 +199,11 @@ def accepted(body: dict[str, Any]) -> Response:
     return resp
 
 
-def answer(function: Function, call: HeavyCall) -> Response:
-    """A heavy function's gateway answer: synchronous, or a 202 job with ``async=true``."""
-    if async_requested():
-        return accepted(submit_heavy(function, call))
-    return gateway_answer(function, call.params)
+def answer(function: Function, args: QueuedArgs) -> Response:
+    """A queued function's gateway answer: synchronous, or a 202 job with ``async=true``."""
+    if args.async_:
+        return accepted(submit_heavy(function, args.params))
+    return gateway_answer(function, args.params)
 
 
 # ------------------------------------------------------------------------------------ read
@@ -216,7 +220,7 @@ def load(job_id: str, account: str) -> dict[str, str]:
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
     record = {_decode(k): _decode(v) for k, v in raw.items()}
-    if not record or not secrets.compare_digest(record.get("account", ""), account):
+    if not record or not secrets.compare_digest(record.get(protocol.JOB_ACCOUNT, ""), account):
         raise NotFound(f"no such job (jobs are kept {JOB_TTL_S // 3600} h after submission)")
     return record
 
@@ -231,7 +235,7 @@ def _error_body(err: MeridianError) -> dict[str, Any]:
 def _batch_state(job_id: str, record: dict[str, str], with_results: bool) -> dict[str, Any]:
     client = runtime().redis
     key = job_key(job_id)
-    total, chunks = int(record["total"]), int(record["chunks"])
+    total, chunks = int(record[protocol.JOB_TOTAL]), int(record[protocol.JOB_CHUNKS])
     pipe = client.pipeline(transaction=False)
     pipe.hgetall(protocol.job_progress_key(key))
     pipe.hgetall(protocol.job_failed_key(key))
@@ -240,8 +244,8 @@ def _batch_state(job_id: str, record: dict[str, str], with_results: bool) -> dic
     body: dict[str, Any] = {
         "job_id": job_id,
         "kind": "batch",
-        "function": record.get("function", "geocoding"),
-        "created": record.get("created"),
+        "function": record.get(protocol.JOB_FUNCTION, "geocoding"),
+        "created": record.get(protocol.JOB_CREATED),
         "progress": {"done": done, "total": total},
     }
     if failed:
@@ -265,7 +269,7 @@ def _batch_state(job_id: str, record: dict[str, str], with_results: bool) -> dic
                     results.extend(json.loads(part))  # type: ignore[arg-type]
                 body["results"] = [{"index": i, **item} for i, item in enumerate(results)]
     else:
-        body["status"] = "running" if (record.get("started") or progress) else "queued"
+        body["status"] = "running" if (record.get(protocol.JOB_STARTED) or progress) else "queued"
     return body
 
 
@@ -274,12 +278,12 @@ def _heavy_state(job_id: str, record: dict[str, str]) -> tuple[dict[str, Any], o
     body: dict[str, Any] = {
         "job_id": job_id,
         "kind": "heavy",
-        "function": record.get("function"),
-        "created": record.get("created"),
+        "function": record.get(protocol.JOB_FUNCTION),
+        "created": record.get(protocol.JOB_CREATED),
     }
     value = None
     if raw is None:
-        body["status"] = "running" if record.get("started") else "queued"
+        body["status"] = "running" if record.get(protocol.JOB_STARTED) else "queued"
         body["progress"] = {"done": 0, "total": 1}
         return body, None
     body["progress"] = {"done": 1, "total": 1}
@@ -302,7 +306,7 @@ def _heavy_state(job_id: str, record: dict[str, str]) -> tuple[dict[str, Any], o
 def state(job_id: str, account: str) -> dict[str, Any]:
     record = load(job_id, account)
     try:
-        if record.get("kind") == "batch":
+        if record.get(protocol.JOB_KIND) == protocol.BATCH_JOB:
             return _batch_state(job_id, record, with_results=True)
         return _heavy_state(job_id, record)[0]
     except redis.RedisError as exc:
@@ -314,7 +318,7 @@ def result(job_id: str, account: str) -> object:
     and 409 while it is not finished."""
     record = load(job_id, account)
     try:
-        if record.get("kind") == "batch":
+        if record.get(protocol.JOB_KIND) == protocol.BATCH_JOB:
             body = _batch_state(job_id, record, with_results=True)
             if body["status"] == "done":
                 return {"results": body["results"]}

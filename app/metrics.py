@@ -18,7 +18,6 @@ Series:
   ``method`` is one of :data:`METHODS` or ``OTHER``; ``status`` is the answer's code.
 - ``meridian_queue_depth{queue}``: messages waiting in each Celery queue (Redis LLEN).
 - ``meridian_workers_active``: workers whose heartbeat is younger than 15 s (``tasks/signals.py``).
-
 - ``meridian_task_duration_seconds{task,queue,state}`` (histogram), ``meridian_task_runs_total``,
   ``meridian_task_failures_total{task,exception}``.
 
@@ -33,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -43,9 +42,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from app.after_response import AfterResponse, FinishedRequest
+from app.errors import error_response
 from app.metrics_buffer import MetricsBuffer
+from app.registry import REGISTRY
+from queueing.depth import queue_depths
 from queueing.metrics import ACTIVE_WINDOW_S, SEP, TASK_BUCKETS, http_key, tasks_key, workers_key
-from queueing.protocol import QUEUES
 
 log = logging.getLogger("meridian.metrics")
 
@@ -54,8 +55,6 @@ CORE_PATHS = ("/services/json", "/services/v2/json")
 HTTP_LABELS = ["function", "face", "method", "status"]
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 OTHER_METHOD = "OTHER"
-# Celery's Redis transport keeps priority sub-queues as "<queue>\x06\x16<priority>".
-PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 bp = Blueprint("metrics", __name__)
 
@@ -68,8 +67,6 @@ def request_labels(req: Request) -> tuple[str, str]:
     if rule is None:
         return "unmatched", "other"
     if rule.rule in CORE_PATHS:
-        from app.functions import REGISTRY
-
         cmd = (req.args.get("cmd") or "").strip()
         return (cmd if cmd in REGISTRY else "unknown"), "core"
     return _route_labels(rule.rule)
@@ -88,17 +85,6 @@ def _route_labels(rule: str) -> tuple[str, str]:
     if rule.startswith("/v1/") and not rule.startswith("/v1/health"):
         return rule.removeprefix("/v1/"), "gateway"
     return rule, "other"
-
-
-def queue_depths(client: redis.Redis, queues: Sequence[str] = QUEUES) -> dict[str, int]:
-    """Tasks waiting in each of ``queues``: Celery's Redis list and its priority sub-queues."""
-    pipe = client.pipeline(transaction=False)
-    for queue in queues:
-        for suffix in PRIORITY_SUFFIXES:
-            pipe.llen(queue + suffix)
-    counts = pipe.execute()
-    n = len(PRIORITY_SUFFIXES)
-    return {queue: sum(counts[i * n : (i + 1) * n]) for i, queue in enumerate(queues)}
 
 
 def active_workers(client: redis.Redis, ns: str) -> int:
@@ -219,8 +205,6 @@ def metrics() -> Response:
     try:
         body = generate_latest(registry)
     except redis.RedisError as exc:
-        from app.errors import error_response
-
         return error_response(503, f"metrics store unavailable: {type(exc).__name__}", retry_after=5)
     return Response(body, content_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import redis
 
-from config.ticker import ProcessTicker
+from common.ticker import ProcessTicker
 from queueing.metrics import HASH_TTL_S, histogram_fields
 
 log = logging.getLogger("meridian.metrics")

@@ -5,26 +5,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import redis
 from celery import Celery
 from flask import current_app
 from sqlalchemy.exc import SQLAlchemyError
 
-from accounts.access import AccessControl
+from accounts.access import AccessControl, QuotaOutagePolicy
 from accounts.quota import QuotaCounter
 from accounts.quota_lease import LeasedQuota
 from accounts.store import AccountStore
 from app.backend import RemoteCore
 from app.dispatch import Dispatcher
+from app.registry import Function
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
-from engine.results import BinaryResult
-from engine.store_follower import follow_store
-from queueing.protocol import HeavyCall, JsonText
+from engine.store_follower import follow
 from workers.celery_app import make_celery
 
 DATASET_RECHECK_S = 10.0
@@ -66,7 +64,7 @@ class Runtime:
             store,
             LeasedQuota(QuotaCounter(client, namespace=settings.service_name)),
             cache_ttl_s=settings.auth_cache_ttl_s,
-            fail_open=settings.quota_fail_open,
+            outage_policy=QuotaOutagePolicy(settings.quota_fail_open, frozenset(settings.quota_fail_closed_plans)),
         )
         backend = RemoteCore(settings, settings.service_name) if settings.remote_backend else None
         celery = make_celery(settings)  # this process's one Celery app: it sends, never runs, tasks
@@ -74,8 +72,23 @@ class Runtime:
             client, celery, settings.service_name, settings.task_wait_timeout_s, settings.queue_max_depth_for
         )
         registry = DatasetRegistry(settings.data_dir)
-        follow_store(settings, on_change=registry.reload)  # DATASET_STORE: pull published versions
+        follow(  # DATASET_STORE: pull published versions
+            settings.dataset_store,
+            settings.data_dir,
+            settings.dataset_poll_interval_s,
+            registry.reload,
+            settings.dataset_store_options,
+        )
         return cls(settings, registry, store, client, access, backend, celery, dispatcher)
+
+    def run(self, function: Function, params: object) -> Any:
+        """Compute ``function`` for ``params``: a queued function from the Redis cache, else by a
+        Celery worker on its queue while the caller waits (``app/dispatch.py``); any other in
+        this process. The one place that tells the two apart."""
+        if function.queued:
+            return self.dispatcher.run(function, params, self.dataset_versions())
+        assert function.run is not None  # Function checks: run, or a queue
+        return function.run(self, params)
 
     def dataset_versions(self) -> str:
         return self.datasets.versions()
@@ -89,15 +102,6 @@ class Runtime:
             if now - self._datasets_checked >= DATASET_RECHECK_S:
                 self._datasets_checked = now
                 self.datasets.reload()
-
-
-def heavy(kind: str, service_ref: str) -> Callable[[Runtime, object], JsonText | BinaryResult]:
-    """``Function.run`` for a heavy function: cache, else a Celery worker on queue ``kind``."""
-
-    def run(rt: Runtime, params: object) -> JsonText | BinaryResult:
-        return rt.dispatcher.run(HeavyCall(kind, service_ref, params), rt.dataset_versions())
-
-    return run
 
 
 def runtime() -> Runtime:

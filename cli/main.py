@@ -21,6 +21,19 @@ def _settings() -> Settings:
         raise click.ClickException(f"configuration error: {exc}") from exc
 
 
+def _check_portal_settings() -> None:
+    """The portal's settings (PORTAL_SECRET_KEY, SMTP_URL, ...) checked like the others: one line
+    before gunicorn starts, rather than a traceback from each worker that imports the app."""
+    from config.portal import PortalSettings, portal_enabled
+
+    if not portal_enabled():
+        return
+    try:
+        PortalSettings.from_env()
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+
+
 def _store():
     from accounts.store import AccountStore
 
@@ -95,15 +108,22 @@ def export_cmd(region: str, out_dir: Path, what: str) -> None:
 
 # ------------------------------------------------------------------ processes
 @main.command("serve")
+@click.option(
+    "--host",
+    help="Address to listen on (default: $BIND_HOST or 127.0.0.1; 0.0.0.0 only behind a proxy, docs/deployment.md).",
+)
 @click.option("--port", type=int, help="Port (default: $PORT or 3000).")
 @click.option("--workers", type=int, help="gunicorn worker processes (default: $WEB_CONCURRENCY or 2).")
-def serve_cmd(port: int | None, workers: int | None) -> None:
+def serve_cmd(host: str | None, port: int | None, workers: int | None) -> None:
     """Run the web app (core API, /v1 gateway, docs, health) under gunicorn."""
+    if host:
+        os.environ["BIND_HOST"] = host
     if port:
         os.environ["PORT"] = str(port)
     if workers:
         os.environ["WEB_CONCURRENCY"] = str(workers)
     _settings()  # fail fast on bad configuration
+    _check_portal_settings()
     conf = PROJECT_ROOT / "config" / "gunicorn.py"
     os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", str(conf), "app.wsgi:app"])
 
@@ -231,13 +251,18 @@ def plans() -> None:
     """List and edit plans."""
 
 
+def _plan_line(p) -> str:
+    fail_open = "default" if p.quota_fail_open is None else str(p.quota_fail_open).lower()
+    return (
+        f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
+        f"services={','.join(p.services)}\tmax_keys={p.max_keys}\tquota_fail_open={fail_open}"
+    )
+
+
 @plans.command("list")
 def plans_list() -> None:
     for p in _store().list_plans():
-        click.echo(
-            f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-            f"services={','.join(p.services)}"
-        )
+        click.echo(_plan_line(p))
 
 
 @plans.command("set")
@@ -247,7 +272,14 @@ def plans_list() -> None:
 @click.option("--per-month", type=int)
 @click.option("--services", help="Comma-separated services, or '*' for all.")
 @click.option("--description")
-def plans_set(name, per_minute, per_day, per_month, services, description) -> None:
+@click.option("--max-keys", type=int, help="Live keys per account (0 = no cap).")
+@click.option(
+    "--quota-fail-open/--quota-fail-closed",
+    default=None,
+    help="While Redis is unreachable, serve this plan's requests uncounted, or refuse them with 503 "
+    "(default: closed for free and PORTAL_DEFAULT_PLAN, else QUOTA_FAIL_OPEN).",
+)
+def plans_set(name, per_minute, per_day, per_month, services, description, max_keys, quota_fail_open) -> None:
     """Create or change a plan (0 = unlimited for a window)."""
     from accounts.store import AccountError
 
@@ -259,13 +291,12 @@ def plans_set(name, per_minute, per_day, per_month, services, description) -> No
             per_month=per_month,
             services=[s.strip() for s in services.split(",") if s.strip()] if services else None,
             description=description,
+            max_keys=max_keys,
+            quota_fail_open=quota_fail_open,
         )
     except AccountError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(
-        f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-        f"services={','.join(p.services)}"
-    )
+    click.echo(_plan_line(p))
 
 
 @main.command("usage")

@@ -6,11 +6,16 @@ from config.settings import Settings
 
 _settings = Settings.from_env()
 
-bind = f"0.0.0.0:{_settings.port}"
+# loopback unless BIND_HOST says otherwise: clients reach Meridian through a buffering proxy
+# (docs/deployment.md); containers set BIND_HOST=0.0.0.0 for the proxy in front of them
+_host = _settings.bind_host
+bind = f"[{_host}]:{_settings.port}" if ":" in _host else f"{_host}:{_settings.port}"
 workers = _settings.web_workers
 # gunicorn's threaded worker (a pool of threads per process, kept-alive connections waiting in
 # the worker's poller between requests) whose threads serve a connection's next request when it
-# comes at once (config/gunicorn_worker.py).
+# comes at once, and which hands a connection to a thread only once its request has arrived
+# (config/gunicorn_worker.py, config/request_gate.py): a client sending slowly waits in a
+# selector, not in a thread, and is answered 408 past HEADER_READ_TIMEOUT / BODY_READ_TIMEOUT.
 worker_class = "config.gunicorn_worker.LingeringThreadWorker"
 threads = 4
 # Long point lists (1000 points ~ 22 KB) must fit in a URL: gunicorn's own limit is lifted (0)

@@ -18,11 +18,20 @@ one request of a connection in a pool thread and answers True when the connectio
 Everything else (parsing, keep-alive limits and timeouts, graceful shutdown, HTTP/2, requests a
 client pipelined, which gthread finds in its parser's buffer when the connection comes back) is
 gthread's own code.
+
+A connection reaches a pool thread only once its request has arrived (config/request_gate.py):
+gthread submits ``handle(conn)`` for every request of a connection, and the pool's ``submit``
+first reads the request without blocking, there or in the gate's thread, and gives the bytes read
+to the connection's parser (its unreader's public ``unread``) in the thread that serves it. A
+thread lingers for a next request only when the whole of it is already there. (The gate is left
+out for TLS connections, whose bytes only the thread's TLS layer can read: Meridian's TLS ends at
+the proxy.)
 """
 
 from __future__ import annotations
 
 import select
+import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,7 +39,12 @@ from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
+from config.request_gate import READ_CHUNK, GateLimits, Outcome, PendingRequest, RequestGate
+from config.settings import Settings
+
 LINGER_S = 0.002
+HEAD_FIELDS_BYTES = 32 * 1024  # the header fields of a request, besides its request line
+BODY_BUFFER_BYTES = 1024 * 1024  # a body is read this far before a thread takes the request
 
 
 class CountingThreadPool(ThreadPoolExecutor):
@@ -56,18 +70,110 @@ class CountingThreadPool(ThreadPoolExecutor):
         return self.__waiting > 0
 
 
-class LingeringThreadWorker(ThreadWorker):
-    pool: CountingThreadPool
+class GatedThreadPool(CountingThreadPool):
+    """The worker's pool: ``submit(handle, conn)`` runs ``handle(conn)`` in a thread once the
+    connection's request has arrived; a request refused by the gate (too slow, too large) or a
+    connection its client closed completes with False (gthread then closes the connection)."""
 
-    def get_thread_pool(self) -> CountingThreadPool:
-        self.pool = CountingThreadPool(self.cfg.threads)
+    def __init__(self, max_workers: int, limits: GateLimits) -> None:
+        super().__init__(max_workers)
+        self.limits = limits
+        self.__gate = RequestGate()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        (conn,) = args
+        if conn.cfg.is_ssl:
+            return super().submit(fn, conn)
+        pending = PendingRequest(conn.sock, self.limits, _take_buffered(conn))
+        outcome = pending.pump()
+        if outcome is Outcome.READY:
+            return super().submit(_serve, fn, conn, pending)
+        if outcome is not Outcome.NEED:
+            pending.refuse(outcome)
+            return _completed(False)
+        answer: Future[Any] = Future()
+
+        def done(pending: PendingRequest, outcome: Outcome) -> None:
+            if outcome is not Outcome.READY:
+                answer.set_result(False)
+                return
+            served = super(GatedThreadPool, self).submit(_serve, fn, conn, pending)
+            served.add_done_callback(lambda f: _copy_result(f, answer))
+
+        self.__gate.watch(pending, done)
+        return answer
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.__gate.stop()
+        super().shutdown(wait, cancel_futures=cancel_futures)
+
+
+class LingeringThreadWorker(ThreadWorker):
+    pool: GatedThreadPool
+
+    def get_thread_pool(self) -> GatedThreadPool:
+        self.pool = GatedThreadPool(self.cfg.threads, gate_limits(Settings.from_env()))
         return self.pool
 
     def handle(self, conn: Any) -> Any:
         keepalive = super().handle(conn)
-        while keepalive is True and self.alive and not self.pool.anyone_waiting() and _readable_soon(conn.sock):
+        while (
+            keepalive is True
+            and self.alive
+            and not self.pool.anyone_waiting()
+            and _readable_soon(conn.sock)
+            and _next_request_arrived(conn, self.pool.limits)
+        ):
             keepalive = super().handle(conn)
         return keepalive
+
+
+def gate_limits(settings: Settings) -> GateLimits:
+    return GateLimits(
+        head_bytes=settings.limits.request_line_bytes + HEAD_FIELDS_BYTES,
+        body_bytes=BODY_BUFFER_BYTES,
+        head_timeout_s=settings.header_read_timeout_s,
+        body_timeout_s=settings.body_read_timeout_s,
+    )
+
+
+def _serve(handle: Callable[[Any], Any], conn: Any, pending: PendingRequest) -> Any:
+    """In a pool thread: give the bytes read to the connection's parser, then serve."""
+    conn.init()
+    conn.parser.unreader.unread(bytes(pending.data))
+    return handle(conn)
+
+
+def _take_buffered(conn: Any) -> bytes:
+    """What the connection's parser read ahead of the last request (a pipelined request)."""
+    return conn.parser.unreader.take_buffered() if conn.parser is not None else b""
+
+
+def _next_request_arrived(conn: Any, limits: GateLimits) -> bool:
+    """Whether the whole next request is already here, in the parser's read-ahead and the socket
+    (looked at, not read): only then may the thread read it without waiting for the client."""
+    buffered = _take_buffered(conn)
+    conn.parser.unreader.unread(buffered)
+    try:
+        waiting = conn.sock.recv(READ_CHUNK, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return False
+    probe = PendingRequest(conn.sock, limits, buffered + waiting)
+    return probe.assess() is Outcome.READY
+
+
+def _completed(result: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(result)
+    return future
+
+
+def _copy_result(source: Future[Any], target: Future[Any]) -> None:
+    error = source.exception()
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
 
 
 def _readable_soon(sock: Any) -> bool:

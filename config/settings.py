@@ -8,6 +8,7 @@ variable when a value is missing or invalid, so a process fails fast instead of 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from dataclasses import dataclass, field, fields, replace
@@ -97,6 +98,24 @@ def _networks(env: dict, name: str) -> tuple[IPNetwork, ...]:
         raise ConfigError(f"{name}: {exc}") from None
 
 
+def _bind_host(env: dict) -> str:
+    raw = (env.get("BIND_HOST") or "127.0.0.1").strip()
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise ConfigError(f"BIND_HOST must be an IP address (0.0.0.0 for every interface), got {raw!r}") from None
+
+
+def _web_tier_values(env: dict) -> dict:
+    """The settings of the web tier facing clients: where it listens, how long a request head may
+    take, which proxies' X-Forwarded-For it trusts."""
+    return dict(
+        bind_host=_bind_host(env),
+        header_read_timeout_s=_float(env, "HEADER_READ_TIMEOUT", 10.0, 0.1),
+        trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, 0, 5),
+    )
+
+
 def _reliability_values(env: dict) -> dict:
     """The settings of the reliability block (webhook guard, back-pressure)."""
     return dict(
@@ -121,7 +140,7 @@ class Settings:
     service_suggest_url: str | None = None
     log_format: str = "text"
     debug: bool = False
-    environment: str = "development"  # NODE_ENV, accepted for compatibility
+    environment: str = "development"  # NODE_ENV: production requires the portal's secrets, hides traces
     redis_url: str = "redis://127.0.0.1:6379/0"
     database_url: str = field(default_factory=lambda: f"sqlite:///{PROJECT_ROOT / 'var' / 'meridian.db'}")
     data_dir: Path = field(default_factory=lambda: PROJECT_ROOT / "var" / "data")
@@ -132,7 +151,11 @@ class Settings:
     cache_ttl_s: int = 3600  # cached heavy results
     http_max_age_s: int = 300  # Cache-Control max-age on cacheable GET answers
     auth_cache_ttl_s: float = 5.0  # revocation takes effect within this bound
-    quota_fail_open: bool = True  # Redis unreachable: serve (and log) rather than refuse
+    # Redis unreachable: serve uncounted (and log) rather than refuse with 503, for plans that do
+    # not say (plans.quota_fail_open NULL) and are not self-service; self-service plans (free and
+    # PORTAL_DEFAULT_PLAN, which anyone can sign up for) fail closed (accounts/access.py)
+    quota_fail_open: bool = True
+    quota_fail_closed_plans: tuple[str, ...] = ("free",)
     web_workers: int = 2
     worker_concurrency: int = 2
     webhook_max_retries: int = 6  # geofence webhooks: retries after the first attempt
@@ -148,6 +171,10 @@ class Settings:
     body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
     queue_max_depth: int = 200  # tasks waiting per heavy queue before 503 (app/backpressure.py); 0 = unbounded
     queue_max_depths: tuple[tuple[str, int], ...] = ()  # per-queue overrides (QUEUE_MAX_DEPTH_<QUEUE>)
+    # -- the web tier facing clients (issue 26) --
+    bind_host: str = "127.0.0.1"  # BIND_HOST: the address `meridian serve` listens on; 0.0.0.0 in containers
+    header_read_timeout_s: float = 10.0  # a request's head must arrive within this (config/request_gate.py), else 408
+    trusted_proxy_hops: int = 0  # TRUSTED_PROXY_HOPS: proxies in front whose X-Forwarded-For is believed
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -192,6 +219,7 @@ class Settings:
             http_max_age_s=_int(env, "HTTP_MAX_AGE", 300, 0),
             auth_cache_ttl_s=_float(env, "AUTH_CACHE_TTL", 5.0, 0.0),
             quota_fail_open=_bool(env, "QUOTA_FAIL_OPEN", True),
+            quota_fail_closed_plans=tuple(dict.fromkeys(("free", (env.get("PORTAL_DEFAULT_PLAN") or "free").strip()))),
             web_workers=_int(env, "WEB_CONCURRENCY", 2, 1, 64),
             worker_concurrency=_int(env, "WORKER_CONCURRENCY", 2, 1, 64),
             webhook_max_retries=_int(env, "MERIDIAN_WEBHOOK_MAX_RETRIES", 6, 0, 20),
@@ -202,6 +230,7 @@ class Settings:
             dataset_store_options=_json_object(env, "DATASET_STORE_OPTIONS"),
         )
         values.update(_reliability_values(env))
+        values.update(_web_tier_values(env))
         if database_url:
             values["database_url"] = database_url
         if data_dir:
@@ -221,3 +250,8 @@ class Settings:
     @property
     def remote_backend(self) -> bool:
         return bool(self.service_base_url)
+
+    @property
+    def error_traces(self) -> bool:
+        """Stack traces in 500 bodies: with DEBUG, never in production (they go to the log)."""
+        return self.debug and self.environment != "production"

@@ -1,7 +1,8 @@
 """Follow a dataset store: a background thread that pulls every newly published version.
 
 Web processes (``app/runtime.py``) and Celery worker main processes (``tasks/follow.py``) each run
-one when ``DATASET_STORE`` is set. Every ``DATASET_POLL_INTERVAL`` seconds (with a little jitter,
+one when ``DATASET_STORE`` is set, passing in what their settings say (the engine reads no
+configuration of its own). Every ``DATASET_POLL_INTERVAL`` seconds (with a little jitter,
 so a fleet does not poll in step) it reads each region's ``latest.json`` and, when it names a
 version that ``DATA_DIR`` does not serve, pulls it (:meth:`engine.store.DatasetStore.pull`:
 verified, atomic, one puller per ``DATA_DIR`` at a time). Whenever the local ``current`` links
@@ -20,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from config.settings import Settings
 from engine import layout
 from engine.errors import DatasetError
 from engine.store import DatasetStore, PullResult, local_version
@@ -112,14 +112,3 @@ def follow(
     if not store_url:
         return None
     return StoreFollower(DatasetStore(store_url, **(options or {})), data_dir, interval_s, on_change).start()
-
-
-def follow_store(settings: Settings, on_change: Callable[[], None] | None = None) -> StoreFollower | None:
-    """The follower a process runs for its settings (None when ``DATASET_STORE`` is unset)."""
-    return follow(
-        settings.dataset_store,
-        settings.data_dir,
-        settings.dataset_poll_interval_s,
-        on_change,
-        settings.dataset_store_options,
-    )

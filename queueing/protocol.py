@@ -18,7 +18,7 @@ Redis keys (``<ns>`` is ``SERVICE_NAME``):
 - ``<key>:inflight``              a task computing ``<key>`` is queued or running (``SET NX``);
 - ``<key>:waiters``               set of the wake-up lists of the requests waiting for ``<key>``;
 - ``<key>:wake:<random>``         one waiting request's wake-up list (the worker RPUSHes to it);
-- ``<ns>:job:<id>``               hash: a job's record (``app/jobs.py`` lists the fields);
+- ``<ns>:job:<id>``               hash: a job's record (fields ``JOB_*`` below);
 - ``<ns>:job:<id>:progress``      hash: chunk index -> addresses done (batch geocoding);
 - ``<ns>:job:<id>:chunk:<i>``     JSON list: chunk ``i``'s results (batch geocoding);
 - ``<ns>:job:<id>:failed``        hash: chunk index -> message (batch geocoding);
@@ -40,6 +40,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -126,6 +127,30 @@ def job_failed_key(job: str) -> str:
 
 def job_chunk_key(job: str, index: int) -> str:
     return f"{job}:chunk:{index}"
+
+
+# ---------------------------------------------------------------------------- job records
+# The fields of a job's hash (job_key): the web writes them at submission, a worker adds started.
+JOB_KIND = "kind"  # BATCH_JOB | HEAVY_JOB
+JOB_FUNCTION = "function"  # the function's cmd
+JOB_ACCOUNT = "account"  # the account that submitted it: no other account reads the job
+JOB_TOTAL = "total"  # items: the addresses of a batch, 1 for a heavy job
+JOB_CHUNKS = "chunks"  # batch: its geocode_chunk tasks
+JOB_LIMIT = "limit"  # batch: candidates per address
+JOB_CREATED = "created"  # submission (now_iso)
+JOB_STARTED = "started"  # a worker's first start on it (now_iso)
+BATCH_JOB = "batch"
+HEAVY_JOB = "heavy"
+
+
+def now_iso() -> str:
+    """A job's timestamps: UTC to the second, ``2026-11-22T10:00:00Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def mark_started(client: redis.Redis, job: str) -> None:
+    """A worker starts on the job: ``started`` is set by the first task only."""
+    client.hsetnx(job, JOB_STARTED, now_iso())
 
 
 # ---------------------------------------------------------------------------- records

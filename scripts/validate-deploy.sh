@@ -20,6 +20,8 @@ echo "== hadolint Dockerfile"
 "$BIN/hadolint" Dockerfile
 
 echo "== docker compose config (compose.yaml)"
+# compose.yaml requires the database password (no default secret): a placeholder for the check
+export POSTGRES_PASSWORD=${POSTGRES_PASSWORD:-validate-only}
 COMPOSE_BIN=$("$PY" -c 'import compose, pathlib; print(pathlib.Path(compose.__file__).parent / "docker-compose")')
 if command -v docker >/dev/null 2>&1; then
     export DOCKER_CONFIG=$WORK/docker

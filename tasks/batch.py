@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 from celery import shared_task
@@ -27,6 +26,7 @@ from queueing.protocol import (
     job_failed_key,
     job_progress_key,
     job_result_key,
+    mark_started,
 )
 from tasks.base import redis_client
 from tasks.geocoding import geocode_many
@@ -35,16 +35,12 @@ from tasks.heavy import run_heavy
 log = logging.getLogger("meridian.tasks")
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 @shared_task(name=GEOCODE_CHUNK_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_s: int) -> dict[str, Any]:
     client = redis_client()
     if not client.exists(job_key):
         return {"ok": False, "skipped": "job expired"}
-    client.hsetnx(job_key, "started", _now_iso())
+    mark_started(client, job_key)
     try:
         results = geocode_many(queries, limit)
         pipe = client.pipeline(transaction=True)
@@ -74,7 +70,7 @@ def heavy_job(
     client = redis_client()
     if not client.exists(job_key):
         return {"ok": False, "skipped": "job expired"}
-    client.hsetnx(job_key, "started", _now_iso())
+    mark_started(client, job_key)
     try:
         return run_heavy(service_ref, encoded_params, cache_key, dataset_versions)
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import signals
 
-from engine.store_follower import StoreFollower, follow_store
+from engine.store_follower import StoreFollower, follow
 from tasks.base import settings
 
 _follower: dict[str, StoreFollower | None] = {}
@@ -19,7 +19,10 @@ _follower: dict[str, StoreFollower | None] = {}
 
 @signals.worker_ready.connect
 def _start_following(**_kwargs: Any) -> None:
-    _follower["store"] = follow_store(settings())
+    config = settings()
+    _follower["store"] = follow(
+        config.dataset_store, config.data_dir, config.dataset_poll_interval_s, None, config.dataset_store_options
+    )
 
 
 @signals.worker_shutdown.connect

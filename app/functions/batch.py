@@ -35,8 +35,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from accounts.store import split_key
 from app import jobs
-from app.functions import Function
 from app.gateway.base import GatewayBlueprint, gateway_call
+from app.registry import Function
 from app.runtime import runtime
 from app.schemas.fields import StrList
 from app.validation import MeridianParser, ParamsSchema

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.functions import Function, register
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import AddressSchema, LatLngSchema, OsmRefSchema, ResponseSchema
 from app.validation import ParamsSchema

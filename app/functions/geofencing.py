@@ -36,8 +36,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 
 from accounts.fences import FenceStore
 from app.calls import json_body
-from app.functions import Function, register
 from app.gateway.base import GatewayBlueprint, gateway_call
+from app.registry import Function, register
 from app.runtime import Runtime, runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema

@@ -8,8 +8,8 @@ from typing import Any
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app import jobs
-from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from engine.limits import DEFAULT_LIMITS
@@ -63,7 +63,7 @@ class GeometryResult(ResponseSchema):
 
 
 FUNCTION = register(
-    heavy_function(
+    Function(
         service="geometry",
         cmd="geometry",
         queue="geometry",

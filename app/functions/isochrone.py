@@ -8,8 +8,8 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app import jobs
-from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
@@ -77,7 +77,7 @@ class FeatureCollectionSchema(ResponseSchema):
 
 
 FUNCTION = register(
-    heavy_function(
+    Function(
         service="isochrone",
         cmd="isochrone",
         queue="isochrone",

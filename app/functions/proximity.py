@@ -1,4 +1,5 @@
-"""Proximity: the nearest POIs of some categories (core ``cmd=proximity``, ``GET /v1/proximity/nearest``)."""
+"""Proximity: the nearest POIs of some categories (core ``cmd=proximity``, ``GET /v1/proximity/nearest``,
+also at the spec's ``GET /v1/proximity``)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Any
 
 from marshmallow import fields, post_load, validate
 
-from app.functions import Function, register
 from app.functions.poi import PoiSchema
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema
@@ -90,15 +91,29 @@ FUNCTION = register(
 )
 
 blp = GatewayBlueprint("Proximity", __name__, url_prefix="/v1", description="Search: nearest POIs by category.")
-blp.function_route(
-    "/proximity/nearest",
-    FUNCTION,
-    NearestArgs,
-    response_schema=NearestResult,
-    errors=(404,),
-    summary="Nearest POIs of some categories",
-    description="POIs of any of `categories` (e.g. the nearest fuel station), sorted by straight-line distance, "
+NEAREST_DESCRIPTION = (
+    "POIs of any of `categories` (e.g. the nearest fuel station), sorted by straight-line distance, "
     "each with `distance` in metres: to the POI's point, or for a POI mapped as an area (park, parking lot) to "
     "its outline, 0 inside (`distance_to` says which), and with `tag`, its precise OSM class. An unknown "
-    "category is a 400 naming it.",
+    "category is a 400 naming it."
 )
+for path, endpoint, summary, description in (
+    ("/proximity/nearest", None, "Nearest POIs of some categories", NEAREST_DESCRIPTION),
+    (
+        "/proximity",
+        "proximity_alias",
+        "Nearest POIs of some categories (the spec's path)",
+        "The same function and answers as `/v1/proximity/nearest`, at the path the service specification "
+        "names for proximity. " + NEAREST_DESCRIPTION,
+    ),
+):
+    blp.function_route(
+        path,
+        FUNCTION,
+        NearestArgs,
+        response_schema=NearestResult,
+        errors=(404,),
+        summary=summary,
+        description=description,
+        endpoint=endpoint,
+    )

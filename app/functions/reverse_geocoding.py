@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.functions import Function, register
 from app.functions.geocoding import CandidateSchema
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import ResponseSchema
 from app.validation import ParamsSchema

@@ -8,8 +8,8 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app import jobs
-from app.functions import heavy_function, register
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.validation import ParamsSchema
 from engine.limits import DEFAULT_LIMITS
@@ -86,7 +86,7 @@ class StaticMapArgs(ParamsSchema):
 
     @post_load
     def _build(self, data: dict[str, Any], **_kwargs: Any) -> staticmap.StaticMapParams:
-        data.pop("async_", None)  # read from the query by app.jobs.answer
+        data.pop("async_", None)  # the gateway reads it first (app.jobs.gateway_schema)
         try:
             width, height = parse_size(data.pop("size"))
         except ValidationError as exc:
@@ -104,7 +104,7 @@ class StaticMapArgs(ParamsSchema):
 
 
 FUNCTION = register(
-    heavy_function(
+    Function(
         service="staticmap",
         cmd="staticmap",
         core_schema=StaticMapArgs,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.functions import Function, register
 from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
 from app.schemas import fields as f
 from app.schemas.common import AddressSchema, LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema

@@ -26,8 +26,10 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, fields
 
+from app import jobs
 from app.access import admit, gateway_key
-from app.functions import Function
+from app.calls import gateway_answer
+from app.registry import Function
 from app.validation import MeridianParser
 
 View = Callable[..., ResponseReturnValue]
@@ -40,9 +42,10 @@ ERROR_DESCRIPTIONS = {
     403: "The API key's plan or scopes do not include this service.",
     404: "No results found.",
     413: "Request body too large.",
-    429: "Plan quota exceeded; retry after `Retry-After` seconds with exponential backoff.",
+    429: "Plan quota exceeded (counted for the key's account: all its keys together); retry after "
+    "`Retry-After` seconds with exponential backoff.",
     500: "Internal server error.",
-    503: "Backend or queue unavailable (or the wait for a worker ran out); retry after `Retry-After`.",
+    503: "Backend, queue or quota store unavailable (or the wait for a worker ran out); retry after `Retry-After`.",
 }
 
 
@@ -122,23 +125,21 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         responses: dict[str, Any] | None = None,
         location: str = "query",
         method: str = "get",
+        endpoint: str | None = None,
     ) -> View:
         """Register the standard view of a function: admit, validate, answer (see module doc).
 
         A view function rather than a ``MethodView``: one method per path, and no class-level
         dispatch on every request."""
-        from app import jobs
-        from app.calls import gateway_answer
-        from app.dispatch import HeavyCall
-
         handler: View
         answer_docs = error_response_docs(*errors)
-        if function.queue and function.service_ref:
-            queue, service_ref = function.queue, function.service_ref
+        # An instance, not the class: webargs would build a new schema for every request.
+        schema = args_schema() if isinstance(args_schema, type) else args_schema
+        if function.queued:
+            schema = jobs.gateway_schema(type(schema))()  # the params and ``async``, parsed once
 
-            def handler(params: Any) -> ResponseReturnValue:
-                answer: ResponseReturnValue = jobs.answer(function, HeavyCall(queue, service_ref, params))
-                return answer
+            def handler(args: jobs.QueuedArgs) -> ResponseReturnValue:
+                return jobs.answer(function, args)
 
             answer_docs[202] = {
                 "description": "`async=true`: the job, to poll at `/v1/jobs/{id}`.",
@@ -159,12 +160,11 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         # summary and description from the docstring, answers through GatewayDocsPlugin: no
         # documentation layer (flask-smorest's ``doc``/``response``) runs with every request
         handler.__doc__ = f"{summary}\n\n{description}"
-        FUNCTION_ANSWERS[f"{self.name}.{function.cmd}"] = answer_docs
-        # An instance, not the class: webargs would build a new schema for every request.
-        schema = args_schema() if isinstance(args_schema, type) else args_schema
+        endpoint = endpoint or function.cmd
+        FUNCTION_ANSWERS[f"{self.name}.{endpoint}"] = answer_docs
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
         handler = gateway_call(function)(handler)
-        self.route(path, endpoint=function.cmd, methods=[method.upper()])(handler)
+        self.route(path, endpoint=endpoint, methods=[method.upper()])(handler)
         return handler
 
     def error_responses(self, *extra: int) -> Decorator:

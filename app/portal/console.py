@@ -4,8 +4,9 @@ of the answer drawn by Meridian's static map function.
 
 Map overlays are found by walking the JSON answer: an object with numeric ``lat`` and ``lng`` is
 a marker (the request's own point too, for isochrones and nearest), a GeoJSON LineString a path,
-a (Multi)Polygon ring a closed path. The map is rendered like ``/v1/staticmaps`` (same worker
-queue and cache) but is the portal's: it does not count against the user's quota.
+a (Multi)Polygon ring a closed path. The map is a static map call of the user's key like
+``/v1/staticmaps`` (same worker queue and cache): refused when the key's plan or scopes exclude
+static maps (the answer is then shown without it) and counted against the account's quota.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from app.registry import REGISTRY
 from app.runtime import Runtime
 from engine import polyline
+from engine.errors import ErrorKind, MeridianError
 from engine.render.overlays import Marker, Path
 from engine.results import BinaryResult
 from engine.services.staticmap import StaticMapParams, validate
-from queueing.protocol import HeavyCall
 
 
 @dataclass(frozen=True)
@@ -209,11 +211,25 @@ def map_params(answer: Any, given: list[tuple[float, float]], answer_points: boo
     return params
 
 
-def render_map(rt: Runtime, params: StaticMapParams) -> BinaryResult:
-    result = rt.dispatcher.run(HeavyCall("staticmap", "engine.services.staticmap:run", params), rt.dataset_versions())
+def render_map(rt: Runtime, key: str, params: StaticMapParams) -> BinaryResult:
+    """The map as a ``staticmap`` call of ``key``: authorized by its plan and scopes (403) and
+    counted against its account's quota (429, 503 when the quota store is away and the plan
+    fails closed) before it is drawn."""
+    record = rt.access.authenticate(key)
+    rt.access.admit(record, "staticmap")
+    result = rt.run(REGISTRY["staticmap"], params)
     if not isinstance(result, BinaryResult):
         raise TypeError("the static map function answered something other than an image")
     return result
+
+
+def map_refusal(exc: MeridianError) -> str:
+    """The note shown instead of a map that the key may not draw."""
+    if exc.kind is ErrorKind.FORBIDDEN:
+        return "no map: static maps are not in your plan (or in this key's scopes)"
+    if exc.kind is ErrorKind.QUOTA_EXCEEDED:
+        return f"no map: your plan's quota is used up for now ({exc.message})"
+    return f"no map: {exc.message}"
 
 
 def _point(text: str) -> tuple[float, float] | None:

@@ -1,6 +1,7 @@
 """The live console page: pick a function, fill its parameters, paste one of your keys; the
 portal calls ``/v1`` through the app (the request is counted like any other) and shows the
-status, the JSON and a map of it."""
+status, the JSON and a map of it (itself a static map call of the key: counted, and only for
+plans that include static maps)."""
 
 from __future__ import annotations
 
@@ -84,10 +85,10 @@ def _call(
             resp.get_json(silent=True), console.request_points(function, values), function.answer_points
         )
         if params_map is not None:
-            image = console.render_map(runtime(), params_map)
+            image = console.render_map(runtime(), key, params_map)
             out["map"] = f"data:{image.content_type};base64,{base64.b64encode(image.body).decode()}"
     except MeridianError as exc:
-        out["map_error"] = f"no map: {exc}"
+        out["map_error"] = console.map_refusal(exc)
     except Exception as exc:  # the answer is shown even when its map cannot be drawn
         log.warning("console map failed: %s", type(exc).__name__)
         out["map_error"] = "no map: the map could not be drawn right now"

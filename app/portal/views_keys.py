@@ -1,6 +1,7 @@
-"""Dashboard and self-service keys: plan and quotas, usage chart and CSV, create (the API Secret
-shown once), revoke, rotate. Keys are issued by the same ``AccountStore.create_key`` as
-``meridian keys create``."""
+"""Dashboard and self-service keys: plan and quotas (counted for the account, all keys together),
+usage chart and CSV, create (the API Secret shown once; at most the plan's ``max_keys`` live keys),
+revoke, rotate. Keys are issued by the same ``AccountStore.create_key`` as ``meridian keys create``,
+which enforces the key cap."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from flask import Response, render_template, request
 
+from accounts.quota import bucket_of
 from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
 from accounts.users import User
 from app.portal import usage
@@ -47,6 +49,11 @@ def _last_used(daily: dict[str, dict[str, int]]) -> str | None:
     return max(used) if used else None
 
 
+def live_keys(keys: list[KeyRecord]) -> int:
+    """Keys that count against the plan's ``max_keys`` (neither revoked nor expired)."""
+    return sum(1 for k in keys if k.state() == "active")
+
+
 @bp.route("/dashboard")
 @login_required
 def dashboard() -> str:
@@ -54,23 +61,29 @@ def dashboard() -> str:
     plan = plan_of(user)
     keys = keys_of(user)
     counter = portal().quota
-    rows, counters, redis_ok = [], {}, True
+    rows, account_counts, redis_ok = [], None, True
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    try:
+        if keys:  # the quota windows are the account's: all its keys together
+            account_counts = counter.current(bucket_of(keys[0]))
+    except Exception:  # Redis down: the page still shows keys and plan
+        redis_ok = False
     for key in keys:
-        last, state = None, key.state()
+        last, requests_today = None, None
         try:
-            last = _last_used(counter.usage(key.prefix, usage.DAYS))
-            if state == "active":
-                counters[key.prefix] = counter.current(key.prefix)
-        except Exception:  # Redis down: the page still shows keys and plan
+            daily = counter.usage(key.prefix, usage.DAYS)
+            last, requests_today = _last_used(daily), sum(daily.get(today, {}).values())
+        except Exception:
             redis_ok = False
-        rows.append({"key": key, "state": state, "last_used": last})
+        rows.append({"key": key, "state": key.state(), "last_used": last, "today": requests_today})
     return render_template(
         "portal/dashboard.html",
         user=user,
         plan=plan,
         services=plan_services(plan),
         rows=rows,
-        counters=counters,
+        counts=account_counts,
+        live=live_keys(keys),
         redis_ok=redis_ok,
         rotate_form=RotateForm(),
         development=portal().settings.development,
@@ -134,7 +147,9 @@ def key_new() -> str | tuple[str, int]:
                     return _issued_page(issued, "Your new key")
         else:
             errors.extend(form_errors(form))
-    return render_template("portal/key_new.html", form=form, errors=errors, plan=plan), (400 if errors else 200)
+    return render_template("portal/key_new.html", form=form, errors=errors, plan=plan, live=live_keys(keys_of(user))), (
+        400 if errors else 200
+    )
 
 
 @bp.route("/keys/<prefix>/revoke", methods=["POST"])

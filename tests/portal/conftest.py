@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from cli.mailcatcher import read_messages, start
+from cli.mailcatcher import start
+from common.mailbox import read_messages
 from config.settings import Settings
 from tests.fixtures_live import free_port, redis_url_db, start_worker, stop, wait_worker
 

@@ -3,6 +3,10 @@ rings; only the function's own parameters are sent."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from app.portal.console import BY_SERVICE, FUNCTIONS, map_params, overlays, query_string, request_points
 
 ROUTE = {
@@ -68,3 +72,82 @@ def test_encoded_route_geometry_is_drawn():
     encoded = polyline.encode([(43.73, 7.41), (43.74, 7.42)], 5)
     _, lines = overlays({"routes": [{"geometry": encoded}]})
     assert lines == [[(43.73, 7.41), (43.74, 7.42)]]
+
+
+# ---------------------------------------------------------------- through the app (issue 26, finding 1)
+def _console_user(portal_app, plan: str | None = None):
+    """A signed-in client of a new account (on ``plan``, default the portal's) with one key."""
+    from accounts.users import UserDirectory
+    from app.portal.services import portal
+    from tests.portal.test_pages import create_key, login, make_user
+
+    client = portal_app.test_client()
+    email, account_id = make_user(portal_app)
+    if plan is not None:
+        with portal_app.app_context():
+            users: UserDirectory = portal().users
+            users.set_plan(account_id, plan)
+    login(client, email)
+    key, _, _ = create_key(client)
+    return client, key
+
+
+def _ask(client, key: str, fn: str = "geocoding", **values: str):
+    from tests.portal.test_pages import csrf
+
+    page = client.get(f"/portal/console?fn={fn}")
+    fields = values or {"query": "Mannerheimintie 5, Helsinki"}
+    return client.post(f"/portal/console?fn={fn}", data={"csrf_token": csrf(page.data), "key": key, **fields})
+
+
+def _usage_today(portal_app, key: str) -> dict[str, int]:
+    """The key's usage today per service."""
+    from datetime import UTC, datetime
+
+    from accounts.quota import QuotaCounter
+
+    rt = portal_app.extensions["meridian"]
+    rt.access.quota.settle_all()  # usage spent from a reservation reaches Redis when settled
+    counter = QuotaCounter(rt.redis, rt.settings.service_name)
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    return counter.usage(rt.store.find(key).prefix, 1).get(today, {})
+
+
+MAP_IMAGE = rb'<img src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}" alt="map of the answer"'
+
+
+@pytest.mark.integration
+def test_free_plan_console_shows_the_answer_without_a_map(portal_app, portal_worker):
+    """The attack: the console drew static maps, uncounted, for a plan without static maps."""
+    client, key = _console_user(portal_app)  # the portal's default plan: free, no static maps
+    resp = _ask(client, key)
+    assert resp.status_code == 200 and b'class="status s2">200<' in resp.data and b"Mannerheimintie" in resp.data
+    assert not re.search(MAP_IMAGE, resp.data)
+    assert b"static maps are not in your plan" in resp.data
+    assert _usage_today(portal_app, key) == {"geocoding": 1}  # the call counted, no map drawn
+
+
+@pytest.mark.integration
+def test_console_call_and_its_map_count_against_the_plan(portal_app, portal_worker):
+    client, key = _console_user(portal_app, "standard")
+    resp = _ask(client, key)
+    assert resp.status_code == 200 and re.search(MAP_IMAGE, resp.data)
+    assert _usage_today(portal_app, key) == {"geocoding": 1, "staticmap": 1}
+    dashboard = client.get("/portal/dashboard").data
+    assert re.search(rb'<td class="counters">2</td>', dashboard)  # the account's minute window
+
+
+@pytest.mark.integration
+def test_console_respects_the_quota(portal_app, portal_worker):
+    from app.portal.services import portal
+
+    plan = "console-3"
+    with portal_app.app_context():
+        portal().store.set_plan(plan, per_minute=3, per_day=0, per_month=0, services=["*"])
+    client, key = _console_user(portal_app, plan)
+    assert re.search(MAP_IMAGE, _ask(client, key).data)  # units 1 and 2: the answer and its map
+    second = _ask(client, key)  # unit 3: the answer; its map is over the quota
+    assert b'class="status s2">200<' in second.data and not re.search(MAP_IMAGE, second.data)
+    assert b"no map: your plan&#39;s quota is used up" in second.data
+    third = _ask(client, key)
+    assert b'class="status s4">429<' in third.data

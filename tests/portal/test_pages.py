@@ -256,7 +256,9 @@ def test_key_use_usage_revoke_and_rotate(client, portal_app):
 
 
 def test_console_calls_the_api_with_the_users_key_and_draws_a_map(client, portal_app, portal_worker):
-    email, _ = make_user(portal_app)
+    email, account_id = make_user(portal_app)
+    with portal_app.app_context():
+        portal().users.set_plan(account_id, "standard")  # a plan with static maps: the console draws one
     login(client, email)
     key, _, _ = create_key(client)
     page = client.get("/portal/console?fn=geocoding")

@@ -1,11 +1,14 @@
-"""Quota reservations (accounts/quota_lease.py) against a real Redis: busy keys are counted a
-batch at a time, the plan is never exceeded, unspent units come back, usage is complete."""
+"""Quota reservations (accounts/quota_lease.py) against a real Redis: busy accounts are counted a
+batch at a time, the plan is never exceeded (whatever the number of keys), unspent units come
+back, usage is complete per key."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import redis
 
-from accounts.quota import QuotaCounter
+from accounts.quota import Counts, QuotaCounter
 from accounts.quota_lease import LeasedQuota, reserve_size
 from accounts.store import PlanRecord
 
@@ -21,12 +24,12 @@ def _counter(redis_url: str, ns: str) -> QuotaCounter:
     return QuotaCounter(client, ns)
 
 
-def _counted(counter: QuotaCounter, key_ref: str) -> tuple[int, int, dict]:
-    """(minute-window entries, day counter, today's usage) as stored in Redis."""
-    keys = counter._keys(key_ref, counter._calendar_now(__import__("time").time()))
-    client = counter.client
-    usage = next(iter(counter.usage(key_ref, days=1).values()), {})
-    return client.zcard(keys[0]), int(client.get(keys[1]) or 0), usage
+def _counted(counter: QuotaCounter, bucket: str, key_ref: str | None = None) -> tuple[int, int, dict]:
+    """(the account's minute-window entries and day counter, the key's usage today) in Redis;
+    the key is the account's only one unless named."""
+    counts = counter.current(bucket)
+    usage = next(iter(counter.usage(key_ref or bucket, days=1).values()), {})
+    return counts.minute, counts.day, usage
 
 
 def test_reserve_size_follows_the_plan():
@@ -43,7 +46,7 @@ def test_busy_key_is_counted_in_batches_and_settles_exactly(redis_url):
     counter.spend = lambda *a, **k: calls.append(k.get("reserve", 0)) or spend(*a, **k)
     quota = LeasedQuota(counter, ttl_s=30)
     plan = _plan(per_minute=600, per_day=100_000)
-    decisions = [quota.spend("k1", plan, "routing" if i % 2 else "geocoding") for i in range(50)]
+    decisions = [quota.spend("k1", "k1", plan, "routing" if i % 2 else "geocoding") for i in range(50)]
     assert all(d.allowed for d in decisions)
     assert len(calls) < 5, calls  # the first request exact, then reservations of 29
     remaining = [d.tightest.remaining for d in decisions]
@@ -58,7 +61,7 @@ def test_quiet_key_is_counted_request_by_request(redis_url):
     counter = _counter(redis_url, "leasetest2")
     quota = LeasedQuota(counter, ttl_s=0.0)  # no request counts as "recent": never busy
     for _ in range(5):
-        assert quota.spend("k2", _plan(per_minute=600), "poi").reservation is None
+        assert quota.spend("k2", "k2", _plan(per_minute=600), "poi").reservation is None
     assert _counted(counter, "k2") == (5, 5, {"poi": 5})
 
 
@@ -66,14 +69,14 @@ def test_processes_holding_reservations_never_exceed_the_plan(redis_url):
     counter = _counter(redis_url, "leasetest3")
     processes = [LeasedQuota(QuotaCounter(counter.client, "leasetest3"), ttl_s=30) for _ in range(3)]
     plan = _plan(per_minute=100)  # reservations of up to 4 units
-    allowed = sum(processes[i % 3].spend("k3", plan, "geocoding").allowed for i in range(300))
+    allowed = sum(processes[i % 3].spend("k3", "k3", plan, "geocoding").allowed for i in range(300))
     assert allowed <= 100
     minute, _, _ = _counted(counter, "k3")
     assert minute == 100  # every unit of the window is counted, spent or held
     for p in processes:
         p.settle_all()
     assert _counted(counter, "k3")[0] == allowed  # the held units came back
-    more = sum(processes[0].spend("k3", plan, "geocoding").allowed for _ in range(200))
+    more = sum(processes[0].spend("k3", "k3", plan, "geocoding").allowed for _ in range(200))
     assert allowed + more == 100  # and can be spent: the window ends exactly at the plan
 
 
@@ -87,7 +90,29 @@ def test_used_up_reservation_is_settled_by_the_settler_not_by_the_request(redis_
     quota = LeasedQuota(counter, ttl_s=30)
     plan = _plan()  # unlimited: reservations of 63
     for _ in range(200):  # three reservations used up on the way
-        assert quota.spend("k5", plan, "routing").allowed
+        assert quota.spend("k5", "k5", plan, "routing").allowed
     assert threading.current_thread().name not in settled_in  # none settled inline by a request
     quota.settle_all()
     assert _counted(counter, "k5")[2] == {"routing": 200}
+
+
+def test_keys_of_one_account_share_its_windows_and_keep_their_own_usage(redis_url):
+    """Issue 26, finding 1: ten keys of one account get the plan's quota once, not ten times."""
+    counter = _counter(redis_url, "leasetest-account")
+    processes = [LeasedQuota(QuotaCounter(counter.client, "leasetest-account"), ttl_s=30) for _ in range(2)]
+    plan = _plan(per_minute=60, per_day=2500, per_month=50_000)  # the free plan's windows
+    keys = [f"key{i}" for i in range(10)]
+    allowed = Counter()
+    for round_ in range(60):
+        for i, key in enumerate(keys):
+            if processes[(round_ + i) % 2].spend("acct-1", key, plan, "geocoding").allowed:
+                allowed[key] += 1
+    assert sum(allowed.values()) <= 60  # 600 asked with 10 keys: one plan's minute, not ten
+    assert len(allowed) > 1  # every key spends from the same bucket
+    for p in processes:
+        p.settle_all()
+    minute, day, _ = _counted(counter, "acct-1")
+    assert minute == day == sum(allowed.values())  # the held units came back
+    for key in keys:  # usage statistics stay per key
+        assert _counted(counter, "acct-1", key)[2] == ({"geocoding": allowed[key]} if allowed[key] else {})
+    assert counter.current("acct-2") == Counts(0, 0, 0)  # another account's windows are its own

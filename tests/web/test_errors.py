@@ -127,10 +127,12 @@ def test_request_id_honoured_and_echoed(client, api_key):
     assert generated.headers["X-Request-Id"] != "bad id with spaces" and len(generated.headers["X-Request-Id"]) == 32
 
 
-def test_500_hides_exception_text(app, settings):
+@pytest.mark.parametrize("overrides", [{}, {"debug": True, "environment": "production"}], ids=["default", "debug-prod"])
+def test_500_hides_exception_text(app, settings, overrides):
+    """Never a stack trace in an answer in production, even with DEBUG=true."""
     from app import create_app
 
-    flaky = create_app(settings)
+    flaky = create_app(settings.with_overrides(**overrides))
 
     @flaky.get("/v1/_boom")
     def boom():

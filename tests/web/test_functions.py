@@ -23,6 +23,10 @@ CASES = {
         "/v1/proximity/nearest?lat=43.7384&lng=7.4246&categories=fuel",
         "cmd=proximity&operation=nearest&lat=43.7384&lng=7.4246&categories=fuel",
     ),
+    "proximity (the spec's path)": (
+        "/v1/proximity?lat=43.7384&lng=7.4246&categories=fuel",
+        "cmd=proximity&operation=nearest&lat=43.7384&lng=7.4246&categories=fuel",
+    ),
     "routing": (
         "/v1/routing?origin=43.7312,7.4197&destination=43.7406,7.4270",
         "cmd=routing&origin=43.7312,7.4197&destination=43.7406,7.4270",
@@ -80,6 +84,7 @@ def test_core_coordinates_are_strings(client, api_key):
         ("/v1/poi?radius=100", "q"),
         ("/v1/poi?q=cafe&radius=100", "radius"),
         ("/v1/proximity/nearest?lat=43.7&lng=7.4", "categories"),
+        ("/v1/proximity?lat=43.7&lng=7.4", "categories"),
         ("/v1/proximity/nearest?lat=43.7&lng=7.4&categories=teleport", "categories"),
         ("/v1/routing?origin=43.7312,7.4197", "destination"),
         ("/v1/routing?origin=43.7312,7.4197&destination=43.74,7.42&avoid=bridges", "avoid"),

@@ -187,3 +187,42 @@ def test_unknown_codes_refused_before_the_backend(live_server, settings, service
         assert resp.status_code == 400 and body["parameter"] == parameter, body
         assert "unknown" in body["message"]
         assert proxy.calls == []  # the backend never saw it
+
+
+def test_ready_refuses_a_wrong_key_when_only_the_core_url_is_set(live_server, settings):
+    """Without SERVICE_SUGGEST_URL the only probe is the core URL: a wrong key must fail it."""
+    from app import create_app
+
+    gateway = create_app(
+        settings.with_overrides(
+            service_base_url=f"{live_server}/services/v2/json",
+            service_suggest_url=None,
+            service_api_key="mrd_AAAAAAAAAA_" + "e" * 32,
+        )
+    ).test_client()
+    resp = gateway.get("/v1/health/ready")
+    assert resp.status_code == 503, resp.get_json()
+    assert "refuses SERVICE_API_KEY (HTTP 401)" in resp.get_json()["message"]
+
+
+def test_core_checks_the_key_before_the_command(live_server):
+    resp = requests.get(
+        f"{live_server}/services/v2/json", headers={"Authorization": "Bearer mrd_AAAAAAAAAA_" + "f" * 32}, timeout=10
+    )
+    assert resp.status_code == 401, resp.text
+
+
+def test_service_key_over_its_quota_is_503_for_the_client_not_429(live_server, settings, store, api_key, caplog):
+    """The core's 429 is about SERVICE_API_KEY: the client's own quota is untouched, so the client
+    gets 503 + Retry-After (the operator's problem, logged), never "plan quota exceeded"."""
+    store.set_plan("gateway-tiny", per_minute=1, services=["*"])
+    tiny = store.create_key("gateway-tiny-service", "gateway-tiny", label="one call a minute").key
+    gateway = remote_gateway(settings, live_server, tiny)
+    path = "/v1/geocoding?query=Aleksanterinkatu%2052"
+    assert gateway.get(path, headers={"X-API-Key": api_key}).status_code == 200
+    with caplog.at_level("ERROR", logger="meridian.backend"):
+        resp = gateway.get(path, headers={"X-API-Key": api_key})
+    body = resp.get_json()
+    assert resp.status_code == 503 and body["statusCode"] == 503, body
+    assert "backend over its quota" in body["message"] and int(resp.headers["Retry-After"]) > 0
+    assert any("over its quota" in r.getMessage() for r in caplog.records)

@@ -11,8 +11,8 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.metrics import queue_depths
 from app.metrics_buffer import FLUSH_INTERVAL_S
+from queueing.depth import queue_depths
 from tests.fixtures_live import redis_url_db
 
 pytestmark = pytest.mark.integration
