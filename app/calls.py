@@ -2,8 +2,11 @@
 
 Both faces run the same engine service function (``Runtime.run``: in process or by a worker). The gateway forwards to the
 remote core instead when ``SERVICE_BASE_URL`` is set. Cacheable answers carry an ``ETag`` made
-of the dataset versions and the normalised parameters, and ``Cache-Control: public``; a matching
-``If-None-Match`` gets 304 before any computation.
+of the dataset versions and the normalised parameters, and ``Cache-Control: private, max-age=N``
+with ``Vary: X-API-Key, Authorization``; a matching ``If-None-Match`` gets 304 before any
+computation. Every such answer needs a key, so it is ``private``: a shared cache (a CDN, a
+company proxy) must not store it and hand it out without one, past the key check and the quota;
+the client's own cache still may.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def _etag(rt: Runtime, function: Function, req: Request) -> str:
 def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | None) -> Response:
     if function.cacheable and etag:
         resp.set_etag(etag)
-        resp.headers["Cache-Control"] = f"public, max-age={rt.settings.http_max_age_s}"
+        resp.headers["Cache-Control"] = f"private, max-age={rt.settings.http_max_age_s}"
+        resp.headers["Vary"] = "X-API-Key, Authorization"
     else:
         resp.headers["Cache-Control"] = "private, no-store"
     return resp

@@ -8,6 +8,11 @@ The request line is written once the answer has been sent, by a background threa
 plain ``logging`` formatters on one handler of the root logger. Keys never appear: requests are
 logged with the key's public prefix only, and query strings are dropped from the logged path
 (they may carry personal data such as addresses).
+
+A client chooses the path (``%0a`` decodes to a line feed), so the text format escapes control
+characters in the message and in every field (``\\n``, ``\\x1b``...), quotes a
+field's value that holds a space, ``"`` or ``=``, and indents every line of a traceback: each line
+that starts at column 0 is one record, and no client can forge one (JSON escapes by itself).
 """
 
 from __future__ import annotations
@@ -52,16 +57,59 @@ class JsonFormatter(OrjsonFormatter):
         return log_data
 
 
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_QUOTES = re.compile(r'[\s"=]')
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    escaped = _ESCAPES.get(char)
+    if escaped is not None:
+        return escaped
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` on one line: control characters written as escapes (``\\n``, ``\\x1b``, ``\\u2028``)."""
+    return _UNSAFE.sub(_escape_char, text) if _UNSAFE.search(text) else text
+
+
+def field_value(value: Any) -> str:
+    """A ``k=v`` value: escaped, and quoted when it holds a space, ``"`` or ``=`` (or is empty)."""
+    text = escape_controls(str(value))
+    if text and not _NEEDS_QUOTES.search(text):
+        return text
+    return '"' + text.replace('"', '\\"') + '"'
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + escape_controls(line) for line in text.splitlines())
+
+
 class TextFormatter(logging.Formatter):
-    """``<time> <LEVEL> <logger>: <message>`` followed by the record's extra fields as ``k=v``."""
+    """``<time> <LEVEL> <logger>: <message>`` followed by the record's extra fields as ``k=v``;
+    control characters escaped (see the module's docstring)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return _indent(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+        return _indent(super().formatStack(stack_info))
+
     def format(self, record: logging.LogRecord) -> str:
         extras = extra_fields(record)
         line = super().format(record)
-        return line if not extras else line + " " + " ".join(f"{k}={v}" for k, v in extras.items())
+        return line if not extras else line + " " + " ".join(f"{k}={field_value(v)}" for k, v in extras.items())
 
 
 def extra_fields(record: logging.LogRecord) -> dict[str, Any]:

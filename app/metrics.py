@@ -15,12 +15,17 @@ Series:
   ``face`` is core | gateway | other; ``function`` is the ``cmd`` on the core face, the route
   under /v1 on the gateway (``geocoding``, ``geocoding/batch``, ``jobs/<job_id>``...) and the
   path otherwise (``/metrics``, ``/v1/health/ready``...); unmatched paths are ``unmatched``.
+  ``method`` is one of :data:`METHODS` or ``OTHER``; ``status`` is the answer's code.
 - ``meridian_queue_depth{queue}``: messages waiting in each Celery queue (Redis LLEN).
 - ``meridian_workers_active``: workers whose heartbeat is younger than 15 s (``tasks/signals.py``).
-
-The layout of the hashes is ``queueing/metrics.py``.
 - ``meridian_task_duration_seconds{task,queue,state}`` (histogram), ``meridian_task_runs_total``,
   ``meridian_task_failures_total{task,exception}``.
+
+The layout of the hashes is ``queueing/metrics.py``. Every label comes from a bounded set — a
+route of the app, a known ``cmd``, a method of :data:`METHODS`, a status the app answers, a
+registered task, a queue of ``queueing.protocol.QUEUES`` — never from what a client writes: a
+label per random method or path would grow ``/metrics`` and the hashes without end (each new
+value is a new series). A field written by an older version with another label is not rendered.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ log = logging.getLogger("meridian.metrics")
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 CORE_PATHS = ("/services/json", "/services/v2/json")
 HTTP_LABELS = ["function", "face", "method", "status"]
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "OTHER"
 
 bp = Blueprint("metrics", __name__)
 
@@ -63,6 +70,11 @@ def request_labels(req: Request) -> tuple[str, str]:
         cmd = (req.args.get("cmd") or "").strip()
         return (cmd if cmd in REGISTRY else "unknown"), "core"
     return _route_labels(rule.rule)
+
+
+def method_label(method: str) -> str:
+    """The request's method when it is a known one, else ``OTHER`` (a client may send any token)."""
+    return method if method in METHODS else OTHER_METHOD
 
 
 @cache
@@ -105,6 +117,14 @@ def _split(raw: dict[bytes, bytes], labels: int) -> dict[str, Series]:
     return out
 
 
+def _known_methods(data: dict[str, Series]) -> dict[str, Series]:
+    """Only the series whose method label is bounded (fields an older version wrote per method
+    sent stay unrendered until the hash expires, see ``queueing/metrics.py``)."""
+    index = HTTP_LABELS.index("method")
+    allowed = METHODS | {OTHER_METHOD}
+    return {kind: {k: v for k, v in series.items() if k[index] in allowed} for kind, series in data.items()}
+
+
 def _histogram(
     name: str, doc: str, labelnames: list[str], data: dict[str, Series], bounds: tuple[float, ...]
 ) -> HistogramMetricFamily:
@@ -136,7 +156,7 @@ class RedisCollector:
         pipe.hgetall(http_key(self.ns))
         pipe.hgetall(tasks_key(self.ns))
         http_raw, task_raw = pipe.execute()
-        http = _split(http_raw, len(HTTP_LABELS))
+        http = _known_methods(_split(http_raw, len(HTTP_LABELS)))
         requests = CounterMetricFamily(
             "meridian_http_requests", "HTTP requests by function, face, method and status", labels=HTTP_LABELS
         )
@@ -196,7 +216,7 @@ def init_app(app: Flask, after: AfterResponse) -> None:
     app.register_blueprint(bp)
 
     def observe(finished: FinishedRequest) -> None:
-        labels = (*finished.labels, finished.method, str(finished.status))
+        labels = (*finished.labels, method_label(finished.method), str(finished.status))
         buffer.observe(key, labels, finished.duration_s, HTTP_BUCKETS)
 
     after.subscribe(observe)

@@ -3,7 +3,8 @@
 Writing each request's three histogram commands to Redis as it finishes cost a round trip per
 request (about 0.15 ms of a light request's CPU time on these machines). Here a request only adds
 to in-process sums under a lock; a daemon thread per process sends the sums every
-``interval_s`` as one pipeline of HINCRBY/HINCRBYFLOAT, and a scrape of ``/metrics`` flushes its own
+``interval_s`` as one pipeline of HINCRBY/HINCRBYFLOAT (and an EXPIRE per hash, see
+``queueing/metrics.py``), and a scrape of ``/metrics`` flushes its own
 process first. The totals in Redis are therefore at most ``interval_s`` behind the requests of
 the other web processes, well inside a Prometheus scrape interval.
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 import redis
 
 from common.ticker import ProcessTicker
-from queueing.metrics import histogram_fields
+from queueing.metrics import HASH_TTL_S, histogram_fields
 
 log = logging.getLogger("meridian.metrics")
 
@@ -58,6 +59,8 @@ class MetricsBuffer:
             pipe.hincrby(key, field, n)
         for (key, field), seconds in sums.items():
             pipe.hincrbyfloat(key, field, round(seconds, 6))
+        for key in {key for key, _ in counts}:
+            pipe.expire(key, HASH_TTL_S)
         try:
             pipe.execute()
         except redis.RedisError as exc:

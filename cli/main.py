@@ -157,12 +157,16 @@ def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
 
 @main.command("monitor")
 @click.option("--port", type=int, default=5555, show_default=True)
-def monitor_cmd(port: int) -> None:
-    """Run Flower, the Celery queue monitor."""
-    os.execvp(
-        sys.executable,
-        [sys.executable, "-m", "celery", "-A", "workers.main", "flower", f"--port={port}", "--address=127.0.0.1"],
-    )
+@click.option("--address", default="127.0.0.1", show_default=True, help="0.0.0.0 only inside a container")
+def monitor_cmd(port: int, address: str) -> None:
+    """Run Flower, the Celery queue monitor, behind basic auth (FLOWER_BASIC_AUTH=user:password)."""
+    from cli.monitor import flower_argv
+
+    try:
+        argv = flower_argv(port, address, os.environ.get("FLOWER_BASIC_AUTH"))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    os.execvp(argv[0], argv)
 
 
 # ------------------------------------------------------------------ keys

@@ -2,11 +2,11 @@
 
 Anyone may sign up and attach a webhook URL to a fence, so a URL is hostile until checked: it
 must not make the workers call loopback, private, link-local (cloud metadata at
-169.254.169.254 / fd00:ec2::254), shared (100.64/10), multicast, reserved or unspecified
-addresses, nor such an address wrapped in IPv6 (IPv4-mapped ``::ffff:a.b.c.d``, 6to4, Teredo,
-NAT64 ``64:ff9b::/96``). Only globally routable unicast addresses pass, plus the networks an
-operator allows explicitly (``WEBHOOK_ALLOWED_NETWORKS``, e.g. ``10.20.0.0/16`` for an
-internal receiver).
+169.254.169.254 / fd00:ec2::254), site-local (fec0::/10), shared (100.64/10), multicast, reserved
+or unspecified addresses, nor such an address wrapped in IPv6 (IPv4-mapped ``::ffff:a.b.c.d``,
+6to4, Teredo, NAT64 ``64:ff9b::/96``). Only globally routable unicast addresses pass, plus the
+networks an operator allows explicitly (``WEBHOOK_ALLOWED_NETWORKS``, e.g. ``10.20.0.0/16`` for
+an internal receiver).
 
 A name is resolved and *every* address it resolves to must pass (one bad address refuses the
 URL), at creation and again at delivery; the delivery then connects to the address checked,
@@ -83,6 +83,8 @@ def is_public(ip: IPAddress) -> bool:
         inner = embedded_ipv4(ip)
         if inner is not None and not is_public(inner):
             return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:
+        return False  # fec0::/10: deprecated (RFC 3879) but still routed inside some networks
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_unspecified or ip.is_loopback)
 
 

@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export REDIS_URL=$(bash scripts/ensure-redis.sh)
 for f in data/samples/monaco.osm.pbf data/samples/helsinki.osm.pbf; do meridian import "$f"; done
+# Flower (the queue monitor, 127.0.0.1 only) asks for these credentials: a new password per run.
+FLOWER_BASIC_AUTH=${FLOWER_BASIC_AUTH:-admin:$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+export FLOWER_BASIC_AUTH
 KEY=$(meridian keys create --account demo --plan standard --label "make run" 2>/dev/null)
 cat <<MSG
 
@@ -14,7 +17,7 @@ Meridian on http://localhost:$PORT  (Redis: $REDIS_URL)
   Swagger UI   http://localhost:$PORT/api
   OpenAPI      http://localhost:$PORT/api-json
   Health       http://localhost:$PORT/v1/health/ready
-  Queue monitor (Flower) http://127.0.0.1:5555
+  Queue monitor (Flower) http://127.0.0.1:5555  (user:password $FLOWER_BASIC_AUTH)
 
   API key (plan standard): $KEY
 

@@ -1,27 +1,37 @@
 """Outgoing mail of the portal (verification, password reset, e-mail change), sent by a Celery
 worker so that a slow or unreachable mail server never holds up a page.
 
-The web process queues ``meridian.send_mail`` on queue ``default`` with the finished message
-(recipient, subject, plain-text and HTML bodies); the task adds ``From`` (``MAIL_FROM``) and sends
-it through ``SMTP_URL`` (plain, STARTTLS or implicit TLS, optional login). Temporary failures
-(connection refused or dropped, timeouts, 4xx answers) are retried with exponential backoff and
-jitter up to :data:`MAX_RETRIES` times; a permanent 5xx refusal is logged and dropped. Logs name
-the recipient's domain only, never the body (it holds single-use links).
+The mails carry single-use links, and a Celery message is visible to whoever reads the broker or
+Flower. So the web process stores the finished message (recipient, subject, plain-text and HTML
+bodies) in Redis under a random id (``<ns>:mail:<id>``, expiring with the links after
+:data:`MAIL_TTL_S`) and queues ``meridian.send_mail`` on queue ``default`` with the id only. The
+task reads the message, adds ``From`` (``MAIL_FROM``), sends it through ``SMTP_URL`` (plain,
+STARTTLS or implicit TLS, optional login) and deletes it once it is delivered or refused for good.
+Temporary failures (connection refused or dropped, timeouts, 4xx answers, Redis unreachable) are
+retried with exponential backoff and jitter up to ``MERIDIAN_MAIL_MAX_RETRIES`` times (first delay
+``MERIDIAN_MAIL_BACKOFF_S``, read when the task runs); a permanent 5xx refusal is logged and
+dropped. Logs and task results name the recipient's domain only, never the body.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import secrets
 import smtplib
 import ssl
+from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
+import redis
 from celery import shared_task
 
+from accounts.tokens import MAX_AGE_S
 from config.portal import SmtpTarget, mail_settings
+from config.settings import _float, _int
 from queueing.protocol import DEFAULT_QUEUE, TaskSender
 from tasks import base
 
@@ -29,28 +39,53 @@ log = logging.getLogger("meridian.mail")
 
 TASK_NAME = "meridian.send_mail"
 QUEUE = DEFAULT_QUEUE
-MAX_RETRIES = int(os.environ.get("MERIDIAN_MAIL_MAX_RETRIES", "8"))
-BACKOFF_BASE_S = float(os.environ.get("MERIDIAN_MAIL_BACKOFF_S", "5.0"))
+MAIL_TTL_S = MAX_AGE_S  # a mail that waits longer carries dead links
 BACKOFF_CAP_S = 1800.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 8
+    backoff_base_s: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> RetryPolicy:
+        env = dict(os.environ if env is None else env)
+        return cls(
+            max_retries=_int(env, "MERIDIAN_MAIL_MAX_RETRIES", cls.max_retries, lo=0, hi=100),
+            backoff_base_s=_float(env, "MERIDIAN_MAIL_BACKOFF_S", cls.backoff_base_s, lo=0.0),
+        )
+
+    def backoff_s(self, retries: int) -> float:
+        return base.backoff_s(retries, self.backoff_base_s, BACKOFF_CAP_S)
+
+
+def mail_key(ns: str, mail_id: str) -> str:
+    return f"{ns}:mail:{mail_id}"
+
+
+def _domain(address: str) -> str:
+    return address.rpartition("@")[2]
 
 
 class TemporaryMailError(RuntimeError):
     """The server could not take the message now; try again later."""
 
 
-def enqueue(sender: TaskSender, mail: dict[str, str]) -> bool:
-    """Queue a finished message (``{to, subject, text, html}``) from the web process; False when
-    the broker cannot be reached (logged with the recipient's domain only)."""
+def enqueue(sender: TaskSender, client: redis.Redis, ns: str, mail: dict[str, str]) -> bool:
+    """Store a finished message (``{to, subject, text, html}``) and queue its id, from the web
+    process; False when Redis or the broker cannot be reached (logged with the recipient's domain
+    only)."""
+    mail_id = secrets.token_urlsafe(18)
+    key = mail_key(ns, mail_id)
     try:
-        sender.send_task(TASK_NAME, args=[mail], queue=QUEUE, retry=False, ignore_result=True)
-    except Exception as exc:  # noqa: BLE001 - whatever the broker client raises
-        log.warning("mail to @%s could not be queued: %s", mail["to"].rpartition("@")[2], type(exc).__name__)
+        client.set(key, json.dumps(mail), ex=MAIL_TTL_S)
+        sender.send_task(TASK_NAME, args=[mail_id], queue=QUEUE, retry=False, ignore_result=True)
+    except Exception as exc:  # noqa: BLE001 - whatever the Redis or broker client raises
+        log.warning("mail to @%s could not be queued: %s", _domain(mail["to"]), type(exc).__name__)
+        _forget(client, key)
         return False
     return True
-
-
-def backoff_s(retries: int) -> float:
-    return base.backoff_s(retries, BACKOFF_BASE_S, BACKOFF_CAP_S)
 
 
 def build_message(mail: dict[str, str], sender: str) -> EmailMessage:
@@ -94,26 +129,59 @@ def deliver(msg: EmailMessage, target: SmtpTarget) -> None:
         raise TemporaryMailError(f"{type(exc).__name__}: {exc}") from None
 
 
-@shared_task(name=TASK_NAME, bind=True, acks_late=True, max_retries=MAX_RETRIES, ignore_result=True)
-def send_mail(self: Any, mail: dict[str, str]) -> dict[str, Any]:
-    """``mail``: ``{to, subject, text, html}``."""
+@shared_task(name=TASK_NAME, bind=True, acks_late=True, ignore_result=True)
+def send_mail(self: Any, mail_id: str) -> dict[str, Any]:
+    """``mail_id``: the id :func:`enqueue` stored the message under."""
+    policy = RetryPolicy.from_env()
+    client = base.redis_client()
+    key = mail_key(base.settings().service_name, mail_id)
+    try:
+        raw = client.get(key)
+    except redis.RedisError as exc:
+        raise _retry(self, policy, f"mail not read from Redis ({type(exc).__name__})") from None
+    if raw is None:
+        log.warning("mail %s... is gone (expired, or sent before a redelivery)", mail_id[:6])
+        return {"sent": False, "error": "expired"}
+    mail: dict[str, str] = json.loads(raw)
     target, sender = mail_settings()
-    domain = mail["to"].rpartition("@")[2]
+    domain = _domain(mail["to"])
     try:
         deliver(build_message(mail, sender), target)
     except TemporaryMailError as exc:
-        delay = backoff_s(self.request.retries)
-        log.warning(
-            "mail to @%s not sent (%s); retry %d/%d in %.0f s",
-            domain,
-            exc,
-            self.request.retries + 1,
-            MAX_RETRIES,
-            delay,
-        )
-        raise self.retry(countdown=delay, exc=exc) from None
+        if self.request.retries >= policy.max_retries:
+            log.error("mail to @%s not sent after %d retries: %s", domain, policy.max_retries, exc)
+            _forget(client, key)
+            return {"sent": False, "error": "retries exhausted"}
+        raise _retry(self, policy, f"mail to @{domain} not sent ({exc})") from None
     except (smtplib.SMTPException, ValueError) as exc:
-        log.error("mail to @%s refused permanently: %s", domain, exc)
-        return {"sent": False, "error": str(exc)[:200]}
+        reason = _refusal(exc)
+        log.error("mail to @%s refused permanently: %s", domain, reason)
+        _forget(client, key)
+        return {"sent": False, "error": reason}
+    _forget(client, key)
     log.info("mail to @%s sent (%s)", domain, mail["subject"])
     return {"sent": True}
+
+
+def _retry(task: Any, policy: RetryPolicy, problem: str) -> BaseException:
+    """The task's retry with backoff (Celery's ``Retry``, which ``task.retry`` raises)."""
+    delay = policy.backoff_s(task.request.retries)
+    log.warning("%s; retry %d/%d in %.0f s", problem, task.request.retries + 1, policy.max_retries, delay)
+    retry: BaseException = task.retry(countdown=delay, max_retries=policy.max_retries)
+    return retry
+
+
+def _refusal(exc: Exception) -> str:
+    """Why a server refused, without the addresses (``SMTPRecipientsRefused`` holds them)."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return f"recipient refused ({sorted({code for code, _ in exc.recipients.values()})})"
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return f"server answered {exc.smtp_code}"
+    return type(exc).__name__
+
+
+def _forget(client: redis.Redis, key: str) -> None:
+    try:
+        client.delete(key)
+    except redis.RedisError as exc:
+        log.debug("mail %s left to expire: %s", key.rpartition(":")[2][:6], type(exc).__name__)

@@ -1,8 +1,9 @@
 """Worker metrics, kept in Redis so the web's ``/metrics`` (``app/metrics.py``) can read them (the
 layout is ``queueing/metrics.py``): task run time and state from ``task_prerun``/``task_postrun`` in
 the pool process, failures per task and exception type (``task_failure``), and a heartbeat per
-worker written by its main process. Recording never fails a task: a Redis error is logged at
-debug level and dropped.
+worker written by its main process. Labels come from bounded sets: the registered task's name, a
+queue of ``QUEUES`` (``other`` for any other routing key), Celery's states, exception class names.
+Recording never fails a task: a Redis error is logged at debug level and dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from typing import Any
 import redis
 from celery import signals
 
-from queueing.metrics import HEARTBEAT_S, TASK_BUCKETS, failure_field, observe, tasks_key, workers_key
+from queueing.metrics import (
+    HASH_TTL_S,
+    HEARTBEAT_S,
+    TASK_BUCKETS,
+    failure_field,
+    observe,
+    tasks_key,
+    workers_key,
+)
+from queueing.protocol import QUEUES
 from tasks.base import redis_client, settings
 
 log = logging.getLogger("meridian.metrics")
@@ -30,8 +40,10 @@ def _ns() -> str:
 
 
 def _queue(task: Any) -> str:
+    """The queue label: one of ``QUEUES`` or ``other`` (a producer chooses the routing key)."""
     info = getattr(task.request, "delivery_info", None) or {}
-    return str(info.get("routing_key") or "unknown")
+    queue = str(info.get("routing_key") or "")
+    return queue if queue in QUEUES else "other"
 
 
 @signals.task_prerun.connect
@@ -58,7 +70,10 @@ def _on_postrun(task_id: str | None = None, task: Any = None, state: str | None 
 def _on_failure(sender: Any = None, exception: BaseException | None = None, **_kw: Any) -> None:
     try:
         name = getattr(sender, "name", "unknown")
-        redis_client().hincrby(tasks_key(_ns()), failure_field(name, type(exception).__name__), 1)
+        pipe = redis_client().pipeline(transaction=False)
+        pipe.hincrby(tasks_key(_ns()), failure_field(name, type(exception).__name__), 1)
+        pipe.expire(tasks_key(_ns()), HASH_TTL_S)
+        pipe.execute()
     except Exception as exc:
         log.debug("task failure not recorded: %s", exc)
 

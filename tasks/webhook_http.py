@@ -6,12 +6,15 @@
 - No redirect is followed: a 3xx is an answer like any other non-2xx (retried, then failed).
 - At most ``RESPONSE_READ_LIMIT`` bytes of the answer are read; the status is what counts.
 - No proxy from the environment, no retries here (the task retries with backoff).
+- A URL's query string may carry the receiver's secret (``?token=...``): logs and recorded errors
+  get :func:`loggable` (scheme, host, port and path) only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 import certifi
 import urllib3
@@ -32,6 +35,18 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+def loggable(url: str) -> str:
+    """``url`` without its query string, fragment and credentials: what logs may show."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<invalid URL>"
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
 def _pool(scheme: str, address: str, port: int, host: str) -> urllib3.HTTPConnectionPool:
@@ -81,7 +96,11 @@ def post(
             resp.release_conn()
         status = resp.status
     except urllib3.exceptions.HTTPError as exc:
-        return Outcome(None, f"{type(exc).__name__}: {exc}"[:500])
+        reason = f"{type(exc).__name__}: {exc}"
+        path, _, query = dest.target.partition("?")
+        if query:  # never the query string, should urllib3's message name the target
+            reason = reason.replace(dest.target, path)
+        return Outcome(None, reason[:500])
     finally:
         pool.close()
     return Outcome(status, None if 200 <= status < 300 else f"HTTP {status}")

@@ -123,7 +123,13 @@ def deliver(self: Task[Any, Any], message: dict[str, Any]) -> dict[str, Any]:
     if ok:
         return {"ok": True, "attempt": attempt}
     if final:
-        log.warning("webhook %s to %s failed after %d attempts: %s", event.delivery_id, event.url, attempt, error)
+        log.warning(
+            "webhook %s to %s failed after %d attempts: %s",
+            event.delivery_id,
+            webhook_http.loggable(event.url),
+            attempt,
+            error,
+        )
         return {"ok": False, "attempt": attempt, "error": error}
     countdown = backoff_s(self.request.retries)
     log.info("webhook %s attempt %d failed (%s); retry in %.1f s", event.delivery_id, attempt, error, countdown)

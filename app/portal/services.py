@@ -15,6 +15,7 @@ from accounts.store import AccountStore
 from accounts.tokens import TokenSigner
 from accounts.users import UserDirectory
 from app.portal.ratelimit import RateLimiter
+from app.runtime import runtime
 from config.portal import PortalSettings
 from tasks.mail import enqueue
 
@@ -32,9 +33,11 @@ class Portal:
     celery: Celery
 
     def queue_mail(self, mail: dict[str, str]) -> bool:
-        """Hand a finished message to the mail worker; False when the queue is unreachable
-        (the page then says so, and the user can ask again)."""
-        return enqueue(self.celery, mail)
+        """Hand a finished message to the mail worker (stored in Redis, its id queued: the links
+        never travel in a Celery message, ``tasks/mail.py``); False when Redis or the queue is
+        unreachable (the page then says so, and the user can ask again)."""
+        rt = runtime()
+        return enqueue(self.celery, rt.redis, rt.settings.service_name, mail)
 
 
 def portal() -> Portal:

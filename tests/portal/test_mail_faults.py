@@ -12,7 +12,7 @@ import pytest
 from cli.mailcatcher import start
 from config.portal import PortalSettings, parse_smtp_url
 from config.settings import ConfigError
-from tasks.mail import TemporaryMailError, build_message, deliver
+from tasks.mail import TemporaryMailError, build_message, deliver, enqueue, mail_key
 from tests.fixtures_live import free_port, redis_url_db, stop, wait_worker
 from tests.portal.conftest import SECRET, Mailbox, start_portal_worker
 from tests.portal.test_pages import found
@@ -126,7 +126,8 @@ def test_mail_queued_while_the_server_is_down_arrives_after_it_comes_up(settings
     controller = None
     try:
         wait_worker(local, proc)
-        make_celery(local).send_task("meridian.send_mail", args=[_mail("late@example.com")], queue="default")
+        client = redis.Redis.from_url(local.redis_url)
+        assert enqueue(make_celery(local), client, local.service_name, _mail("late@example.com"))
         log = tmp_path / "worker.log"
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "retry 1/" not in log.read_text():
@@ -135,6 +136,10 @@ def test_mail_queued_while_the_server_is_down_arrives_after_it_comes_up(settings
         assert "late@example.com" not in log.read_text()  # logs name the domain only
         controller = start(tmp_path / "mail", "127.0.0.1", port)
         Mailbox(tmp_path / "mail").wait("late@example.com", timeout=30)
+        deadline = time.monotonic() + 10
+        while client.keys(mail_key(local.service_name, "*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not client.keys(mail_key(local.service_name, "*"))  # delivered: forgotten
     finally:
         if controller is not None:
             controller.stop()

@@ -25,6 +25,8 @@ BLOCKED = {
     "link-local / AWS+GCP+Azure metadata": "169.254.169.254",
     "link-local v6": "[fe80::1]",
     "unique-local v6 / AWS metadata v6": "[fd00:ec2::254]",
+    "site-local v6 (deprecated, fec0::/10)": "[fec0::1]",
+    "site-local v6, top of fec0::/10": "[feff:ffff::1]",
     "multicast v4": "224.0.0.1",
     "multicast v6": "[ff02::1]",
     "reserved 240/4": "240.0.0.1",

@@ -109,3 +109,34 @@ def test_line_written_later_carries_the_time_of_the_answer(capture):
     answered = calendar.timegm((2026, 11, 25, 10, 30, 15, 0, 0, 0)) + 0.25
     logs.request_line(logger, method="GET", path="/v1/routing", status=200, created=answered, **FIELDS)
     assert json.loads(stream.getvalue())["ts"] == "2026-11-25T10:30:15.250Z"
+
+
+FORGED = "2026-01-01 00:00:00,000 INFO meridian.request: GET /v1/admin 200 status=200"
+
+
+def test_text_line_escapes_control_characters_of_every_field(capture):
+    """Log injection: a path with ``%0a`` (decoded to a line feed), a carriage return, an ANSI
+    escape and a Unicode line separator stays on its one line; fields cannot be forged."""
+    logger, handler, stream = capture
+    handler.setFormatter(logs.TextFormatter())
+    path = f"/v1/x\n{FORGED}\r\x1b[2J\u2028end"
+    logs.request_line(logger, method="GET", path=path, status=404, request_id="rid-1", key_prefix="a b=c")
+    text = stream.getvalue()
+    assert text.endswith("\n") and text.count("\n") == 1 and "\r" not in text and "\x1b" not in text
+    assert "\u2028" not in text
+    line = text.rstrip("\n")
+    assert f"GET /v1/x\\n{FORGED}\\r\\x1b[2J\\u2028end 404 " in line
+    assert 'key_prefix="a b=c"' in line  # a value with a space or '=' is quoted
+    assert f'path="/v1/x\\n{FORGED}\\r\\x1b[2J\\u2028end"' in line
+
+
+def test_text_traceback_lines_are_indented(capture):
+    logger, handler, stream = capture
+    handler.setFormatter(logs.TextFormatter())
+    try:
+        raise ValueError(f"bad\n{FORGED}")
+    except ValueError:
+        logger.exception("failed")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].endswith("failed") and len(lines) > 2
+    assert all(line.startswith("  ") for line in lines[1:]), lines

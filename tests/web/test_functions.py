@@ -152,7 +152,7 @@ def test_etag_and_304(client, api_key):
     path = "/v1/reverse-geocoding?lat=60.1675&lng=24.9427"
     first = client.get(path, headers={"X-API-Key": api_key})
     etag = first.headers["ETag"]
-    assert first.headers["Cache-Control"].startswith("public, max-age=")
+    assert first.headers["Cache-Control"].startswith("private, max-age=")
     again = client.get(path, headers={"X-API-Key": api_key, "If-None-Match": etag})
     assert again.status_code == 304 and again.data == b""
     other = client.get(path + "&radius=50", headers={"X-API-Key": api_key})

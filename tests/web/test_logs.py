@@ -68,3 +68,30 @@ def test_gunicorn_writes_the_line_after_the_answer_from_its_background_thread(se
         assert int(before) - 0.001 <= stamp <= answered + 0.001  # the answer's time, not the write's
     finally:
         stop(proc)
+
+
+@pytest.mark.integration
+def test_text_log_line_cannot_be_forged_through_the_path(settings, tmp_path):
+    """A ``%0a`` in the path decodes to a line feed: with LOG_FORMAT=text it is written escaped,
+    so a client cannot add a line of its own to the log."""
+    log_path = tmp_path / "gunicorn.log"
+    port = free_port()
+    proc = start_gunicorn(settings, port, log_path, workers=1, LOG_FORMAT="text")
+    forged = "2026-01-01 00:00:00,000 INFO meridian.request: GET /v1/admin 200"
+    try:
+        resp = requests.get(
+            f"http://127.0.0.1:{port}/nowhere%0a{forged.replace(' ', '%20')}%0d%1b[2J",
+            headers={"X-Request-Id": "forged-1"},
+            timeout=10,
+        )
+        assert resp.status_code == 404
+        deadline = time.monotonic() + 5
+        lines: list[str] = []
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+            lines = [line for line in log_path.read_text().splitlines() if "forged-1" in line]
+        assert len(lines) == 1, log_path.read_text()[-2000:]
+        assert f"GET /nowhere\\n{forged}\\r\\x1b[2J 404" in lines[0]
+        assert not [line for line in log_path.read_text().splitlines() if line.startswith(forged)]
+    finally:
+        stop(proc)

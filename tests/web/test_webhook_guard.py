@@ -33,6 +33,7 @@ def circle(url: str) -> dict:
         "http://[::1]:3000/metrics",
         "http://169.254.169.254/latest/meta-data/iam/",
         "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://[fec0::1]/h",  # deprecated site-local fec0::/10 (still routed inside some networks)
         "http://10.0.0.5/h",
         "http://192.168.0.1/h",
         "http://[::ffff:127.0.0.1]:6379/",
