@@ -109,6 +109,7 @@ def _reliability_values(env: dict) -> dict:
             for name in sorted(env)
             if name.startswith("QUEUE_MAX_DEPTH_")
         ),
+        geofence_cache_vertices=_int(env, "GEOFENCE_CACHE_VERTICES", 2_000_000, 0),
     )
 
 
@@ -148,6 +149,9 @@ class Settings:
     body_json_max_depth: int = 64  # deeper JSON bodies -> 400 body
     queue_max_depth: int = 200  # tasks waiting per heavy queue before 503 (app/backpressure.py); 0 = unbounded
     queue_max_depths: tuple[tuple[str, int], ...] = ()  # per-queue overrides (QUEUE_MAX_DEPTH_<QUEUE>)
+    # boundary vertices of all accounts' fence indexes one process keeps (least recently used
+    # dropped beyond; engine/geofence/registry.py); 0 = no bound. ~40 bytes each.
+    geofence_cache_vertices: int = 2_000_000
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:

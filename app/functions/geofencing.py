@@ -82,6 +82,7 @@ def _build_service(rt: Runtime) -> FenceService:
         functools.partial(webhooks.enqueue, rt.celery),
         prefix=f"{rt.settings.service_name}:geofence:",
         limits=rt.settings.limits,
+        cache_vertices=rt.settings.geofence_cache_vertices,
     )
 
 
