@@ -266,6 +266,19 @@ class FenceIndex:
         return inside, dist
 
 
+def warm_up() -> None:
+    """Load the numba kernel of the distances (from numba's on-disk cache, compiled on a miss)
+    with a tiny index holding a small and a large fence, so a process's first check does not
+    pay for it."""
+    ring = [(24.94 + 0.01 * np.cos(a), 60.17 + 0.005 * np.sin(a)) for a in np.linspace(0, 2 * np.pi, 600)]
+    ring[-1] = ring[0]
+    fences = [
+        Fence("large", "polygon", geometry=shapely.Polygon(ring)),
+        Fence("small", "polygon", geometry=shapely.box(24.93, 60.16, 24.95, 60.18)),
+    ]
+    FenceIndex(fences).check(60.17, 24.94)
+
+
 def _near_box(lat: float, lng: float, metres: float):
     """A lon/lat box around the point, at least ``metres`` in every direction."""
     return shapely.box(*circle_bbox(lat, lng, max(metres, 0.0) + 1.0))

@@ -447,3 +447,9 @@ def test_index_shared_between_threads():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda p: index.containing(*p), pts))
     assert got == expected
+
+
+def test_warm_up_loads_the_distance_kernel():
+    from engine.geofence.index import warm_up
+
+    warm_up()  # what a web worker runs at start (config/gunicorn.py): must not raise
