@@ -5,8 +5,9 @@ Tables:
 
 * ``geofences`` -- one fence: its id (``gf_<16 hex>``), owning account, the key that created it
   (its API Secret signs the webhooks), kind, name, the canonical body (``Fence.to_body()``; an
-  admin-area fence stores its *resolved* geometry, so a reload never needs the dataset) and an
-  optional webhook URL.
+  admin-area fence stores its *resolved* geometry, so a reload never needs the dataset; the body
+  also carries ``vertices``, the count the per-account cap adds up in SQL) and an optional
+  webhook URL.
 * ``geofence_events`` -- one enter/exit transition to deliver to a fence's webhook: the delivery
   id (the idempotency key sent as ``X-Meridian-Delivery``, unique), the exact JSON body sent,
   its status (``pending`` -> ``delivered`` | ``failed``) and the number of attempts.
@@ -38,12 +39,13 @@ from sqlalchemy import (
     delete,
     func,
     select,
+    update,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from accounts.models import ApiKey, Base, utcnow
+from accounts.models import Account, ApiKey, Base, Plan, utcnow
 from engine.errors import InvalidParameter
 from engine.geofence.model import Fence, parse_fence
 
@@ -188,14 +190,53 @@ def new_fence_id() -> str:
 
 
 def stored_body(fence: Fence) -> dict[str, Any]:
-    """What is stored for a fence: its canonical body; admin areas as their resolved polygon."""
+    """What is stored for a fence: its canonical body (admin areas as their resolved polygon) and,
+    for polygons, ``vertices`` (``parse_fence`` ignores it)."""
+    body: dict[str, Any]
     if fence.kind == "admin" and fence.geometry is not None:
-        return {
+        body = {
             "type": "Feature",
             "geometry": mapping(fence.geometry),
             "properties": {"name": fence.name, "metadata": dict(fence.metadata)},
         }
-    return fence.to_body()
+    else:
+        body = fence.to_body()
+    if fence.geometry is not None:
+        body[VERTICES] = fence.vertices
+    return body
+
+
+VERTICES = "vertices"  # key of a stored polygon body: its number of positions
+
+
+def body_vertices(body: dict[str, Any]) -> int:
+    """Positions of a stored body's Polygon/MultiPolygon geometry (0 for a circle)."""
+    geometry = body.get("geometry") or {}
+    coords = geometry.get("coordinates") or []
+    polygons = coords if geometry.get("type") == "MultiPolygon" else [coords]
+    return sum(len(ring) for polygon in polygons for ring in polygon)
+
+
+def _vertex_cap(s: Session, account_id: int, key_id: int | None) -> int:
+    """``max_fence_vertices`` of the plan of the key making the fence (of the account's own plan
+    without a key); 0: no cap."""
+    if key_id is not None:
+        plan = select(ApiKey.plan_id).where(ApiKey.id == key_id).scalar_subquery()
+    else:
+        plan = select(Account.plan_id).where(Account.id == account_id).scalar_subquery()
+    return int(s.scalar(select(Plan.max_fence_vertices).where(Plan.id == plan)) or 0)
+
+
+def _account_vertices(s: Session, account_id: int) -> int:
+    """Vertices of all the account's fences, summed in SQL from the bodies' ``vertices``; bodies
+    stored without it (before the cap) are counted once here and written back."""
+    count = FenceRow.body[VERTICES].as_integer()
+    mine = FenceRow.account_id == account_id
+    for fence_id, body in s.execute(
+        select(FenceRow.id, FenceRow.body).where(mine, FenceRow.kind != "circle", count.is_(None))
+    ):
+        s.execute(update(FenceRow).where(FenceRow.id == fence_id).values(body={**body, VERTICES: body_vertices(body)}))
+    return int(s.scalar(select(func.coalesce(func.sum(count), 0)).where(mine)) or 0)
 
 
 class FenceStore:
@@ -224,13 +265,28 @@ class FenceStore:
         max_fences: int,
     ) -> FenceRecord:
         """Store a validated fence for the account; InvalidParameter when the account already has
-        ``max_fences`` fences."""
+        ``max_fences`` fences, or when its fences would have more vertices together than the
+        ``max_fence_vertices`` of the plan of the key (``key_id``; without one, the account's plan).
+
+        The counts and the insert are one transaction that starts by writing the account's row:
+        concurrent creates for one account take turns (a row lock on PostgreSQL, the write lock on
+        SQLite), so they cannot both pass the check and together exceed a cap."""
         with self._session() as s, s.begin():
+            s.execute(update(Account).where(Account.id == account_id).values(name=Account.name))
             count = s.scalar(select(func.count()).select_from(FenceRow).where(FenceRow.account_id == account_id))
             if (count or 0) >= max_fences:
                 raise InvalidParameter(
                     f"too many fences: the account already has the maximum of {max_fences}; delete some first"
                 )
+            cap = _vertex_cap(s, account_id, key_id)
+            if cap and fence.vertices:
+                total = _account_vertices(s, account_id) + fence.vertices
+                if total > cap:
+                    raise InvalidParameter(
+                        f"too many vertices: the account's fences would have {total} vertices together, over the "
+                        f"plan's maximum of {cap} (max_fence_vertices); simplify the geometry or delete fences first",
+                        parameter="osm_id" if fence.kind == "admin" else "geometry",
+                    )
             row = FenceRow(
                 id=new_fence_id(),
                 account_id=account_id,

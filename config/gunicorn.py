@@ -39,11 +39,14 @@ def post_worker_init(worker: Any) -> None:
     import gc
     import threading
 
+    from engine.geofence.index import warm_up as geofence_warm_up
+
     app = worker.wsgi
     registry = app.extensions["meridian"].datasets
 
     def warm() -> None:
         registry.warm()
+        geofence_warm_up()
         gc.collect()
         gc.freeze()
 

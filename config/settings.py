@@ -128,6 +128,7 @@ def _reliability_values(env: dict) -> dict:
             for name in sorted(env)
             if name.startswith("QUEUE_MAX_DEPTH_")
         ),
+        geofence_cache_vertices=_int(env, "GEOFENCE_CACHE_VERTICES", 2_000_000, 0),
     )
 
 
@@ -175,6 +176,9 @@ class Settings:
     bind_host: str = "127.0.0.1"  # BIND_HOST: the address `meridian serve` listens on; 0.0.0.0 in containers
     header_read_timeout_s: float = 10.0  # a request's head must arrive within this (config/request_gate.py), else 408
     trusted_proxy_hops: int = 0  # TRUSTED_PROXY_HOPS: proxies in front whose X-Forwarded-For is believed
+    # boundary vertices of all accounts' fence indexes one process keeps (least recently used
+    # dropped beyond; engine/geofence/registry.py); 0 = no bound. ~40 bytes each.
+    geofence_cache_vertices: int = 2_000_000
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:

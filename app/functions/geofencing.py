@@ -82,6 +82,7 @@ def _build_service(rt: Runtime) -> FenceService:
         functools.partial(webhooks.enqueue, rt.celery),
         prefix=f"{rt.settings.service_name}:geofence:",
         limits=rt.settings.limits,
+        cache_vertices=rt.settings.geofence_cache_vertices,
     )
 
 
@@ -586,7 +587,9 @@ class FencesView(MethodView):
             'of the datasets `{"type": "admin", "osm_id": N}` (its geometry is stored). Optional `webhook_url`. '
             "400 names the reason: unclosed or self-intersecting ring, too few positions, coordinates out of range, "
             f"radius <= 0 or over {LIMITS.geofence_max_radius_m:g} m, more than {LIMITS.geofence_max_vertices} "
-            f"vertices, more than {LIMITS.geofence_max_per_account} fences per account. Visible to every check "
+            f"vertices, more than {LIMITS.geofence_max_per_account} fences per account, more vertices in all the "
+            "account's fences together than the plan allows (`max_fence_vertices`; a circle counts none). "
+            "Visible to every check "
             "within a second.\n\n" + SIGNATURE_DOC
         ),
     )

@@ -2,12 +2,13 @@
 
 Built once from a list of :class:`~engine.geofence.model.Fence` (typically the fences of one
 account; see :class:`~engine.geofence.registry.FenceIndexCache` for one lazily built index per
-account) and then read-only, safe to share between threads.
+account) and then read-only, safe to share between threads: everything GEOS would build lazily
+is built in the constructor, and no prepared geometry is kept (see ``_build_lazy_parts``).
 
 * A shapely 2 ``STRtree`` holds every fence: polygons by their lon/lat geometry, circles by a
   lon/lat box that surely contains them. The tree only pre-selects by bounding box.
-* Polygons are then tested with prepared geometries (``shapely.prepare``), circles exactly by
-  WGS84 geodesic distance to their centre (``pyproj.Geod``).
+* Polygons are then tested with GEOS ``intersects`` on their plain geometry (the candidates of
+  the tree only), circles exactly by WGS84 geodesic distance to their centre (``pyproj.Geod``).
 
 Conventions (the API documents them as is):
 
@@ -91,23 +92,36 @@ class FenceIndex:
         tree_geoms = np.empty(n, dtype=object)
         for i, f in enumerate(self._fences):
             tree_geoms[i] = shapely.box(*circle_bbox(*f.center, f.radius)) if f.is_circle else f.geometry  # type: ignore[call-arg, misc]
-        shapely.prepare(tree_geoms)
         self._geoms = tree_geoms
         self._poly_pos = np.flatnonzero(~self._is_circle)
-        if len(self._poly_pos):
-            # GEOS builds a prepared polygon's point locator lazily on first use; build them all
-            # now so that threads sharing the index never race on that first use.
-            polys = tree_geoms[self._poly_pos]
-            shapely.intersects(polys, shapely.centroid(shapely.envelope(polys)))
         self._frame_row = np.full(n, -1, dtype=np.int64)
         self._frame_row[self._poly_pos] = np.arange(len(self._poly_pos))
         self._frames = Frames(tree_geoms[self._poly_pos])
         self._tree = STRtree(tree_geoms) if n else None
+        self._build_lazy_parts()
         raw = getattr(self._tree, "_tree", None)
         if raw is not None and hasattr(raw, "query"):
             self._query1 = lambda pt: raw.query(pt, 0)[1]
         else:  # pragma: no cover - future shapely without the private tree
             self._query1 = lambda pt: self._tree.query(pt[0])  # type: ignore[union-attr]
+
+    def _build_lazy_parts(self) -> None:
+        """Build the STRtree's nodes now (GEOS builds them on the first query, without a lock),
+        before the index is shared between threads; afterwards queries only read it.
+
+        Polygons are deliberately not prepared (``shapely.prepare``): a prepared polygon's
+        indexes are built on first use and even once built, concurrent ``intersects`` calls on
+        one prepared polygon corrupt the heap (GEOS 3.14, libgeos/geos#825; reproduced by
+        tests/engine/geofence_stress.py). Plain geometries are only read by GEOS, so threads may
+        share them; distances never touch GEOS (``Frames`` is numpy arrays)."""
+        if self._tree is not None:
+            self._tree.query(self._geoms[:1])
+
+    @property
+    def vertices(self) -> int:
+        """Boundary vertices held by the index (polygons; a circle counts as one): what the
+        per-process cache weighs it by."""
+        return self._frames.vertex_count + int(self._is_circle.sum())
 
     # --- collection -------------------------------------------------------------------------
 
@@ -250,6 +264,19 @@ class FenceIndex:
             inside[circ] = dist[circ] <= radius
             dist[circ] = np.abs(dist[circ] - radius)
         return inside, dist
+
+
+def warm_up() -> None:
+    """Load the numba kernel of the distances (from numba's on-disk cache, compiled on a miss)
+    with a tiny index holding a small and a large fence, so a process's first check does not
+    pay for it."""
+    ring = [(24.94 + 0.01 * np.cos(a), 60.17 + 0.005 * np.sin(a)) for a in np.linspace(0, 2 * np.pi, 600)]
+    ring[-1] = ring[0]
+    fences = [
+        Fence("large", "polygon", geometry=shapely.Polygon(ring)),
+        Fence("small", "polygon", geometry=shapely.box(24.93, 60.16, 24.95, 60.18)),
+    ]
+    FenceIndex(fences).check(60.17, 24.94)
 
 
 def _near_box(lat: float, lng: float, metres: float):

@@ -60,6 +60,12 @@ class Fence:
     def is_circle(self) -> bool:
         return self.kind == "circle"
 
+    @property
+    def vertices(self) -> int:
+        """Positions of the geometry (every ring, closing positions included); 0 for a circle.
+        What the per-account cap (``plans.max_fence_vertices``) counts."""
+        return 0 if self.geometry is None else int(shapely.get_num_coordinates(self.geometry))
+
     def to_body(self) -> dict[str, Any]:
         """The canonical body: ``parse_fence(fence.to_body())`` gives the same fence back
         (admin areas are re-resolved, so store the resolved geometry if the dataset may change)."""

@@ -43,14 +43,16 @@ class RedisFenceVersions:
 
 
 class _Entry:
-    __slots__ = ("version", "index", "checked_at")
+    __slots__ = ("version", "index", "checked_at", "vertices")
 
     def __init__(self, version: Any, index: FenceIndex, checked_at: float) -> None:
         self.version, self.index, self.checked_at = version, index, checked_at
+        self.vertices = index.vertices
 
 
 class FenceIndexCache:
-    """Thread-safe cache of per-account indexes (least recently used beyond ``max_accounts``)."""
+    """Thread-safe cache of per-account indexes (least recently used dropped beyond ``max_accounts``
+    indexes or ``max_vertices`` vertices in all, 0: no bound on vertices)."""
 
     def __init__(
         self,
@@ -59,12 +61,15 @@ class FenceIndexCache:
         *,
         check_interval_s: float = 0.5,
         max_accounts: int = 1024,
+        max_vertices: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._load = load
         self._version = version or (lambda account_id: 0)
         self._interval = check_interval_s
         self._max = max_accounts
+        self._max_vertices = max_vertices
+        self._vertices = 0  # of every cached index
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
@@ -106,19 +111,37 @@ class FenceIndexCache:
                 return entry.index
             index = FenceIndex(self._load(account_id))
             with self._lock:
-                self._entries[account_id] = _Entry(version, index, self._clock())
-                self._entries.move_to_end(account_id)
-                while len(self._entries) > self._max:
-                    old, _ = self._entries.popitem(last=False)
-                    self._build_locks.pop(old, None)
+                self._drop(account_id)
+                new = self._entries[account_id] = _Entry(version, index, self._clock())
+                self._vertices += new.vertices
+                while len(self._entries) > 1 and (
+                    len(self._entries) > self._max or 0 < self._max_vertices < self._vertices
+                ):
+                    self._drop(next(iter(self._entries)), build_lock=True)
             return index
         finally:
             build_lock.release()
 
+    @property
+    def vertices(self) -> int:
+        """Boundary vertices of every cached index together."""
+        return self._vertices
+
+    def cached(self) -> list[str]:
+        """Accounts whose index is cached, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
     def invalidate(self, account_id: str | None = None) -> None:
         """Drop one account's index (or all): the next ``get`` rebuilds it."""
         with self._lock:
-            if account_id is None:
-                self._entries.clear()
-            else:
-                self._entries.pop(str(account_id), None)
+            for account in list(self._entries) if account_id is None else [str(account_id)]:
+                self._drop(account)
+
+    def _drop(self, account_id: str, *, build_lock: bool = False) -> None:
+        """Forget an account's index (and its build lock when evicted); call with ``_lock`` held."""
+        entry = self._entries.pop(account_id, None)
+        if entry is not None:
+            self._vertices -= entry.vertices
+        if build_lock:
+            self._build_locks.pop(account_id, None)

@@ -239,6 +239,7 @@ class FenceService:
         *,
         prefix: str,
         limits: Limits = DEFAULT_LIMITS,
+        cache_vertices: int = 0,
     ) -> None:
         self.store = store
         self.redis = client
@@ -247,7 +248,10 @@ class FenceService:
         self.prefix = prefix
         self.limits = limits
         self.versions = RedisFenceVersions(client, prefix=prefix)
-        self.cache = FenceIndexCache(self._load, self.versions.get, check_interval_s=REFRESH_S)
+        # at most ``cache_vertices`` boundary vertices of all accounts' indexes in this process (0: no bound)
+        self.cache = FenceIndexCache(
+            self._load, self.versions.get, check_interval_s=REFRESH_S, max_vertices=cache_vertices
+        )
         self.hooks: dict[str, dict[str, str]] = {}  # account -> fence id -> webhook URL
         self._transitions: dict[str, DeviceTransitions] = {}
 

@@ -404,8 +404,8 @@ def test_service_result_shape_and_errors(yard):
 
 
 def test_large_fence_distance_and_mixed_subset():
-    """A fence over the segment-array limit (an admin-like wavy outline of 3000 vertices) takes
-    the shapely path; mixed with small fences the answers still match brute force."""
+    """A fence over the segment-array limit (an admin-like wavy outline of 3000 vertices) is
+    measured on its chunks; mixed with small fences the answers still match brute force."""
     ang = np.linspace(0, 2 * np.pi, 3000, endpoint=False)
     r = 0.01 * (1 + 0.05 * np.sin(ang * 40))
     outline = np.c_[24.94 + 2 * r * np.cos(ang), 60.17 + r * np.sin(ang)].tolist()
@@ -447,3 +447,9 @@ def test_index_shared_between_threads():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda p: index.containing(*p), pts))
     assert got == expected
+
+
+def test_warm_up_loads_the_distance_kernel():
+    from engine.geofence.index import warm_up
+
+    warm_up()  # what a web worker runs at start (config/gunicorn.py): must not raise

@@ -252,6 +252,29 @@ def test_too_many_vertices_400(client, key):
     assert err["parameter"] == "geometry" and "too many vertices" in err["message"]
 
 
+def test_vertices_of_the_account_over_the_plan_cap_400(client, store):
+    """Issue 26, finding 5: a plan caps the vertices of all of an account's fences together."""
+    plan = f"geocap-{uuid.uuid4().hex[:8]}"
+    store.set_plan(plan, services=["*"], max_fence_vertices=1_000)
+    key = store.create_key(f"geofence-cap-{uuid.uuid4().hex[:8]}", plan)
+
+    def body(n):
+        ring_ = [
+            [7.42 + 0.001 * math.cos(2 * math.pi * i / n), 43.73 + 0.001 * math.sin(2 * math.pi * i / n)]
+            for i in range(n)
+        ]
+        return {"type": "Polygon", "coordinates": [ring_ + [ring_[0]]]}
+
+    create(client, key, body(599))
+    err = error(client.post("/v1/geofences", json=body(599), headers=h(key)))
+    assert err["parameter"] == "geometry"
+    assert "maximum of 1000" in err["message"] and "max_fence_vertices" in err["message"]
+    resp = core(client, key, cmd="geofence_create", fence=json.dumps(body(599)))
+    assert resp.status_code == 400
+    assert resp.get_json()["meridiantest"]["error"]["parameter"] == "geometry"
+    create(client, key, body(399))  # up to the cap
+
+
 def test_too_many_fences_per_account(store, settings):
     from accounts.fences import FenceStore
     from engine.errors import InvalidParameter
