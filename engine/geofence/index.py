@@ -99,11 +99,6 @@ class FenceIndex:
         self._frames = Frames(tree_geoms[self._poly_pos])
         self._tree = STRtree(tree_geoms) if n else None
         self._build_lazy_parts()
-        raw = getattr(self._tree, "_tree", None)
-        if raw is not None and hasattr(raw, "query"):
-            self._query1 = lambda pt: raw.query(pt, 0)[1]
-        else:  # pragma: no cover - future shapely without the private tree
-            self._query1 = lambda pt: self._tree.query(pt[0])  # type: ignore[union-attr]
 
     def _build_lazy_parts(self) -> None:
         """Build the STRtree's nodes now (GEOS builds them on the first query, without a lock),
@@ -116,6 +111,11 @@ class FenceIndex:
         share them; distances never touch GEOS (``Frames`` is numpy arrays)."""
         if self._tree is not None:
             self._tree.query(self._geoms[:1])
+
+    def _query_one(self, pt: np.ndarray) -> np.ndarray:
+        """Positions of the fences whose tree geometry ``pt[0]`` (a point) meets: shapely's
+        public ``STRtree.query``."""
+        return self._tree.query(pt[0]) if self._tree is not None else np.empty(0, dtype=np.intp)
 
     @property
     def vertices(self) -> int:
@@ -169,7 +169,7 @@ class FenceIndex:
         p = pt[0]
         out = []
         circles, geoms, ids = self._circles, self._geoms, self._ids
-        for i in sorted(self._query1(pt).tolist()):
+        for i in sorted(self._query_one(pt).tolist()):
             c = circles[i]
             if c is None:
                 if geoms[i].intersects(p):
@@ -252,7 +252,7 @@ class FenceIndex:
             to_lng[poly], to_lat[poly] = self._frames.nearest_boundary_points(self._frame_row[fp], lat, lng)
             pt = _points1(lng, lat)
             cand = np.zeros(len(self._fences), dtype=bool)  # bbox candidates: only those can contain
-            cand[self._query1(pt)] = True
+            cand[self._query_one(pt)] = True
             maybe = cand[fp]
             if maybe.any():
                 sub = np.zeros(len(fp), dtype=bool)
