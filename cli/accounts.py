@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import click
 
 from accounts.store import AccountError, AccountStore
 from accounts.users import User, UserDirectory
+from config.settings import ConfigError
 
 
 def _directory() -> UserDirectory:
@@ -131,15 +133,23 @@ def accounts_promote(email: str, demote: bool) -> None:
 
 @click.command("mailcatcher")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=1025, show_default=True)
+@click.option("--port", type=int, help="Default: MAIL_PORT or 1025 (where the development SMTP_URL points).")
 @click.option("--dir", "directory", type=click.Path(path_type=Path), help="Default: MAIL_DIR or var/mail.")
-def mailcatcher(host: str, port: int, directory: Path | None) -> None:
+def mailcatcher(host: str, port: int | None, directory: Path | None) -> None:
     """Development SMTP server: stores every message under var/mail/ (relays nothing)."""
     from cli.mailcatcher import start
-    from config.portal import PortalSettings
+    from config.portal import PortalSettings, mail_port
 
-    target = directory or PortalSettings.from_env().mail_dir
-    controller = start(target, host, port)
+    try:
+        port = port or mail_port()
+        target = directory or PortalSettings.from_env().mail_dir
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+    try:
+        controller = start(target, host, port)
+    except OSError as exc:  # asyncio's message repeats the address: the errno's says enough
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise click.ClickException(f"cannot listen on {host}:{port} ({why}): set MAIL_PORT to a free port") from exc
     click.echo(f"mail catcher on smtp://{host}:{port}, messages in {target}")
     try:
         while True:

@@ -1,6 +1,7 @@
 """A development mail server (aiosmtpd): every message it receives goes to the development
 mailbox (``common/mailbox.py``: ``MAIL_DIR``, one ``.eml`` file per message), which the portal
-lists in development. Nothing is relayed. ``make run`` starts it on 127.0.0.1:1025, where the development ``SMTP_URL`` points."""
+lists in development. Nothing is relayed. ``make run`` starts it on 127.0.0.1:``MAIL_PORT`` (1025),
+where the development ``SMTP_URL`` points."""
 
 from __future__ import annotations
 

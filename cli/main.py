@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from cli.dev_ports import FLOWER_PORT_DEFAULT
 from config.settings import PROJECT_ROOT, ConfigError, Settings
 from queueing.protocol import QUEUES
 
@@ -156,7 +157,9 @@ def worker_cmd(queues: str, concurrency: int | None, loglevel: str) -> None:
 
 
 @main.command("monitor")
-@click.option("--port", type=int, default=5555, show_default=True)
+@click.option(
+    "--port", type=int, envvar="FLOWER_PORT", default=FLOWER_PORT_DEFAULT, show_default="$FLOWER_PORT or 5555"
+)
 @click.option("--address", default="127.0.0.1", show_default=True, help="0.0.0.0 only inside a container")
 def monitor_cmd(port: int, address: str) -> None:
     """Run Flower, the Celery queue monitor, behind basic auth (FLOWER_BASIC_AUTH=user:password)."""
@@ -342,6 +345,10 @@ main.add_command(dataset)
 from cli.accounts import register as _register_accounts  # noqa: E402  (after `main` exists)
 
 _register_accounts(main)
+
+from cli.dev import register as _register_dev  # noqa: E402  (after `main` exists)
+
+_register_dev(main)
 
 
 if __name__ == "__main__":

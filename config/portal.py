@@ -7,7 +7,8 @@
 | ``PORTAL_BASE_URL`` | public URL of the portal, used in the links of the mails | ``http://localhost:$PORT`` |
 | ``PORTAL_SECRET_KEY`` | signs session cookies, CSRF and mail tokens; required in production | development: a random key kept in ``var/portal-secret`` |
 | ``PORTAL_DEFAULT_PLAN`` | plan of a new account | ``free`` |
-| ``SMTP_URL`` | ``smtp://user:pass@host:587?starttls=true`` or ``smtps://user:pass@host:465`` | development: ``smtp://127.0.0.1:1025`` (the mail catcher) |
+| ``SMTP_URL`` | ``smtp://user:pass@host:587?starttls=true`` or ``smtps://user:pass@host:465`` | development: ``smtp://127.0.0.1:$MAIL_PORT`` (the mail catcher) |
+| ``MAIL_PORT`` | port of ``meridian mailcatcher`` (development), where the development ``SMTP_URL`` points | ``1025`` |
 | ``MAIL_FROM`` | sender address of the portal's mails | ``Meridian <no-reply@localhost>`` |
 | ``MAIL_DIR`` | where ``meridian mailcatcher`` stores caught mails (development) | ``var/mail`` |
 | ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address per window ``N/SECONDS`` (password checks: per client IP and address), per IP 5 N or ``N/SECONDS,PER_IP`` | ``10/900``, ``3/3600``, ``3/3600`` |
@@ -22,10 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from config.settings import PROJECT_ROOT, ConfigError, _bool
+from config.settings import PROJECT_ROOT, ConfigError, _bool, _int
 
 SECRET_FILE = PROJECT_ROOT / "var" / "portal-secret"
-DEV_SMTP_URL = "smtp://127.0.0.1:1025"  # `meridian mailcatcher`, started by `make run`
+MAIL_PORT_DEFAULT = 1025
+
+
+def mail_port(env: dict[str, str] | None = None) -> int:
+    """``MAIL_PORT``: where ``meridian mailcatcher`` (started by ``make run``) listens."""
+    return _int(dict(os.environ if env is None else env), "MAIL_PORT", MAIL_PORT_DEFAULT, 1, 65535)
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,7 @@ def mail_settings(env: dict[str, str] | None = None) -> tuple[SmtpTarget, str]:
             raise ConfigError(
                 "SMTP_URL is required in production (smtp://user:pass@host:587?starttls=true), or PORTAL_ENABLED=false"
             )
-        smtp_raw = DEV_SMTP_URL
+        smtp_raw = f"smtp://127.0.0.1:{mail_port(env)}"  # the development mail catcher
     mail_from = (env.get("MAIL_FROM") or "Meridian <no-reply@localhost>").strip()
     if "@" not in mail_from or "\n" in mail_from or "\r" in mail_from:
         raise ConfigError(f"MAIL_FROM must be an e-mail address (optionally 'Name <addr>'), got {mail_from!r}")
