@@ -24,8 +24,9 @@ cheapest start edge per ``f``, as :func:`engine.routing.ch.start_turns`); a targ
 ``b`` of edge ``t`` is reached from the end of ``t`` at ``-(1 - b) * w[t]``. Legs within one
 edge (the router's ``_direct``) are the caller's case (:func:`direct_cells`).
 
-Memory: the buckets hold one entry per (target, settled node); callers bound it by giving
-targets in blocks (:func:`many_to_many` computes one block of targets at a time).
+Memory: the buckets hold one entry per (target, settled node), 40 bytes each, and the answer
+three float64 matrices; ``Limits.matrix_locations`` and ``matrix_cells`` bound both (a
+1,000 x 1,000 matrix: 24 MB of answer, buckets of 1,000 backward search spaces).
 """
 
 from __future__ import annotations
