@@ -34,6 +34,7 @@ FUNCTION_MODULES = (
     "app.functions.isochrone",
     "app.functions.staticmap",
     "app.functions.geometry",
+    "app.functions.matrix",
     "app.functions.geofencing",
     "app.functions.batch",
     "app.functions.jobs",

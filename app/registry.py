@@ -2,8 +2,9 @@
 
 A :class:`Function` is a record: for one location function, the service name (plans, scopes,
 quotas), the core ``cmd``, the core's query schema, and where it is computed -- in this process
-(``run``) or by a Celery worker on its queue (``queue`` + ``service_ref``). Which of the two
-happens is decided in one place, :meth:`app.runtime.Runtime.run`. Each function's module
+(``run``) or by a Celery worker on its queue (``queue`` + ``service_ref``), or both: in process
+when ``inline(params)`` says the request is small (the matrix). Which of the two happens is
+decided in one place, :meth:`app.runtime.Runtime.run`. Each function's module
 (``app/functions/<name>.py``) defines one and its gateway view; :data:`REGISTRY` is filled by
 importing them.
 """
@@ -30,10 +31,19 @@ class Function:
     empty_message: str = "no results found"
     remote: str = "base"  # which backend URL serves it remotely: base | suggest
     cacheable: bool = True  # public HTTP caching (ETag, Cache-Control)
+    inline: Callable[[Any], bool] | None = None  # queued functions with run too: params small enough for run
 
     def __post_init__(self) -> None:
-        if (self.run is None) == (self.queue is None) or (self.queue is None) != (self.service_ref is None):
-            raise ValueError(f"function {self.cmd!r}: give either run, or queue and service_ref")
+        both = self.run is not None and self.queue is not None
+        if (
+            (self.run is None and self.queue is None)
+            or (both and self.inline is None)
+            or (self.queue is None) != (self.service_ref is None)
+        ):
+            raise ValueError(
+                f"function {self.cmd!r}: give either run, or queue and service_ref (both, with inline, "
+                "to compute small requests in process)"
+            )
 
     @property
     def queued(self) -> bool:

@@ -83,9 +83,10 @@ class Runtime:
 
     def run(self, function: Function, params: object) -> Any:
         """Compute ``function`` for ``params``: a queued function from the Redis cache, else by a
-        Celery worker on its queue while the caller waits (``app/dispatch.py``); any other in
-        this process. The one place that tells the two apart."""
-        if function.queued:
+        Celery worker on its queue while the caller waits (``app/dispatch.py``); any other, and a
+        queued one whose ``inline(params)`` holds, in this process. The one place that tells the two apart."""
+        small = function.inline is not None and function.inline(params)
+        if function.queued and not small:
             return self.dispatcher.run(function, params, self.dataset_versions())
         assert function.run is not None  # Function checks: run, or a queue
         return function.run(self, params)

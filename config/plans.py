@@ -18,6 +18,7 @@ SERVICES: tuple[str, ...] = (
     "proximity",
     "staticmap",
     "geometry",
+    "matrix",
     "snaptoroad",
     "geofencing",
 )

@@ -126,6 +126,7 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         location: str = "query",
         method: str = "get",
         endpoint: str | None = None,
+        cost: Callable[[], int] | None = None,
     ) -> View:
         """Register the standard view of a function: admit, validate, answer (see module doc).
 
@@ -163,7 +164,7 @@ class GatewayBlueprint(flask_smorest.Blueprint):  # type: ignore[misc]  # flask-
         endpoint = endpoint or function.cmd
         FUNCTION_ANSWERS[f"{self.name}.{endpoint}"] = answer_docs
         handler = self.arguments(schema, location=location, as_kwargs=False)(handler)
-        handler = gateway_call(function)(handler)
+        handler = gateway_call(function, cost)(handler)
         self.route(path, endpoint=endpoint, methods=[method.upper()])(handler)
         return handler
 

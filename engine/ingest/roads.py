@@ -19,11 +19,12 @@ from engine.routing.build import build_graph
 from engine.routing.ch import ARC_TAILS
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 from engine.routing.graph import RoadGraph
+from engine.routing.matrix import ARC_COSTS
 from engine.routing.snap import SNAPPER_ARRAYS
 
 # what the router, its CH query, the snapper and the isochrone/matching network read
 DERIVED: tuple[DerivedArrays, ...] = (WIDE_COLUMNS, SNAPPER_ARRAYS, NETWORK_ARRAYS)
-CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS,)
+CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
 
 
 def run(ctx: ImportContext) -> dict[str, int]:

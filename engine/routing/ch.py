@@ -241,7 +241,7 @@ def _query(
 
 
 @njit(cache=True)
-def _arc_at(first, to, w, mid, node, target):
+def arc_at(first, to, w, mid, node, target):
     best = -1
     bw = INF
     for k in range(first[node], first[node + 1]):
@@ -275,8 +275,8 @@ def _unpack_into(out, n_out, u, x, mid, uf, ut, uw, um, df, dt, dw, dm):
             n_out += 1
             continue
         # a -> m is stored in dn[m] (rank a > rank m); m -> b in up[m]
-        k1 = _arc_at(df, dt, dw, dm, m, a)
-        k2 = _arc_at(uf, ut, uw, um, m, b)
+        k1 = arc_at(df, dt, dw, dm, m, a)
+        k2 = arc_at(uf, ut, uw, um, m, b)
         if sp + 2 >= sa.shape[0]:
             sa, sb, sm = grown(sa, sp), grown(sb, sp), grown(sm, sp)
         # push second half first so the first half is processed first

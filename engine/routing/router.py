@@ -188,7 +188,7 @@ class Router:
             return int(self.edge_head[s.edge])
         return -1
 
-    def _starts(self, s: Snap) -> list[tuple[int, float]]:
+    def starts(self, s: Snap) -> list[tuple[int, float]]:
         """Where a route from ``s`` may begin: its edge (both ways); on a junction, every road
         leaving the junction too (a point on a node has no approach to restrict its turns)."""
         out = self._directed(s)
@@ -198,7 +198,7 @@ class Router:
             out += [(e, 0.0) for e in range(int(first[node]), int(first[node + 1])) if (e, 0.0) not in out]
         return out
 
-    def _ends(self, s: Snap) -> list[tuple[int, float]]:
+    def ends(self, s: Snap) -> list[tuple[int, float]]:
         """Where a route to ``s`` may end: its edge (both ways); on a junction, every road
         entering the junction too."""
         out = self._directed(s)
@@ -211,7 +211,7 @@ class Router:
     # -- legs
     def leg(self, o: Snap, d: Snap, avoid_mask: int = 0) -> Leg | None:
         w = self.weight
-        starts, ends = self._starts(o), self._ends(d)
+        starts, ends = self.starts(o), self.ends(d)
         best: Leg | None = None
         for c, e, a, b in _direct(starts, ends, w):
             if best is None or c < best.weight:
@@ -238,7 +238,7 @@ class Router:
             kept = w[keep]
             w = np.where(self.flags & avoid_mask, INF, w)
             w[keep] = kept
-        starts, ends = self._starts(o), self._ends(d)
+        starts, ends = self.starts(o), self.ends(d)
         best: Leg | None = None
         for c, e, a, b in _direct(starts, ends, w):
             if c < INF and (best is None or c < best.weight):

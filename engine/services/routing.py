@@ -120,7 +120,22 @@ def _legs(router: Router, snaps: list[Snap], mask: Any) -> list[Leg] | None:
     return legs
 
 
-def _escape_fragments(router: Router, points: list[LatLng], snaps: list[Snap], limits: Limits) -> list[Snap] | None:
+def snap_points(
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits
+) -> tuple[Router, list[Snap]]:
+    """The router of the smallest region that snaps every point, and the snapped points (the
+    matrix snaps its points the same way)."""
+    first_error: InvalidParameter | None = None
+    for dataset in _candidates(datasets, points, names, limits):
+        router = dataset.router
+        try:
+            return router, _snap_all(router, points, names, limits)
+        except InvalidParameter as exc:  # overlapping regions: try the next one
+            first_error = first_error or exc
+    raise first_error or NotFound("no imported region covers all the route points")
+
+
+def escape_fragments(router: Router, points: list[LatLng], snaps: list[Snap], limits: Limits) -> list[Snap] | None:
     """The snaps again, those on a fragment moved to the well-connected network (None: no move)."""
     big = router.snapper.big_edge
     out: list[Snap] = []
@@ -148,20 +163,11 @@ def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None 
     _check(params, limits)
     points = [params.origin, *params.waypoints, params.destination]
     names = ["origin", *["waypoints"] * len(params.waypoints), "destination"]
-    first_error: InvalidParameter | None = None
-    for dataset in _candidates(datasets, points, names, limits):
-        router = dataset.router
-        try:
-            snaps = _snap_all(router, points, names, limits)
-            break
-        except InvalidParameter as exc:  # overlapping regions: try the next one
-            first_error = first_error or exc
-    else:
-        raise first_error or NotFound("no imported region covers all the route points")
+    router, snaps = snap_points(datasets, points, names, limits)
     mask = avoid_mask(params.avoid)
     legs = _legs(router, snaps, mask)
     if legs is None:
-        escaped = _escape_fragments(router, points, snaps, limits)
+        escaped = escape_fragments(router, points, snaps, limits)
         legs = _legs(router, escaped, mask) if escaped is not None else None
         if legs is None or escaped is None:
             what = "origin and destination" if len(snaps) == 2 else "route points"

@@ -55,7 +55,7 @@ def monaco(datasets):
 def _model_cost(router, nodes: list[int], edge_cost, turn_cost) -> float:
     """Cheapest cost, in our turn-graph model, of driving exactly the node sequence ``nodes``
     (graph node indices) from the junction ``nodes[0]`` to the junction ``nodes[-1]``: a route
-    leaves its first junction and enters its last by any road (``Router._starts``/``_ends``), and
+    leaves its first junction and enters its last by any road (``Router.starts``/``ends``), and
     pays every turn in between; ``inf`` when a needed turn is missing."""
     tail, head, first = router.g.edge_tail, router.edge_head, router.g.node_first_out
     states = {

@@ -1,0 +1,208 @@
+"""Travel-time matrix: durations and distances from every source to every destination (core
+``cmd=matrix``, ``GET /v1/matrix`` with point lists, ``POST /v1/matrix`` with a JSON body).
+
+Small matrices (up to ``Limits.matrix_inline_cells`` cells) are computed in the web process; larger
+ones by a worker on the ``matrix`` queue while the client waits, or as a job with ``async``
+(the wait-or-202 of every queued function: ``Function.inline``). Quota: one unit per 100 cells,
+rounded up (:func:`matrix_cost`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from flask import request
+from marshmallow import Schema, fields, post_load, validate
+
+from app import jobs
+from app.gateway.base import GatewayBlueprint
+from app.registry import Function, register
+from app.schemas import fields as f
+from app.schemas.common import LatLngSchema, ResponseSchema
+from app.validation import ParamsSchema
+from engine.limits import DEFAULT_LIMITS
+from engine.services import matrix
+
+LIMITS = DEFAULT_LIMITS
+CELLS_PER_UNIT = 100
+
+_PROFILE = fields.String(
+    load_default="car",
+    validate=validate.OneOf(matrix.PROFILES, error="must be one of: {choices}"),
+    metadata={"description": "Travel profile: " + ", ".join(matrix.PROFILES) + ".", "example": "car"},
+)
+_ASYNC_TEXT = jobs.ASYNC_DESCRIPTION
+
+
+def _params(data: dict[str, Any]) -> matrix.MatrixParams:
+    data.pop("async_", None)
+    params = matrix.MatrixParams(
+        sources=tuple(data["sources"]),
+        destinations=tuple(data.get("destinations") or ()),
+        annotations=tuple(data.get("annotations") or matrix.ANNOTATIONS),
+        profile=data["profile"],
+    )
+    matrix.check(params, LIMITS)  # the limits before anything is queued
+    return params
+
+
+class MatrixArgs(ParamsSchema):
+    """The query of ``GET /v1/matrix`` and of the core's ``cmd=matrix``."""
+
+    sources = f.PointList(
+        required=True,
+        max_points=LIMITS.matrix_locations,
+        metadata={
+            "description": f"`lat,lng|lat,lng|...` (1-{LIMITS.matrix_locations}).",
+            "example": "43.7384,7.4246|43.7402,7.4271",
+        },
+    )
+    destinations = f.PointList(
+        max_points=LIMITS.matrix_locations,
+        metadata={"description": "`lat,lng|...`; default: the sources.", "example": "43.7312,7.4197"},
+    )
+    annotations = f.CommaList(choices=matrix.ANNOTATIONS, metadata={"example": "duration,distance"})
+    profile = _PROFILE
+    async_ = jobs.async_field()
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> matrix.MatrixParams:
+        return _params(data)
+
+
+class PointSchema(Schema):
+    lat = f.Latitude(required=True)
+    lng = f.Longitude(required=True)
+
+    @post_load
+    def _pair(self, data: dict[str, Any], **_kwargs: Any) -> tuple[float, float]:
+        return (data["lat"], data["lng"])
+
+
+def _points(description: str, **kwargs: Any) -> fields.List[Any]:
+    return fields.List(
+        fields.Nested(PointSchema),
+        validate=validate.Length(1, LIMITS.matrix_locations),
+        metadata={"description": description},
+        **kwargs,
+    )
+
+
+class MatrixBody(ParamsSchema):
+    """The JSON body of ``POST /v1/matrix``."""
+
+    sources = _points(f'1-{LIMITS.matrix_locations} points `{{"lat", "lng"}}`.', required=True)
+    destinations = _points("Default: the sources.")
+    annotations = fields.List(
+        fields.String(validate=validate.OneOf(matrix.ANNOTATIONS)),
+        validate=validate.Length(1, len(matrix.ANNOTATIONS)),
+        metadata={"description": "Any of: " + ", ".join(matrix.ANNOTATIONS) + " (default both)."},
+    )
+    profile = _PROFILE
+    async_ = fields.Boolean(data_key="async", load_default=False, metadata={"description": _ASYNC_TEXT})
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> matrix.MatrixParams:
+        return _params(data)
+
+
+class WaypointSchema(ResponseSchema):
+    location = fields.Nested(LatLngSchema, required=True)
+    snap_distance = fields.Float(required=True, metadata={"description": "Metres from the input point."})
+
+
+class MatrixResult(ResponseSchema):
+    durations = fields.List(
+        fields.List(fields.Float(allow_none=True)),
+        metadata={"description": "Seconds, a row per source, a column per destination; null: no route."},
+    )
+    distances = fields.List(
+        fields.List(fields.Float(allow_none=True)),
+        metadata={"description": "Metres, a row per source, a column per destination; null: no route."},
+    )
+    sources = fields.List(fields.Nested(WaypointSchema), required=True)
+    destinations = fields.List(fields.Nested(WaypointSchema), required=True)
+
+
+EXAMPLE = {
+    "durations": [[0.0, 112.4], [98.1, 0.0]],
+    "distances": [[0.0, 805.3], [760.9, 0.0]],
+    "sources": [
+        {"location": {"lat": 43.7384, "lng": 7.4246}, "snap_distance": 3.1},
+        {"location": {"lat": 43.7402, "lng": 7.4271}, "snap_distance": 1.8},
+    ],
+    "destinations": [
+        {"location": {"lat": 43.7384, "lng": 7.4246}, "snap_distance": 3.1},
+        {"location": {"lat": 43.7402, "lng": 7.4271}, "snap_distance": 1.8},
+    ],
+}
+
+
+def _count(value: object) -> int:
+    if isinstance(value, str):
+        return len([p for p in value.split("|") if p.strip()]) if value.strip() else 0
+    return len(value) if isinstance(value, list) else 0
+
+
+def matrix_cost() -> int:
+    """Quota units of the request: one per 100 cells, rounded up (1 for a request refused with 400)."""
+    data = request.args if request.method == "GET" else request.get_json(silent=True)
+    if data is None or not hasattr(data, "get"):
+        return 1
+    sources = _count(data.get("sources"))
+    destinations = _count(data.get("destinations")) or sources
+    cells = sources * destinations
+    if not 0 < cells <= LIMITS.matrix_cells:
+        return 1
+    return math.ceil(cells / CELLS_PER_UNIT)
+
+
+FUNCTION = register(
+    Function(
+        service="matrix",
+        cmd="matrix",
+        core_schema=MatrixArgs,
+        run=lambda rt, params: matrix.run(rt.datasets, params),
+        queue="matrix",
+        service_ref="engine.services.matrix:run",
+        inline=lambda params: params.cells <= LIMITS.matrix_inline_cells,
+    )
+)
+
+DESCRIPTION = (
+    "Durations (s) and distances (m) by car from every source to every destination, each cell what "
+    "`/v1/routing` answers for the pair (same snapping, same roads, turn restrictions and one-ways), "
+    f"`null` where no route exists. Up to {LIMITS.matrix_locations} sources and destinations and "
+    f"{LIMITS.matrix_cells:,} cells; up to {LIMITS.matrix_inline_cells:,} cells answered at once, larger ones "
+    "computed by a worker while the request waits (or, with `async`, as a job). Quota: one unit per "
+    f"{CELLS_PER_UNIT} cells, rounded up."
+)
+
+blp = GatewayBlueprint("Matrix", __name__, url_prefix="/v1", description="Travel-time and distance matrices.")
+blp.function_route(
+    "/matrix",
+    FUNCTION,
+    MatrixArgs,
+    response_schema=MatrixResult,
+    example=EXAMPLE,
+    errors=(404,),
+    summary="Travel-time matrix (point lists in the query)",
+    description=DESCRIPTION,
+    cost=matrix_cost,
+)
+blp.function_route(
+    "/matrix",
+    FUNCTION,
+    MatrixBody,
+    response_schema=MatrixResult,
+    example=EXAMPLE,
+    errors=(404,),
+    location="json",
+    method="post",
+    endpoint="matrix_post",
+    summary="Travel-time matrix (JSON body)",
+    description=DESCRIPTION + ' Body: `{"sources": [{"lat", "lng"}, ...], "destinations": [...], '
+    '"annotations": ["duration", "distance"], "profile": "car", "async": false}`.',
+    cost=matrix_cost,
+)

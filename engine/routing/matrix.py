@@ -1,0 +1,399 @@
+"""Many-to-many contraction-hierarchy searches: the cost from every source to every target.
+
+Bucket algorithm (Knopp, Sanders, Schultes, Schulz, Wagner 2007): one backward search per target
+over the downward graph leaves, at every node it settles, a *bucket entry* (target, cost from the
+node to the target); one forward search per source over the upward graph, at every node it
+settles, scans that node's bucket and keeps, per target, the smallest forward + backward cost.
+So an N x M matrix costs N + M one-sided searches, not N x M point-to-point queries. Both
+searches stall on demand like :func:`engine.routing.ch._query` (sound: a node on a shortest
+up-down path carries its exact cost and is never stalled).
+
+Each search carries along the weight the *duration* and the *length* of its path, so a cell is
+the duration and distance of the very path of least weight, the one the point-to-point router
+(:meth:`engine.routing.router.Router.leg`) unpacks and sums. The CH arcs keep only weights, so
+:data:`ARC_COSTS` gives every upward and downward arc its duration and length: an original turn
+arc ``u -> x`` costs ``turn_cost_s(u, x) + edge_duration_s[x]`` and ``edge_length_m[x]``; a
+shortcut the sum of its two halves, found as the unpacking finds them
+(:func:`engine.routing.ch.arc_at`), computed in order of the middle node's rank so the halves
+come first. Written into the dataset by the import (``engine.ingest.roads``) like the arcs'
+tails, or computed on open.
+
+Seeds follow the router's conventions (:mod:`engine.routing.graph`): a source at fraction ``a``
+of edge ``e`` enters each edge ``f`` it may turn onto at ``(1 - a) * w[e] + turn + w[f]`` (the
+cheapest start edge per ``f``, as :func:`engine.routing.ch.start_turns`); a target at fraction
+``b`` of edge ``t`` is reached from the end of ``t`` at ``-(1 - b) * w[t]``. Legs within one
+edge (the router's ``_direct``) are the caller's case (:func:`direct_cells`).
+
+Memory: the buckets hold one entry per (target, settled node), 40 bytes each, and the answer
+three float64 matrices; ``Limits.matrix_locations`` and ``matrix_cells`` bound both (a
+1,000 x 1,000 matrix: 24 MB of answer, buckets of 1,000 backward search spaces).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from engine.arrays import grown
+from engine.routing import heap
+from engine.routing.ch import ARC_TAILS, arc_at
+from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.router import Router
+from engine.routing.snap import Snap
+from engine.routing.turns import turn_cost
+
+INF = np.inf
+
+
+# ----------------------------------------------------------------------------- arc costs
+@njit(cache=True)
+def _arc_costs_kernel(rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length):
+    n_up = ut.shape[0]
+    n_dn = dt.shape[0]
+    up_dur = np.zeros(n_up, np.float64)
+    up_len = np.zeros(n_up, np.float64)
+    dn_dur = np.zeros(n_dn, np.float64)
+    dn_len = np.zeros(n_dn, np.float64)
+    key = np.empty(n_up + n_dn, np.int64)
+    for k in range(n_up):
+        key[k] = rank[um[k]] if um[k] >= 0 else -1
+    for k in range(n_dn):
+        key[n_up + k] = rank[dm[k]] if dm[k] >= 0 else -1
+    for i in np.argsort(key, kind="mergesort"):
+        if i < n_up:
+            u, x, m = up_from[i], ut[i], um[i]
+        else:
+            k = i - n_up
+            u, x, m = dt[k], dn_from[k], dm[k]  # a downward arc stored at x, from u
+        if m < 0:
+            d = turn_cost(tfirst, tto, tcost, u, x) + dur[x]
+            ln = length[x]
+        else:
+            k1 = arc_at(df, dt, dw, dm, m, u)  # u -> m, stored at m
+            k2 = arc_at(uf, ut, uw, um, m, x)  # m -> x, stored at m
+            d = dn_dur[k1] + up_dur[k2]
+            ln = dn_len[k1] + up_len[k2]
+        if i < n_up:
+            up_dur[i] = d
+            up_len[i] = ln
+        else:
+            dn_dur[i - n_up] = d
+            dn_len[i - n_up] = ln
+    return up_dur, up_len, dn_dur, dn_len
+
+
+def _arc_costs(graph) -> dict[str, np.ndarray]:
+    wide = WIDE_COLUMNS.load(graph)
+    tails = ARC_TAILS.load(graph)
+    up_dur, up_len, dn_dur, dn_len = _arc_costs_kernel(
+        np.asarray(graph.ch_rank, np.int64),
+        np.asarray(graph.ch_up_first),
+        np.asarray(graph.ch_up_to),
+        np.asarray(graph.ch_up_w),
+        np.asarray(graph.ch_up_mid),
+        tails["up_from"],
+        np.asarray(graph.ch_dn_first),
+        np.asarray(graph.ch_dn_to),
+        np.asarray(graph.ch_dn_w),
+        np.asarray(graph.ch_dn_mid),
+        tails["dn_from"],
+        np.asarray(graph.turn_first_out, np.int64),
+        wide["turn_to"],
+        wide["turn_cost_s"],
+        wide["edge_duration_s"],
+        wide["edge_length_m"],
+    )
+    return {"up_dur": up_dur, "up_len": up_len, "dn_dur": dn_dur, "dn_len": dn_len}
+
+
+ARC_COSTS = DerivedArrays("ch-arc-costs", 1, ("up_dur", "up_len", "dn_dur", "dn_len"), _arc_costs)
+
+
+# ----------------------------------------------------------------------------- seeds
+@njit(cache=True)
+def source_seeds(starts, fracs, w, dur, length, tfirst, tto, tweight, tcost):
+    """The CH nodes a source's forward search starts from, with weight, duration and length:
+    per edge entered, the cheapest start edge (:func:`engine.routing.ch.start_turns`)."""
+    m = 0
+    for e in starts:
+        m += tfirst[e + 1] - tfirst[e]
+    to = np.empty(m, np.int64)
+    sw = np.empty(m, np.float64)
+    sd = np.empty(m, np.float64)
+    sl = np.empty(m, np.float64)
+    k = 0
+    for i in range(starts.shape[0]):
+        e = starts[i]
+        rest = 1.0 - fracs[i]
+        for t in range(tfirst[e], tfirst[e + 1]):
+            f = tto[t]
+            c = rest * w[e] + tweight[t] + w[f]
+            j = 0
+            while j < k and to[j] != f:
+                j += 1
+            if j == k:
+                to[k] = f
+                k += 1
+            elif c >= sw[j]:
+                continue
+            sw[j] = c
+            sd[j] = rest * dur[e] + tcost[t] + dur[f]
+            sl[j] = rest * length[e] + length[f]
+    return to[:k], sw[:k], sd[:k], sl[:k]
+
+
+# ----------------------------------------------------------------------------- searches
+@njit(cache=True, nogil=True)
+def _search(first, to, wt, ad, al, sfirst, sto, sw, seeds, s_w, s_d, s_l, dist, dd, dl, touched, hk, hv, hp):
+    """One full search from ``seeds`` over (first, to, wt) stalling via (sfirst, sto, sw); returns
+    the settled, unstalled nodes in order (labels in dist/dd/dl until :func:`_reset`), and the
+    number of touched nodes."""
+    nt = 0
+    size = 0
+    for i in range(seeds.shape[0]):
+        x = seeds[i]
+        if dist[x] == INF:
+            touched[nt] = x
+            nt += 1
+        if s_w[i] < dist[x]:
+            dist[x] = s_w[i]
+            dd[x] = s_d[i]
+            dl[x] = s_l[i]
+            size = heap.push(hk, hv, hp, size, s_w[i], x)
+    settled = np.empty(64, np.int64)
+    ns = 0
+    while size > 0:
+        d, x, size = heap.pop(hk, hv, hp, size)
+        stalled = False
+        for k in range(sfirst[x], sfirst[x + 1]):
+            if dist[sto[k]] + sw[k] < d:
+                stalled = True
+                break
+        if stalled:
+            continue
+        if ns >= settled.shape[0]:
+            settled = grown(settled, ns)
+        settled[ns] = x
+        ns += 1
+        for k in range(first[x], first[x + 1]):
+            y = to[k]
+            nd = d + wt[k]
+            if nd < dist[y]:
+                if dist[y] == INF:
+                    touched[nt] = y
+                    nt += 1
+                dist[y] = nd
+                dd[y] = dd[x] + ad[k]
+                dl[y] = dl[x] + al[k]
+                size = heap.push(hk, hv, hp, size, nd, y)
+    return settled[:ns], nt
+
+
+@njit(cache=True, nogil=True)
+def _reset(dist, touched, nt):
+    for i in range(nt):
+        dist[touched[i]] = INF
+
+
+@njit(cache=True, nogil=True)
+def many_to_many(
+    src_first,
+    src_nodes,
+    src_w,
+    src_d,
+    src_l,
+    tgt_first,
+    tgt_nodes,
+    tgt_w,
+    tgt_d,
+    tgt_l,
+    uf,
+    ut,
+    uw,
+    up_dur,
+    up_len,
+    df,
+    dt,
+    dw,
+    dn_dur,
+    dn_len,
+    n_nodes,
+):
+    """Weight, duration and length of the least-weight path from each source to each target
+    (INF weight: no path). Source i's seeds are ``src_nodes[src_first[i]:src_first[i + 1]]`` with
+    initial weight/duration/length ``src_w``/``src_d``/``src_l``; targets likewise."""
+    n_src = src_first.shape[0] - 1
+    n_tgt = tgt_first.shape[0] - 1
+    best = np.full((n_src, n_tgt), INF)
+    bdur = np.zeros((n_src, n_tgt))
+    blen = np.zeros((n_src, n_tgt))
+    dist = np.full(n_nodes, INF)
+    dd = np.zeros(n_nodes)
+    dl = np.zeros(n_nodes)
+    touched = np.empty(n_nodes + 8, np.int64)
+    hk, hv, hp = heap.new_heap(n_nodes)
+    # backward searches: bucket entries (node, target, w, dur, len), then CSR by node
+    cap = 1024
+    e_node = np.empty(cap, np.int64)
+    e_tgt = np.empty(cap, np.int64)
+    e_w = np.empty(cap, np.float64)
+    e_d = np.empty(cap, np.float64)
+    e_l = np.empty(cap, np.float64)
+    ne = 0
+    for j in range(n_tgt):
+        a, b = tgt_first[j], tgt_first[j + 1]
+        settled, nt = _search(
+            df, dt, dw, dn_dur, dn_len, uf, ut, uw, tgt_nodes[a:b], tgt_w[a:b], tgt_d[a:b], tgt_l[a:b],
+            dist, dd, dl, touched, hk, hv, hp,
+        )  # fmt: skip
+        if ne + settled.shape[0] > cap:
+            cap = max(2 * cap, ne + settled.shape[0])
+            e_node, e_tgt = _resized(e_node, ne, cap), _resized(e_tgt, ne, cap)
+            e_w, e_d, e_l = _resized(e_w, ne, cap), _resized(e_d, ne, cap), _resized(e_l, ne, cap)
+        for x in settled:
+            e_node[ne] = x
+            e_tgt[ne] = j
+            e_w[ne] = dist[x]
+            e_d[ne] = dd[x]
+            e_l[ne] = dl[x]
+            ne += 1
+        _reset(dist, touched, nt)
+    bfirst = np.zeros(n_nodes + 1, np.int64)
+    for i in range(ne):
+        bfirst[e_node[i] + 1] += 1
+    for x in range(n_nodes):
+        bfirst[x + 1] += bfirst[x]
+    fill = bfirst[:-1].copy()
+    b_tgt = np.empty(ne, np.int64)
+    b_w = np.empty(ne, np.float64)
+    b_d = np.empty(ne, np.float64)
+    b_l = np.empty(ne, np.float64)
+    for i in range(ne):
+        p = fill[e_node[i]]
+        fill[e_node[i]] += 1
+        b_tgt[p] = e_tgt[i]
+        b_w[p] = e_w[i]
+        b_d[p] = e_d[i]
+        b_l[p] = e_l[i]
+    # forward searches, scanning the buckets of the nodes they settle
+    for i in range(n_src):
+        a, b = src_first[i], src_first[i + 1]
+        settled, nt = _search(
+            uf, ut, uw, up_dur, up_len, df, dt, dw, src_nodes[a:b], src_w[a:b], src_d[a:b], src_l[a:b],
+            dist, dd, dl, touched, hk, hv, hp,
+        )  # fmt: skip
+        for x in settled:
+            for p in range(bfirst[x], bfirst[x + 1]):
+                j = b_tgt[p]
+                c = dist[x] + b_w[p]
+                if c < best[i, j]:
+                    best[i, j] = c
+                    bdur[i, j] = dd[x] + b_d[p]
+                    blen[i, j] = dl[x] + b_l[p]
+        _reset(dist, touched, nt)
+    return best, bdur, blen
+
+
+@njit(cache=True, nogil=True)
+def _resized(a, n, cap):
+    out = np.empty(cap, a.dtype)
+    out[:n] = a[:n]
+    return out
+
+
+# ----------------------------------------------------------------------------- the Python side
+class MatrixQuery:
+    """The CH arrays, arc costs and per-point seeds of one router, for :meth:`costs`.
+
+    Holds no workspace: :func:`many_to_many` allocates its labels per call (a few arrays of the
+    CH's size), so threads and processes need no lock and the kernel runs without the GIL."""
+
+    def __init__(self, router: Router) -> None:
+        g: Any = router.g  # the CH arrays are present when the import built a CH
+        self.router = router
+        costs = ARC_COSTS.load(g)
+        self._ch = (
+            np.asarray(g.ch_up_first),
+            np.asarray(g.ch_up_to),
+            np.asarray(g.ch_up_w),
+            costs["up_dur"],
+            costs["up_len"],
+            np.asarray(g.ch_dn_first),
+            np.asarray(g.ch_dn_to),
+            np.asarray(g.ch_dn_w),
+            costs["dn_dur"],
+            costs["dn_len"],
+            int(g.n_edges),
+        )
+
+    def _sources(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
+        r = self.router
+        parts = []
+        for s in snaps:
+            starts = r.starts(s)
+            edges = np.array([e for e, _ in starts], np.int64)
+            fracs = np.array([f for _, f in starts], np.float64)
+            parts.append(
+                source_seeds(edges, fracs, r.weight, r.duration, r.length, r.tfirst, r.tto, r.tweight, r.tcost)
+            )
+        return _packed(parts)
+
+    def _targets(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
+        r = self.router
+        parts = []
+        for s in snaps:
+            ends = r.ends(s)
+            edges = np.array([e for e, _ in ends], np.int64)
+            rest = 1.0 - np.array([b for _, b in ends], np.float64)
+            parts.append((edges, -rest * r.weight[edges], -rest * r.duration[edges], -rest * r.length[edges]))
+        return _packed(parts)
+
+    def costs(self, sources: list[Snap], targets: list[Snap]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(weight, duration s, length m) matrices, sources by targets; weight INF: no route.
+
+        Each cell is the router's leg for the pair (:meth:`Router.leg`): the least-weight CH path,
+        or a leg within one edge when that is no heavier (the router prefers it on a tie)."""
+        w, dur, length = many_to_many(*self._sources(sources), *self._targets(targets), *self._ch)  # type: ignore[call-arg]  # numba stubs type Dispatcher.__call__ narrowly
+        self._direct(sources, targets, w, dur, length)
+        return w, dur, length
+
+    def _direct(self, sources: list[Snap], targets: list[Snap], w, dur, length) -> None:
+        """Legs within one edge (:func:`engine.routing.router._direct`) into the matrices."""
+        r = self.router
+        ends_on: dict[int, list[tuple[int, float]]] = {}
+        for j, s in enumerate(targets):
+            for e, b in r.ends(s):
+                ends_on.setdefault(e, []).append((j, b))
+        for i, s in enumerate(sources):
+            for e, a in r.starts(s):
+                for j, b in ends_on.get(e, ()):
+                    c = (b - a) * r.weight[e]
+                    if b >= a and c <= w[i, j]:
+                        w[i, j] = c
+                        dur[i, j] = (b - a) * r.duration[e]
+                        length[i, j] = (b - a) * r.length[e]
+
+
+def _packed(parts: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """Per-point seed arrays as one CSR: (first, nodes, weight, duration, length)."""
+    first = np.zeros(len(parts) + 1, np.int64)
+    first[1:] = np.cumsum([p[0].shape[0] for p in parts])
+    return (first, *(np.concatenate([p[k] for p in parts]) for k in range(4)))
+
+
+_QUERIES: weakref.WeakKeyDictionary[Router, MatrixQuery] = weakref.WeakKeyDictionary()
+_QUERIES_LOCK = threading.Lock()
+
+
+def matrix_query(router: Router) -> MatrixQuery:
+    """The process's :class:`MatrixQuery` of ``router`` (built once; gone with the router)."""
+    with _QUERIES_LOCK:
+        query = _QUERIES.get(router)
+        if query is None:
+            query = _QUERIES[router] = MatrixQuery(router)
+        return query

@@ -1,0 +1,127 @@
+"""The travel-time matrix (engine.services.matrix): every cell equals /v1/routing's answer for
+the pair (the oracle, on both samples and on a drawn map with a one-way street and a turn
+restriction), and the limits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.dataset import DatasetRegistry
+from engine.errors import InvalidParameter, NotFound
+from engine.limits import Limits
+from engine.services import matrix, routing
+from tests.engine.osm_grid import OsmGrid
+from tests.engine.test_routing import serve
+
+ROUNDING = 0.1 + 1e-9  # both answers round to 0.1; the sums may differ in the last bit
+
+
+def routed(ds: DatasetRegistry, a, b) -> tuple[float, float] | None:
+    """(duration, distance) of /v1/routing's route from a to b, None when it has none."""
+    try:
+        route = routing.run(ds, routing.RoutingParams(origin=a, destination=b, steps=False))["routes"][0]
+    except NotFound:
+        return None
+    return route["duration"], route["distance"]
+
+
+def assert_cells_equal_routes(ds: DatasetRegistry, sources, destinations, pairs) -> dict:
+    out = matrix.run(ds, matrix.MatrixParams(tuple(sources), tuple(destinations)))
+    for i, j in pairs:
+        expected = routed(ds, sources[i], destinations[j])
+        cell = (out["durations"][i][j], out["distances"][i][j])
+        if expected is None:
+            assert cell == (None, None), (i, j)
+        else:
+            assert cell[0] == pytest.approx(expected[0], abs=ROUNDING), (i, j, cell, expected)
+            assert cell[1] == pytest.approx(expected[1], abs=ROUNDING), (i, j, cell, expected)
+    return out
+
+
+def snappable_points(dataset, n: int, seed: int) -> list[tuple[float, float]]:
+    rng = np.random.default_rng(seed)
+    b = dataset.bbox
+    out: list[tuple[float, float]] = []
+    while len(out) < n:
+        lat, lng = rng.uniform(b.min_lat, b.max_lat), rng.uniform(b.min_lng, b.max_lng)
+        if dataset.router.snap(lat, lng, 1000.0) is not None:
+            out.append((float(lat), float(lng)))
+    return out
+
+
+@pytest.mark.parametrize("region", ["monaco", "helsinki"])
+def test_every_sampled_cell_equals_routing(datasets, region):
+    dataset = datasets.get(region)
+    points = snappable_points(dataset, 70, seed=30)
+    sources, destinations = points[:40], points[40:]
+    rng = np.random.default_rng(7)
+    pairs = {(int(rng.integers(40)), int(rng.integers(30))) for _ in range(150)}
+    out = assert_cells_equal_routes(datasets, sources, destinations, sorted(pairs))
+    assert len(out["durations"]) == 40 and all(len(row) == 30 for row in out["durations"])
+    # the snapped points are the route's waypoints
+    first = routing.run(datasets, routing.RoutingParams(origin=sources[0], destination=destinations[0], steps=False))
+    assert out["sources"][0] == {k: first["waypoints"][0][k] for k in ("location", "snap_distance")}
+    assert out["destinations"][0] == {k: first["waypoints"][1][k] for k in ("location", "snap_distance")}
+    reached = sum(v is not None for row in out["durations"] for v in row)
+    assert reached > 0.9 * 40 * 30
+
+
+def test_destinations_default_to_sources_and_diagonal_is_zero(datasets):
+    points = tuple(snappable_points(datasets.get("monaco"), 5, seed=3))
+    out = matrix.run(datasets, matrix.MatrixParams(points, annotations=("duration",)))
+    assert "distances" not in out and len(out["destinations"]) == 5
+    assert [out["durations"][i][i] for i in range(5)] == [0.0] * 5
+
+
+# A square with a shortcut, drawn: A-B-C along the top, B-D down, D-E-C round; F hangs off E.
+SQUARE = """
+    A----B----C
+         |    |
+         D----E----F
+"""
+
+
+def test_oneway_and_turn_restriction_on_a_drawn_map(tmp_path):
+    g = OsmGrid(SQUARE, grid_m=20)
+    ab = g.way("AB", highway="residential", name="West Street")
+    g.way("BC", highway="residential", name="East Street", oneway="yes")  # only B -> C
+    bd = g.way("BD", highway="residential", name="Cross Street")
+    g.way("DE", highway="residential", name="South Street")
+    g.way("EC", highway="residential", name="Back Street")
+    g.way("EF", highway="residential", name="Tail Street")
+    g.restriction("no_right_turn", from_way=ab, via="B", to_way=bd)  # eastbound at B: not down
+    ds = serve(tmp_path, g)
+    points = [
+        g.coord_between("A", "B", 0.2),
+        g.coord_between("B", "C", 0.8),
+        g.coord_between("D", "E", 0.5),
+        g.coord_between("E", "F", 0.7),
+    ]
+    out = assert_cells_equal_routes(ds, points, points, [(i, j) for i in range(4) for j in range(4)])
+    assert [s["snap_distance"] for s in out["sources"]] == [0.0] * 4
+    distances = out["distances"]
+    # the one-way: A's side -> C's side straight along it (80 + 80 m); back, round by E and D
+    assert distances[0][1] == pytest.approx(160.0, abs=1.0)
+    assert distances[1][0] == pytest.approx(20 + 40 + 100 + 40 + 80, abs=1.0)
+    # the restriction: A's side -> the foot of the square not down Cross Street but round by C
+    assert distances[0][2] == pytest.approx(80 + 100 + 40 + 50, abs=1.0)
+    assert distances[2][0] == pytest.approx(50 + 40 + 80, abs=1.0)  # up Cross Street: allowed
+
+
+def test_limits_name_the_parameter(datasets):
+    point = snappable_points(datasets.get("monaco"), 1, seed=1)[0]
+    small = Limits(matrix_locations=3, matrix_cells=6)
+    cases = [
+        (matrix.MatrixParams((point,) * 4), "sources"),
+        (matrix.MatrixParams((point,), (point,) * 4), "destinations"),
+        (matrix.MatrixParams((point,) * 3, (point,) * 3), "destinations"),
+        (matrix.MatrixParams(()), "sources"),
+        (matrix.MatrixParams((point,), profile="bike"), "profile"),
+        (matrix.MatrixParams((point,), annotations=("speed",)), "annotations"),
+        (matrix.MatrixParams((point, (0.0, 0.0))), "sources"),
+    ]
+    for params, name in cases:
+        with pytest.raises(InvalidParameter) as err:
+            matrix.run(datasets, params, small)
+        assert err.value.parameter == name, params

@@ -1,0 +1,102 @@
+"""/v1/matrix (GET and POST) and core cmd=matrix: the same answer on every face, the 400s naming
+the parameter, one quota unit per 100 cells, and large matrices through the `matrix` queue (wait,
+or a job with async)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.services import matrix
+from tests.web.test_batch import wait_job
+
+
+def monaco_points(n: int) -> list[tuple[float, float]]:
+    """n points on a grid over Monaco (each within the snap limit of a road)."""
+    side = int(n**0.5) + 1
+    return [(43.727 + 0.012 * (k // side) / side, 7.410 + 0.018 * (k % side) / side) for k in range(n)]
+
+
+def piped(points) -> str:
+    return "|".join(f"{lat:.6f},{lng:.6f}" for lat, lng in points)
+
+
+def objects(points) -> list[dict[str, float]]:
+    return [{"lat": float(f"{lat:.6f}"), "lng": float(f"{lng:.6f}")} for lat, lng in points]
+
+
+def test_get_post_and_core_agree_with_the_engine(client, api_key, datasets):
+    src, dst = monaco_points(4), monaco_points(9)[4:]
+    headers = {"X-API-Key": api_key}
+    get = client.get(f"/v1/matrix?sources={piped(src)}&destinations={piped(dst)}", headers=headers)
+    post = client.post("/v1/matrix", json={"sources": objects(src), "destinations": objects(dst)}, headers=headers)
+    core = client.get(
+        f"/services/json?cmd=matrix&sources={piped(src)}&destinations={piped(dst)}",
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert get.status_code == post.status_code == core.status_code == 200, get.get_data(as_text=True)[:300]
+    rounded = lambda pts: tuple((float(f"{a:.6f}"), float(f"{b:.6f}")) for a, b in pts)  # noqa: E731
+    expected = matrix.run(datasets, matrix.MatrixParams(rounded(src), rounded(dst)))
+    assert get.get_json() == post.get_json() == expected
+    assert len(core.get_json()["meridiantest"]["response"]["durations"]) == 4
+    only = client.get(f"/v1/matrix?sources={piped(src)}&annotations=distance", headers=headers).get_json()
+    assert "durations" not in only and len(only["distances"]) == 4 and len(only["distances"][0]) == 4
+
+
+@pytest.mark.parametrize(
+    ("method", "query_or_body", "parameter"),
+    [
+        ("get", "sources=43.73,7.42&profile=bike", "profile"),
+        ("get", "sources=43.73,7.42|95,7.42", "sources"),
+        ("get", "sources=", "sources"),
+        ("get", "sources=43.73,7.42&destinations=43.73,x", "destinations"),
+        ("get", f"sources={piped(monaco_points(1001))}", "sources"),
+        ("get", "sources=43.73,7.42&annotations=speed", "annotations"),
+        ("post", {"sources": []}, "sources"),
+        ("post", {"sources": [{"lat": 43.73}]}, "sources"),
+        ("post", {"sources": objects(monaco_points(2)), "profile": "truck"}, "profile"),
+        ("post", {"destinations": objects(monaco_points(2))}, "sources"),
+        ("post", {"sources": objects(monaco_points(1001))}, "sources"),
+    ],
+)
+def test_bad_requests_name_the_parameter(client, api_key, method, query_or_body, parameter):
+    headers = {"X-API-Key": api_key}
+    if method == "get":
+        resp = client.get(f"/v1/matrix?{query_or_body}", headers=headers)
+    else:
+        resp = client.post("/v1/matrix", json=query_or_body, headers=headers)
+    assert resp.status_code == 400, resp.get_data(as_text=True)[:300]
+    body = resp.get_json()
+    assert body["parameter"].split(".")[0].split("[")[0] == parameter, body
+    if parameter == "profile":
+        assert "car" in body["message"]
+
+
+def test_quota_one_unit_per_100_cells(client, store, datasets):
+    store.set_plan("matrix10", per_minute=0, per_day=10, per_month=0, services=["matrix"])
+    key = store.create_key("matrix-quota", "matrix10").key
+    points = objects(monaco_points(15))  # 225 cells: 3 units
+    first = client.post("/v1/matrix", json={"sources": points}, headers={"X-API-Key": key})
+    assert first.status_code == 200 and first.headers["RateLimit-Remaining"] == "7"
+    small = client.get(f"/v1/matrix?sources={piped(monaco_points(2))}", headers={"X-API-Key": key})
+    assert small.status_code == 200 and small.headers["RateLimit-Remaining"] == "6"  # 4 cells: 1 unit
+    over = client.post("/v1/matrix", json={"sources": objects(monaco_points(27))}, headers={"X-API-Key": key})
+    assert over.status_code == 429  # 729 cells: 8 units > 6 left
+
+
+@pytest.mark.integration
+def test_large_matrix_through_the_worker_and_as_a_job(client, api_key, celery_worker, datasets):
+    points = monaco_points(110)  # 12,100 cells: above the inline threshold
+    body = {"sources": objects(points)}
+    headers = {"X-API-Key": api_key}
+    # first in this process: the kernels compiled here fill numba's cache for the worker too
+    expected = matrix.run(datasets, matrix.MatrixParams(tuple((p["lat"], p["lng"]) for p in body["sources"])))
+    for _ in range(3):  # a cold worker (datasets, arc costs) may exceed the wait: 503, retry shortly
+        waited = client.post("/v1/matrix", json=body, headers=headers)
+        if waited.status_code != 503:
+            break
+    assert waited.status_code == 200, waited.get_data(as_text=True)[:300]
+    assert waited.get_json() == expected
+    job = client.post("/v1/matrix", json={**body, "async": True}, headers=headers)
+    assert job.status_code == 202
+    done = wait_job(client, job.get_json()["job_id"], api_key)
+    assert done["status"] == "done" and done["result"] == expected
