@@ -5,9 +5,12 @@ which enforces the key cap."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, time, timedelta
 
-from flask import Response, render_template, request
+import redis
+from flask import Response, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response as Redirect
 
 from accounts.quota import bucket_of
 from accounts.store import AccountError, IssuedKey, KeyRecord, PlanRecord
@@ -15,9 +18,12 @@ from accounts.users import User
 from app.portal import usage
 from app.portal.blueprint import bp, current_user, login_required
 from app.portal.forms import KeyForm, RotateForm, form_errors
+from app.portal.reveal import Reveal
 from app.portal.services import portal
 from app.runtime import runtime
 from config.plans import SERVICES
+
+log = logging.getLogger("meridian.portal")
 
 
 def _user() -> User:
@@ -106,13 +112,41 @@ def usage_csv() -> Response:
     return resp
 
 
-def _issued_page(issued: IssuedKey, title: str, note: str | None = None) -> str:
-    return render_template("portal/key_created.html", issued=issued, title=title, note=note)
+def _reveal() -> Reveal:
+    rt = runtime()
+    return Reveal(rt.redis, rt.settings.service_name)
+
+
+def _issued_page(user: User, issued: IssuedKey, title: str, note: str | None = None) -> Redirect | str:
+    """Redirect to the page that shows the new key once (post/redirect/get: a reload cannot issue
+    another); when Redis cannot hold it for that page, show it in this answer instead."""
+    shown = {"key": issued.key, "secret": issued.secret, "title": title, "note": note}
+    try:
+        token = _reveal().put(user.id, shown)
+    except redis.RedisError as exc:
+        log.warning("new key shown without a redirect: %s", type(exc).__name__)
+        return render_template("portal/key_created.html", **shown)
+    return redirect(url_for("portal.key_issued", token=token), 303)
+
+
+@bp.route("/keys/issued/<token>")
+@login_required
+def key_issued(token: str) -> str | tuple[str, int]:
+    shown = _reveal().take(_user().id, token)
+    if shown is None:
+        return render_template(
+            "portal/notice.html",
+            title="Shown once",
+            message="The key and its API Secret were shown once, on the page you were sent to after creating or "
+            "rotating it; Meridian keeps only their hashes. If you did not copy them, revoke that key on the "
+            "dashboard and create a new one.",
+        ), 410
+    return render_template("portal/key_created.html", **shown)
 
 
 @bp.route("/keys/new", methods=["GET", "POST"])
 @login_required
-def key_new() -> str | tuple[str, int]:
+def key_new() -> Redirect | str | tuple[str, int]:
     user = _user()
     plan = plan_of(user)
     form = KeyForm()
@@ -144,7 +178,7 @@ def key_new() -> str | tuple[str, int]:
                 except AccountError as exc:
                     errors.append(str(exc))
                 else:
-                    return _issued_page(issued, "Your new key")
+                    return _issued_page(user, issued, "Your new key")
         else:
             errors.extend(form_errors(form))
     return render_template("portal/key_new.html", form=form, errors=errors, plan=plan, live=live_keys(keys_of(user))), (
@@ -172,7 +206,7 @@ def key_revoke(prefix: str) -> str | tuple[str, int]:
 
 @bp.route("/keys/<prefix>/rotate", methods=["POST"])
 @login_required
-def key_rotate(prefix: str) -> str | tuple[str, int]:
+def key_rotate(prefix: str) -> Redirect | str | tuple[str, int]:
     user = _user()
     key = own_key(user, prefix)
     form = RotateForm()
@@ -190,6 +224,7 @@ def key_rotate(prefix: str) -> str | tuple[str, int]:
     runtime().access.invalidate(key.prefix)
     until = datetime.now(UTC) + timedelta(hours=form.grace_hours.data or 0)
     return _issued_page(
+        user,
         issued,
         "Rotated: your replacement key",
         note=f"The old key {key.prefix} works until {until:%Y-%m-%d %H:%M} UTC.",

