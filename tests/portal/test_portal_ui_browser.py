@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.browser import chromium
 from tests.portal.test_pages import PASSWORD, make_user
@@ -70,3 +71,37 @@ def test_reloading_the_key_created_page_issues_no_second_key(browser, portal_ser
     assert key not in page.content()
     shoot(page, "key-shown-once")
     assert key_rows(page, base) == 1
+
+
+# ---------------------------------------------------------------- item 6
+def test_revoke_and_rotate_ask_for_confirmation_and_last_used_has_a_time(browser, portal_server, portal_app):  # noqa: F811
+    base, _ = portal_server
+    email, _ = make_user(portal_app)
+    page = signed_in(browser, base, email)
+    key = create_key(page, base, "confirm test")
+    prefix = key.split("_")[1]
+    answer = requests.get(
+        f"{base}/v1/geocoding", params={"query": "Mannerheimintie 5, Helsinki"}, headers={"X-API-Key": key}, timeout=30
+    )
+    assert answer.status_code == 200, answer.text
+    page.goto(f"{base}/portal/dashboard")
+    row = f"tr[data-prefix='{prefix}']"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", page.inner_text(f"{row} td.last-used"))
+    shoot(page, "dashboard")
+    page.click(f"{row} :text('Revoke')")
+    assert page.inner_text("h1") == "Revoke this key?"  # one click changed nothing yet
+    shoot(page, "confirm-revoke")
+    page.click("a:has-text('Cancel')")
+    assert page.inner_text(f"{row} td.state") == "active"
+    page.click(f"{row} :text('Rotate')")
+    assert page.inner_text("h1") == "Rotate this key?"
+    grace = page.locator("label[for=grace_hours]")
+    assert grace.is_visible() and "hours" in grace.inner_text()
+    shoot(page, "confirm-rotate")
+    page.fill("#grace_hours", "2")
+    page.click("button[type=submit]:has-text('Rotate the key')")
+    assert "works until" in page.inner_text(".notice")
+    page.goto(f"{base}/portal/dashboard")
+    page.click(f"{row} :text('Revoke')")
+    page.click("button[type=submit]:has-text('Revoke the key')")
+    assert page.inner_text("h1") == "Key revoked"

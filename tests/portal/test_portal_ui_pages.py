@@ -4,6 +4,8 @@ plan page and upgrade requests."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.portal.services import portal
@@ -55,3 +57,36 @@ def test_another_account_cannot_read_the_new_key(portal_app):
     stolen = other.get(location)
     assert stolen.status_code == 410 and b'id="new-key"' not in stolen.data
     assert owner.get(location).status_code == 200  # the owner still sees it once
+
+
+# ---------------------------------------------------------------- item 6
+def test_revoke_and_rotate_act_only_after_a_csrf_protected_confirmation(client, portal_app):
+    email, account_id = make_user(portal_app)
+    login(client, email)
+    location = new_key_redirect(client)
+    key = found(rb'id="new-key" class="mono" readonly value="([^"]+)"', client.get(location).data)
+    prefix = key.split("_")[1]
+    dashboard = client.get("/portal/dashboard").data
+    for action in ("revoke", "rotate"):
+        assert f'href="/portal/keys/{prefix}/{action}"'.encode() in dashboard  # a link to the confirmation
+        confirm = client.get(f"/portal/keys/{prefix}/{action}")
+        assert confirm.status_code == 200 and b'name="confirm" value="yes"' in confirm.data
+        # the old one-click form (no confirm field) shows the confirmation and changes nothing
+        one_click = client.post(f"/portal/keys/{prefix}/{action}", data={"csrf_token": csrf(dashboard)})
+        assert one_click.status_code == 200 and b'name="confirm" value="yes"' in one_click.data
+        # the confirmation without the CSRF token is refused
+        forged = client.post(f"/portal/keys/{prefix}/{action}", data={"confirm": "yes", "grace_hours": "1"})
+        assert forged.status_code == 400
+    assert b'<label for="grace_hours">' in client.get(f"/portal/keys/{prefix}/rotate").data
+    assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": key}).status_code in (200, 404)
+    with portal_app.app_context():
+        assert [k.state() for k in portal().store.list_keys(portal().users.get(account_id).name)] == ["active"]
+
+
+def test_last_used_shows_date_and_time_in_utc(client, portal_app):
+    login(client, make_user(portal_app)[0])
+    key = found(rb'id="new-key" class="mono" readonly value="([^"]+)"', client.get(new_key_redirect(client)).data)
+    assert b'<td class="last-used">never</td>' in client.get("/portal/dashboard").data
+    assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": key}).status_code in (200, 404)
+    dashboard = client.get("/portal/dashboard").data.decode()
+    assert re.search(r"<td class=\"last-used\">\d{4}-\d\d-\d\d \d\d:\d\d UTC</td>", dashboard), dashboard[:3000]
