@@ -105,3 +105,56 @@ def test_revoke_and_rotate_ask_for_confirmation_and_last_used_has_a_time(browser
     page.click(f"{row} :text('Revoke')")
     page.click("button[type=submit]:has-text('Revoke the key')")
     assert page.inner_text("h1") == "Key revoked"
+
+
+# ---------------------------------------------------------------- item 8
+def no_page_overflow(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["1280", "390"])
+def test_layout_terms_hints_placeholders_404_and_phone_width(browser, portal_server, portal_app, viewport):  # noqa: F811
+    base, _ = portal_server
+    anonymous = browser.new_context(viewport=viewport).new_page()
+    # the terms checkbox: its label is one paragraph beside the box, not three narrow columns
+    anonymous.goto(f"{base}/portal/signup")
+    label = anonymous.locator("label.check")
+    line = float(anonymous.evaluate("parseFloat(getComputedStyle(document.body).lineHeight)"))
+    max_lines = 4 if viewport is WIDE else 7
+    assert label.bounding_box()["height"] <= max_lines * line, label.bounding_box()
+    box, text = anonymous.locator("#terms").bounding_box(), label.bounding_box()
+    assert box["x"] - text["x"] < 8 and no_page_overflow(anonymous)
+    shoot(anonymous, "signup")
+    # the terms page, linked from every page
+    anonymous.click("footer a:has-text('Terms of use')")
+    assert anonymous.url == f"{base}/portal/terms" and anonymous.inner_text("h1") == "Terms of use"
+    terms = anonymous.inner_text("main")
+    assert "© OpenStreetMap contributors" in terms and "ODbL" in terms and "the operator of this deployment" in terms
+    shoot(anonymous, "terms")
+    # a portal URL without a page: the portal's HTML page, not the API's JSON
+    missing = anonymous.goto(f"{base}/portal/no-such-page")
+    assert missing.status == 404 and missing.headers["content-type"].startswith("text/html")
+    assert anonymous.inner_text("h1") == "Not Found" and anonymous.locator("footer").count() == 1
+    shoot(anonymous, "not-found")
+
+    email, _ = make_user(portal_app)
+    page = signed_in(browser, base, email, viewport)
+    # settings: the password rule is under its field, the button on a line of its own
+    page.goto(f"{base}/portal/settings")
+    hint = page.locator("form small.hint").first.bounding_box()
+    button = page.locator("button:has-text('Change password')").bounding_box()
+    assert button["y"] >= hint["y"] + hint["height"] - 1, (hint, button)
+    shoot(page, "settings")
+    # console hints: Markdown code spans as <code>, no backticks; markers/path placeholders in full
+    page.goto(f"{base}/portal/console?fn=staticmap")
+    assert page.get_attribute("#p-markers", "placeholder") == "color:red|label:A|43.7384,7.4246"
+    assert page.get_attribute("#p-path", "placeholder") == "color:blue|weight:4|43.7384,7.4246|43.7402,7.4271"
+    assert "`" not in page.inner_text(".params") and page.locator(".params small.hint code").count() >= 2
+    assert no_page_overflow(page)
+    shoot(page, "console-staticmap")
+    # the keys table fits a phone: it scrolls inside its card, the page does not
+    for i in range(2):
+        create_key(page, base, f"a rather long label for key {i}")
+    page.goto(f"{base}/portal/dashboard")
+    assert no_page_overflow(page), page.evaluate("document.documentElement.scrollWidth")
+    shoot(page, "dashboard-keys")

@@ -90,3 +90,24 @@ def test_last_used_shows_date_and_time_in_utc(client, portal_app):
     assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": key}).status_code in (200, 404)
     dashboard = client.get("/portal/dashboard").data.decode()
     assert re.search(r"<td class=\"last-used\">\d{4}-\d\d-\d\d \d\d:\d\d UTC</td>", dashboard), dashboard[:3000]
+
+
+# ---------------------------------------------------------------- item 8
+def test_terms_page_and_html_404_in_the_portal_json_404_elsewhere(client):
+    terms = client.get("/portal/terms")
+    assert terms.status_code == 200 and b"ODbL" in terms.data and b"openstreetmap.org/copyright" in terms.data
+    page = client.get("/portal/no-such-page")
+    assert page.status_code == 404 and page.mimetype == "text/html" and b"<footer>" in page.data
+    assert client.post("/portal/terms").status_code in (400, 405)  # a POST without CSRF token: the portal's page
+    api = client.get("/v1/no-such-endpoint")
+    assert api.status_code == 404 and api.is_json
+
+
+def test_console_hints_render_code_spans_and_escape_the_rest():
+    from app.portal.console import hint, placeholder
+
+    assert str(hint("Markers: `color:red|<lat>,<lng>`; repeat")) == (
+        "Markers: <code>color:red|&lt;lat&gt;,&lt;lng&gt;</code>; repeat"
+    )
+    assert str(hint("<script>alert(1)</script> `x")) == "&lt;script&gt;alert(1)&lt;/script&gt; `x"
+    assert placeholder(["a|b", "c"]) == "a|b" and placeholder(2) == "2" and placeholder(None) == ""
