@@ -29,6 +29,7 @@ def init_portal(app: Flask) -> None:
         views_dev,
         views_keys,
         views_pages,
+        views_plan,
     )
     from app.portal.blueprint import bp
 

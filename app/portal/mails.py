@@ -10,6 +10,7 @@ SUBJECTS = {
     "already": "Someone tried to sign up to Meridian with your address",
     "reset": "Reset your Meridian password",
     "change": "Confirm your new e-mail address for Meridian",
+    "upgrade": "Meridian: a request for another plan",
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from tests.browser import chromium
+from tests.fixtures_live import free_port, start_gunicorn, stop
 from tests.portal.test_pages import PASSWORD, make_user
 from tests.portal.test_portal_browser import portal_server  # noqa: F401  (the gunicorn fixture)
 
@@ -158,3 +159,69 @@ def test_layout_terms_hints_placeholders_404_and_phone_width(browser, portal_ser
     page.goto(f"{base}/portal/dashboard")
     assert no_page_overflow(page), page.evaluate("document.documentElement.scrollWidth")
     shoot(page, "dashboard-keys")
+
+
+# ---------------------------------------------------------------- item 9
+OPERATOR = "operator@meridian.test"
+
+
+@pytest.fixture(scope="module")
+def operator_server(portal_settings, portal_env, portal_worker, tmp_path_factory):
+    """gunicorn with an operator's address (upgrade requests are mailed to it)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**portal_env, "PORTAL_BASE_URL": base, "PORTAL_OPERATOR_EMAIL": OPERATOR}
+    proc = start_gunicorn(portal_settings, port, tmp_path_factory.mktemp("logs") / "operator-gunicorn.log", **env)
+    try:
+        yield base
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["1280", "390"])
+def test_console_marks_what_the_plan_excludes_and_an_upgrade_request_reaches_the_operator(
+    browser, operator_server, portal_app, mailbox, viewport
+):
+    base = operator_server
+    email, account_id = make_user(portal_app)  # on the free plan: no static maps, isochrones, geometry
+    page = signed_in(browser, base, email, viewport)
+    page.goto(f"{base}/portal/console")
+    for fn in ("staticmap", "isochrone", "geometry"):
+        tab = page.locator(f"nav.tabs [data-fn={fn}]")
+        assert "not in your plan" in tab.inner_text() and tab.get_attribute("aria-disabled") == "true"
+        assert tab.evaluate("e => e.tagName") == "SPAN"  # not a link
+    assert page.locator("nav.tabs [data-fn=routing]").get_attribute("aria-disabled") is None
+    shoot(page, "console-plan-marks")
+    page.goto(f"{base}/portal/console?fn=isochrone")
+    assert page.locator("button[type=submit]:has-text('Send')").is_disabled()
+    page.click("#not-in-plan a")
+    # the plan page: the current plan, its quotas, key cap and services, and every plan
+    assert page.url == f"{base}/portal/plan" and "free" in page.inner_text("h1")
+    current = page.inner_text("#current")
+    assert "60 a minute" in current and "of at most 5" in current and "geocoding" in current
+    assert page.locator("#plans tr[data-plan]").count() >= 3
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shoot(page, "plan")
+    page.select_option("#wanted", "standard")
+    page.fill("#message", "Static maps for our <b>delivery</b> app")
+    page.click("button[type=submit]:has-text('Send the request')")
+    assert "reached the operator (by mail" in page.inner_text("#sent")
+    assert "standard" in page.inner_text("#pending")
+    shoot(page, "plan-requested")
+    # ... by mail, through the real SMTP server ...
+    mail = mailbox.wait(OPERATOR, count=1, timeout=60)
+    found_mail = [m for m in mailbox.messages(OPERATOR) if email in m.get_body(preferencelist=("plain",)).get_content()]
+    assert found_mail, [m["Subject"] for m in mailbox.messages(OPERATOR)]
+    text = found_mail[0].get_body(preferencelist=("plain",)).get_content()
+    assert "Plan asked for: standard" in text and "<b>delivery</b>" in text and f"{base}/portal/admin" in text
+    assert "&lt;b&gt;delivery" in found_mail[0].get_body(preferencelist=("html",)).get_content()
+    assert mail["Subject"] == "Meridian: a request for another plan"
+    # ... and in the admin view, until dismissed
+    admin_email, _ = make_user(portal_app, role="admin")
+    admin = signed_in(browser, base, admin_email, viewport)
+    admin.goto(f"{base}/portal/admin")
+    row = admin.locator(f"#upgrades tr[data-account='{account_id}']")
+    assert "standard" in row.inner_text() and "<b>delivery</b>" in row.inner_text()
+    shoot(admin, "admin-upgrades")
+    row.locator("button:has-text('Dismiss')").click()
+    assert admin.locator(f"#upgrades tr[data-account='{account_id}']").count() == 0

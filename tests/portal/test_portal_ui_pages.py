@@ -111,3 +111,45 @@ def test_console_hints_render_code_spans_and_escape_the_rest():
     )
     assert str(hint("<script>alert(1)</script> `x")) == "&lt;script&gt;alert(1)&lt;/script&gt; `x"
     assert placeholder(["a|b", "c"]) == "a|b" and placeholder(2) == "2" and placeholder(None) == ""
+
+
+# ---------------------------------------------------------------- item 9
+def test_upgrade_requests_are_validated_kept_one_per_account_and_listed_for_admins(client, portal_app):
+    email, account_id = make_user(portal_app)
+    login(client, email)
+    plan_page = client.get("/portal/plan")
+    assert plan_page.status_code == 200 and b'data-plan="pro"' in plan_page.data
+    token = csrf(plan_page.data)
+    for bad in ({"plan": "free"}, {"plan": "no-such-plan"}, {"plan": "pro", "message": "x" * 501}):
+        assert client.post("/portal/plan", data={"csrf_token": token, **bad}).status_code == 400
+    assert client.post("/portal/plan", data={"plan": "pro"}).status_code == 400  # no CSRF token
+    for wanted in ("pro", "standard"):  # a second request replaces the first
+        sent = client.post("/portal/plan", data={"csrf_token": token, "plan": wanted, "message": "hi"})
+        assert sent.status_code == 303 and sent.headers["Location"] == "/portal/plan?sent=stored"
+    with portal_app.app_context():
+        from app.portal.views_plan import upgrade_requests
+
+        mine = [r for r in upgrade_requests().pending() if r.account_id == account_id]
+    assert [(r.wanted_plan, r.message) for r in mine] == [("standard", "hi")]
+    assert client.get("/portal/admin").status_code == 403  # not an admin
+    admin = portal_app.test_client()
+    login(admin, make_user(portal_app, role="admin")[0])
+    listed = admin.get("/portal/admin")
+    assert f'data-account="{account_id}"'.encode() in listed.data
+    dismissed = admin.post(f"/portal/admin/upgrades/{account_id}/dismiss", data={"csrf_token": csrf(listed.data)})
+    assert dismissed.status_code == 302
+    assert f'data-account="{account_id}"'.encode() not in admin.get("/portal/admin").data
+
+
+def test_unverified_accounts_cannot_ask_and_excluded_functions_are_not_called(client, portal_app):
+    email, _ = make_user(portal_app, verified=False)
+    login(client, email)
+    page = client.get("/portal/plan")
+    refused = client.post("/portal/plan", data={"csrf_token": csrf(page.data), "plan": "pro"})
+    assert refused.status_code == 400 and b"Confirm your e-mail address" in refused.data
+    console = client.get("/portal/console?fn=staticmap")
+    assert b'data-fn="staticmap"' in console.data and b"not in your plan" in console.data
+    posted = client.post(
+        "/portal/console?fn=staticmap", data={"csrf_token": csrf(console.data), "key": "mrd_x_y", "center": "1,2"}
+    )
+    assert posted.status_code == 400 and b"is not in your plan" in posted.data
