@@ -58,7 +58,8 @@ def login(client, email: str, password: str = PASSWORD):
 
 
 def post(client, path: str, data: dict, page: str = "/portal/dashboard"):
-    return client.post(path, data={"csrf_token": csrf(client.get(page).data), **data})
+    """POST the form with a fresh CSRF token, following the redirect of a post/redirect/get."""
+    return client.post(path, data={"csrf_token": csrf(client.get(page).data), **data}, follow_redirects=True)
 
 
 def found(pattern: bytes, page: bytes) -> str:
@@ -230,7 +231,7 @@ def test_secret_shown_once_and_stored_hashed(client, portal_app):
     other, _ = make_user(portal_app)
     client.post("/portal/logout", data={"csrf_token": csrf(client.get("/portal/dashboard").data)})
     login(client, other)
-    assert post(client, f"/portal/keys/{prefix}/revoke", {}).status_code == 404
+    assert post(client, f"/portal/keys/{prefix}/revoke", {"confirm": "yes"}).status_code == 404
 
 
 def test_key_use_usage_revoke_and_rotate(client, portal_app):
@@ -245,12 +246,12 @@ def test_key_use_usage_revoke_and_rotate(client, portal_app):
     assert "geocoding" in header.split(",") and rows[-1].split(",")[-1] == "1"
     assert client.get("/portal/usage.svg").data.startswith(b"<?xml")
     prefix = key.split("_")[1]
-    rotated = post(client, f"/portal/keys/{prefix}/rotate", {"grace_hours": "1"})
+    rotated = post(client, f"/portal/keys/{prefix}/rotate", {"confirm": "yes", "grace_hours": "1"})
     assert rotated.status_code == 200 and b"works until" in rotated.data
     new_key = re.search(rb'id="new-key" class="mono" readonly value="([^"]+)"', rotated.data).group(1).decode()
     assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": key}).status_code in (200, 404)
-    assert post(client, f"/portal/keys/{prefix}/rotate", {"grace_hours": "200"}).status_code == 400
-    assert post(client, f"/portal/keys/{prefix}/revoke", {}).status_code == 200
+    assert post(client, f"/portal/keys/{prefix}/rotate", {"confirm": "yes", "grace_hours": "200"}).status_code == 400
+    assert post(client, f"/portal/keys/{prefix}/revoke", {"confirm": "yes"}).status_code == 200
     assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": key}).status_code == 401
     assert client.get("/v1/geocoding?query=Helsinki", headers={"X-API-Key": new_key}).status_code in (200, 404)
 
