@@ -11,6 +11,7 @@ SUBJECTS = {
     "reset": "Reset your Meridian password",
     "reset_unknown": "Meridian password reset: no account uses this address",
     "change": "Confirm your new e-mail address for Meridian",
+    "verify_unknown": "Meridian confirmation link: no account waits for confirmation at this address",
 }
 
 
