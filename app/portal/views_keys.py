@@ -167,30 +167,25 @@ def key_new() -> Redirect | str | tuple[str, int]:
             message="Keys can be created once your e-mail address is confirmed: open the link we sent you, or ask "
             "for a new one on the dashboard.",
         ), 403
-    if request.method == "POST":
-        if form.validate():
-            expires = None
-            if form.expires.data is not None:
-                expires = datetime.combine(form.expires.data, time(0), tzinfo=UTC)
-                if expires <= datetime.now(UTC):
-                    errors.append("expires: the date must be in the future")
-            if not errors:
-                try:
-                    issued = portal().store.create_key(
-                        user.name,
-                        user.plan,
-                        scopes=list(form.scopes.data) or None,
-                        expires_at=expires,
-                        label=(form.label.data or "").strip(),
-                    )
-                except AccountError as exc:
-                    errors.append(str(exc))
-                else:
-                    return _issued_page(user, issued, "Your new key")
+    # a field's problem stays on the field (forms.py), shown next to it
+    if request.method == "POST" and form.validate():
+        expires = None
+        if form.expires.data is not None:  # in the future: KeyForm.validate_expires
+            expires = datetime.combine(form.expires.data, time(0), tzinfo=UTC)
+        try:
+            issued = portal().store.create_key(
+                user.name,
+                user.plan,
+                scopes=list(form.scopes.data) or None,
+                expires_at=expires,
+                label=(form.label.data or "").strip(),
+            )
+        except AccountError as exc:
+            errors.append(str(exc))
         else:
-            errors.extend(form_errors(form))
+            return _issued_page(user, issued, "Your new key")
     return render_template("portal/key_new.html", form=form, errors=errors, plan=plan, live=live_keys(keys_of(user))), (
-        400 if errors else 200
+        400 if errors or form.errors else 200
     )
 
 
