@@ -27,21 +27,21 @@ control_socket_disable = True
 
 
 def post_worker_init(worker: Any) -> None:
-    """Open the datasets' indexes in the background as soon as a web worker starts; then move
-    everything loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every
-    full collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and
-    the indexes, which added 60 us to the mean in-process request time (routing, Helsinki)."""
+    """Warm the web worker in the background as soon as it starts: every dataset opened and every
+    numba kernel loaded from the image's cache, or compiled (engine/warmup.py);
+    ``/v1/health/ready`` answers 503 (check ``warm``) until it is done. Then move everything
+    loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every full
+    collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and the
+    indexes, which added 60 us to the mean in-process request time (routing, Helsinki)."""
     import gc
-    import threading
 
-    app = worker.wsgi
-    registry = app.extensions["meridian"].datasets
+    from engine.warmup import warm_in_background
 
-    def warm() -> None:
-        registry.warm()
+    rt = worker.wsgi.extensions["meridian"]
+
+    def freeze() -> None:
         gc.collect()
         gc.freeze()
 
-    gc.collect()
-    gc.freeze()
-    threading.Thread(target=warm, name="meridian-warmup", daemon=True).start()
+    freeze()
+    warm_in_background(rt.datasets, rt.warm, then=freeze)
