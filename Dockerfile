@@ -37,8 +37,15 @@ ENV PATH=/opt/meridian/bin:$PATH \
     PORT=3000 \
     DATA_DIR=/var/lib/meridian/data \
     MPLCONFIGDIR=/tmp/matplotlib \
-    NUMBA_CACHE_DIR=/tmp/numba
+    NUMBA_CACHE_DIR=/opt/meridian/numba-cache
+# numba's compiled kernels are part of the image: `meridian warmup` imports a tiny synthetic town
+# and runs each service on it, writing every kernel to NUMBA_CACHE_DIR (owned by the runtime user,
+# so a node whose CPU differs from the build machine's compiles and caches its own there, before
+# it says ready). A process starts in seconds instead of compiling for ~30 s. See
+# docs/deployment.md, "Cold start" (NUMBA_CPU_NAME=generic for a cache that fits every x86-64 CPU).
+RUN mkdir -p /opt/meridian/numba-cache && chown meridian:meridian /opt/meridian/numba-cache
 USER 10001:10001
+RUN meridian warmup
 WORKDIR /var/lib/meridian
 EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s \

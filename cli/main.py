@@ -45,6 +45,9 @@ def _store():
 @click.group()
 def main() -> None:
     """Meridian: a self-hosted location platform over OpenStreetMap data."""
+    from engine.kernel_cache import prepare_environment
+
+    prepare_environment()  # the image's compiled kernels, copied if its filesystem is read-only
 
 
 # ------------------------------------------------------------------ data

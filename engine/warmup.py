@@ -273,27 +273,36 @@ def warm_in_background(registry: DatasetRegistry, state: WarmState, then: Callab
     threading.Thread(target=run, name="meridian-warmup", daemon=True).start()
 
 
-def warm_registry(registry: DatasetRegistry, state: WarmState) -> None:
+def warm_registry(registry: DatasetRegistry, state: WarmState, attempts: int = 3) -> None:
     """Warm every dataset of ``registry`` (a process's start), recording progress in ``state``;
-    never raises: a failure leaves ``state`` failed, and the process unready."""
+    never raises: a failure leaves ``state`` failed, and the process unready. A dataset replaced
+    while it warmed (a newer version pulled, the old one removed) is no failure: the datasets
+    served then are warmed again (the new ones were warmed before they replaced the old)."""
     if state.phase != "warming":
         state.start()
-    try:
-        with _one_compiler_at_a_time():
-            for ds in registry.all():
-                warm_dataset(ds, state)
-    except Exception as exc:
-        log.exception("warm-up failed")
-        state.finish(f"{type(exc).__name__}: {exc}")
+    error = ""
+    for _ in range(attempts):
+        served = registry.all()
+        try:
+            with _one_compiler_at_a_time():
+                for ds in served:
+                    warm_dataset(ds, state)
+        except Exception as exc:
+            log.warning("warm-up: %s: %s", type(exc).__name__, exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if registry.all() != served:
+                continue
+            break
+        state.finish()
+        log.info(
+            "warm: %d dataset(s) opened, %d kernel(s) compiled (%.1f s compiling), in %.1f s",
+            len(served),
+            state.compiled,
+            compile_counter().seconds,
+            state.seconds,
+        )
         return
-    state.finish()
-    log.info(
-        "warm: %d dataset(s) opened, %d kernel(s) compiled (%.1f s compiling), in %.1f s",
-        len(registry.all()),
-        state.compiled,
-        compile_counter().seconds,
-        state.seconds,
-    )
+    state.finish(error)
 
 
 # -- the image's build step -------------------------------------------------------------------

@@ -6,8 +6,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pytest
-
 from engine.dataset import DatasetRegistry
 from engine.services import routing, snaptoroad
 from engine.warmup import WarmState, compile_counter, warm_dataset, warm_registry
@@ -28,16 +26,17 @@ def test_after_warm_requests_compile_nothing(data_dir: Path) -> None:
 
 
 def _two_versions(data_dir: Path, root: Path) -> tuple[Path, list[str]]:
-    """A DATA_DIR of our own whose helsinki region links to two versions of the samples."""
-    versions = sorted(p.name for p in (data_dir / "regions" / "helsinki" / "versions").iterdir())
-    if len(versions) < 2:
-        pytest.skip("the sample DATA_DIR holds one helsinki version")
+    """A DATA_DIR of our own whose helsinki region has two versions, ``a`` and ``b``: directories
+    of links to the files of the samples' current version (nothing of ``data_dir`` is changed)."""
+    source = (data_dir / "regions" / "helsinki" / "current").resolve()
     region = root / "regions" / "helsinki"
-    (region / "versions").mkdir(parents=True)
-    for v in versions[:2]:
-        (region / "versions" / v).symlink_to(data_dir / "regions" / "helsinki" / "versions" / v)
-    (region / "current").symlink_to(Path("versions") / versions[0])
-    return region, versions[:2]
+    for version in ("a", "b"):
+        target = region / "versions" / version
+        target.mkdir(parents=True)
+        for item in source.iterdir():
+            (target / item.name).symlink_to(item)
+    (region / "current").symlink_to(Path("versions") / "a")
+    return region, ["a", "b"]
 
 
 def _move_current(region: Path, version: str) -> None:
