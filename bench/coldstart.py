@@ -36,7 +36,7 @@ from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "coldstart.json"
 ROUTE = {"origin": "60.1699,24.9384", "destination": "60.1841,24.9500"}  # Helsinki centre -> Töölö
-ISOCHRONE = {"lat": "60.1699", "lng": "24.9384", "times": "5"}
+ISOCHRONE = {"lat": "60.1699", "lng": "24.9384", "time": "5"}
 
 
 def _free_port() -> int:

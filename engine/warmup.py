@@ -76,6 +76,33 @@ def compile_counter() -> _CompileCounter:
         return _counter
 
 
+class PeerWarmth:
+    """Warm markers of the processes of one server (gunicorn's web workers, which share a listening
+    socket: a request may reach any of them), so that each says ready only once all are warm.
+    A marker is a file named by the process id in a directory of the server's own; markers of
+    processes that have exited do not count (a restarted worker warms again)."""
+
+    def __init__(self, directory: Path, expected: int) -> None:
+        self.directory = directory
+        self.expected = expected
+
+    def mark(self, pid: int) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / str(pid)).touch()
+
+    def warm(self) -> int:
+        alive = 0
+        for entry in self.directory.glob("*") if self.directory.is_dir() else ():
+            try:
+                os.kill(int(entry.name), 0)
+            except (ValueError, ProcessLookupError):
+                continue
+            except PermissionError:
+                pass  # exists, owned by someone else
+            alive += 1
+        return alive
+
+
 class WarmState:
     """A process's way to warm: ``lazy`` (no warm-up asked: kernels compile on first use, as in
     a test or `flask run`; counts as ready), ``warming`` (a step under way), ``warm``, or
@@ -89,6 +116,7 @@ class WarmState:
         self._t0 = 0.0
         self._compiled_before = 0
         self.counter = compile_counter()
+        self.peers: PeerWarmth | None = None  # the other processes of this server, if any
 
     def start(self) -> None:
         self.phase, self._t0, self._compiled_before = "warming", time.perf_counter(), self.counter.count
@@ -116,6 +144,12 @@ class WarmState:
         }
         if self.phase == "warm":
             out["seconds"] = self.seconds
+            if self.peers is not None:
+                warm = self.peers.warm()
+                out["processes_warm"] = f"{warm}/{self.peers.expected}"
+                if warm < self.peers.expected:
+                    out["ok"] = False
+                    out["detail"] = f"{warm} of {self.peers.expected} web worker processes warm"
         elif self.phase == "warming":
             compiling = sorted(set(self.counter.current.values()))
             out["detail"] = self.step + (f"; compiling {', '.join(compiling)}" if compiling else "")

@@ -81,3 +81,29 @@ def test_new_version_that_fails_to_open_is_not_served(data_dir: Path, tmp_path: 
     _move_current(region, new)
     registry.reload()
     assert registry.require("helsinki").path.name == old
+
+
+def test_ready_only_once_every_process_of_the_server_is_warm(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from engine.warmup import PeerWarmth
+
+    state = WarmState()
+    state.peers = PeerWarmth(tmp_path / "server", expected=2)
+    state.start()
+    state.finish()
+    state.peers.mark(os.getpid())
+    check = state.check()
+    assert not check["ok"] and check["detail"] == "1 of 2 web worker processes warm"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    state.peers.mark(int(gone.stdout))  # a process that has exited does not count
+    assert not state.check()["ok"]
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        state.peers.mark(sibling.pid)
+        assert state.check()["ok"] and state.check()["processes_warm"] == "2/2"
+    finally:
+        sibling.kill()
+        sibling.wait()
