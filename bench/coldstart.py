@@ -14,6 +14,8 @@ own ``.venv``); ``--cpu`` adds route latency with kernels built for ``NUMBA_CPU_
 against the host CPU. Prints a table and writes bench/results/coldstart.json (``--label`` keys it).
 
     python -m bench.coldstart --data-dir DIR [--scenarios image,bare,warm] [--code DIR --label before] [--cpu]
+
+The image sets NUMBA_CPU_NAME=generic: run with it in the environment to measure as the image runs.
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def main() -> None:
                 cpu_cache = root / f"numba-{name}"
                 mine[f"route_latency_{name}"] = route_latency(PROJECT_ROOT, args.data_dir.resolve(), cpu_cache, cpu)
                 print(f"route latency, {name} kernels: {mine[f'route_latency_{name}']}", flush=True)
-    results[args.label] = mine
+    results.setdefault(args.label, {}).update(mine)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
 
