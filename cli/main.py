@@ -46,6 +46,9 @@ def _store():
 @click.group()
 def main() -> None:
     """Meridian: a self-hosted location platform over OpenStreetMap data."""
+    from engine.kernel_cache import prepare_environment
+
+    prepare_environment()  # the image's compiled kernels, copied if its filesystem is read-only
 
 
 # ------------------------------------------------------------------ data
@@ -70,6 +73,21 @@ def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
     click.echo(f"region {result.region}: version {result.version} ({state})")
     for name, count in m.get("counts", {}).items():
         click.echo(f"  {name:<20} {count}")
+
+
+@main.command("warmup")
+def warmup_cmd() -> None:
+    """Compile every numba kernel into $NUMBA_CACHE_DIR (the image's build step): imports a tiny
+    synthetic town and runs each service once on it. Needs no settings and no dataset."""
+    import logging
+
+    from engine.warmup import build_cache
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    built = build_cache()
+    click.echo(
+        f"{built.compiled} kernels compiled into {built.cache_dir or 'numba default cache'} in {built.seconds} s"
+    )
 
 
 @main.command("regions")
