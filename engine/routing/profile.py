@@ -96,6 +96,13 @@ HIGHWAY_CLASSES: tuple[str, ...] = (
     "service",
     "road",
     "track",
+    # classes only the foot and bicycle profiles use (engine.routing.foot, engine.routing.bicycle)
+    "footway",
+    "path",
+    "steps",
+    "pedestrian",
+    "cycleway",
+    "bridleway",
 )
 CLASS_CODE: dict[str, int] = {name: i for i, name in enumerate(HIGHWAY_CLASSES)}
 
