@@ -54,6 +54,6 @@ def test_unknown_profile_is_a_400_naming_it_and_the_allowed_values(client, api_k
 
 
 def test_openapi_describes_profile(client):
-    spec = client.get("/v1/openapi.json").get_json()
+    spec = client.get("/api-json").get_json()
     params = {p["name"]: p for p in spec["paths"]["/v1/routing"]["get"]["parameters"]}
     assert set(params["profile"]["schema"]["enum"]) >= {"car", "foot", "bicycle", "driving", "walking", "cycling"}
