@@ -34,7 +34,7 @@ COMPONENTS: dict[str, str] = {
     "roadnet": "engine.matching.network:MatchingComponent.open",  # matching + isochrones
 }
 # components with one instance per travel profile: their opener takes (version_dir, profile)
-PROFILE_COMPONENTS = frozenset({"router"})
+PROFILE_COMPONENTS = frozenset({"router", "roadnet"})
 
 
 def _resolve(target: str):

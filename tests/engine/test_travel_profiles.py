@@ -331,3 +331,37 @@ def test_a_point_far_from_any_walkable_way_names_the_parameter(tmp_path):
     with pytest.raises(InvalidParameter) as far:
         route(ds, g.coord_between("A", "B"), g.coord_between("C", "D"), "foot")
     assert far.value.parameter == "destination" and "walkable" in str(far.value)
+
+
+# -- isochrones per profile ---------------------------------------------------------------------------
+
+
+def test_isochrones_follow_the_profile(tmp_path):
+    from engine.services.isochrone import IsochroneParams
+    from engine.services.isochrone import run as isochrone
+
+    g = OsmGrid(
+        """
+        A-----B-----C-----D-----E
+                    |
+                    F
+        """,
+        grid_m=100,
+    )
+    g.way("ABC", highway="residential")
+    g.way("CDE", highway="footway")  # only walkers go east of C
+    g.way("CF", highway="residential")
+    ds = serve(tmp_path, g, profiles=("car", "foot"))
+    origin = g.coord_between("B", "C")
+
+    def area(profile: str, times: tuple[float, ...] = (), distances: tuple[float, ...] = ()) -> float:
+        fc = isochrone(ds, IsochroneParams(origin[0], origin[1], times=times, distances=distances, profile=profile))
+        return fc["features"][0]["properties"]["area_m2"]
+
+    # 2 minutes: a car covers the whole road (25 km/h: 830 m), a walker about 170 m of it
+    assert area("foot", times=(2.0,)) < area("car", times=(2.0,)) / 2
+    # 350 m of distance: the walker also goes east along the footway the car may not use
+    assert area("walking", distances=(350.0,)) > area("car", distances=(350.0,))
+    with pytest.raises(InvalidParameter) as missing:
+        area("bicycle", times=(2.0,))
+    assert missing.value.parameter == "profile" and "car, foot" in str(missing.value)

@@ -57,3 +57,8 @@ def test_openapi_describes_profile(client):
     spec = client.get("/api-json").get_json()
     params = {p["name"]: p for p in spec["paths"]["/v1/routing"]["get"]["parameters"]}
     assert set(params["profile"]["schema"]["enum"]) >= {"car", "foot", "bicycle", "driving", "walking", "cycling"}
+
+
+def test_isochrone_profile_is_checked_too(client, api_key):
+    resp = client.get("/v1/isochrone?lat=43.7384&lng=7.4246&time=5&profile=hovercraft", headers={"X-API-Key": api_key})
+    assert resp.status_code == 400 and resp.get_json()["parameter"] == "profile"
