@@ -365,3 +365,25 @@ def test_isochrones_follow_the_profile(tmp_path):
     with pytest.raises(InvalidParameter) as missing:
         area("bicycle", times=(2.0,))
     assert missing.value.parameter == "profile" and "car, foot" in str(missing.value)
+
+
+# -- the import command -----------------------------------------------------------------------------
+
+
+def test_import_command_builds_the_chosen_profiles(tmp_path):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    g = OsmGrid(LINE, grid_m=GRID_M)
+    g.way("ABCD", highway="residential", name="Main Street")
+    pbf = g.write(tmp_path / "grid.osm.pbf")
+    env = {"DATA_DIR": str(tmp_path / "data")}
+    bad = CliRunner().invoke(main, ["import", str(pbf), "--profiles", "car,hovercraft"], env=env)
+    assert bad.exit_code != 0 and "hovercraft" in bad.output and "car, foot, bicycle" in bad.output
+    done = CliRunner().invoke(main, ["import", str(pbf), "--profiles", "walking"], env=env)
+    assert done.exit_code == 0, done.output
+    assert "profiles             foot" in done.output
+    version = layout.current_link(tmp_path / "data", "grid").resolve()
+    assert (version / "graph-foot").is_dir() and not (version / "graph").exists()
+    assert DatasetRegistry(tmp_path / "data").get("grid").profiles == ("foot",)
