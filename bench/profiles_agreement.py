@@ -57,7 +57,7 @@ def pairs(registry: DatasetRegistry, region: str, profile: str, n: int, seed: in
 
 def measure(registry: DatasetRegistry, region: str, profile: str, n: int) -> dict | None:
     todo = pairs(registry, region, profile, n, seed=29)
-    if valhalla_m(*todo[0], profile) is None and valhalla_m(*todo[1], profile) is None:
+    if all(valhalla_m(a, b, profile) is None for a, b in todo[:2]):
         return None  # Valhalla serves another region now
     within = both = ours_only = theirs_only = 0
     ratios = []
