@@ -147,13 +147,7 @@ def way_profile(tags: Mapping[str, str]) -> P.WayProfile | None:
     bwd = bwd and T.first_access(tags, ACCESS_HIERARCHY, "backward") not in ACCESS_DENIED
     if not (fwd or bwd):
         return None
-    flags = P.FLAG_FERRY if is_ferry else 0
-    if fwd != bwd:
-        flags |= P.FLAG_ONEWAY
-    if tags.get("junction") in ("roundabout", "circular"):
-        flags |= P.FLAG_ROUNDABOUT
-    if tags.get("tunnel") not in (None, "no"):
-        flags |= P.FLAG_TUNNEL
+    flags = T.basic_flags(tags, ferry=is_ferry, forward=fwd, backward=bwd)
     ferry_s = P.parse_duration_s(tags.get("duration")) if is_ferry else None
     return P.WayProfile(highway, fwd, bwd, speed, speed, 1.0, flags, T.name_of(tags), ferry_s)
 
@@ -180,14 +174,4 @@ def turn_duration_s(angle_deg: float, *, n_roads: int, uturn: bool, roundabout: 
 
 def restriction_kind(tags: Mapping[str, str]) -> str | None:
     """``"no"``/``"only"`` for a restriction that holds for bicycles, else None."""
-    if tags.get("type") != "restriction" or "bicycle" in (tags.get("except") or "").split(";"):
-        return None
-    for key in RESTRICTION_KEYS:
-        value = tags.get(key)
-        if value:
-            if value.startswith("no_"):
-                return "no"
-            if value.startswith("only_"):
-                return "only"
-            return None
-    return None
+    return T.restriction_kind(tags, RESTRICTION_KEYS, ("bicycle",))

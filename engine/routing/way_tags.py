@@ -1,9 +1,16 @@
-"""Tag readings the foot and bicycle profiles share: access by hierarchy, one-way values, what
-closes a way to everyone. Pure functions over a tag mapping, like :mod:`engine.routing.profile`."""
+"""Tag readings the profiles share: access by hierarchy, one-way values, what closes a way to
+everyone, the flags of a way, which turn restrictions hold. Pure functions over a tag mapping,
+like :mod:`engine.routing.profile`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+# edge_flags bits, as engine.routing.profile.FLAG_* (kept equal by tests/engine/test_travel_profiles.py)
+FLAG_FERRY = 2
+FLAG_ROUNDABOUT = 8
+FLAG_ONEWAY = 16
+FLAG_TUNNEL = 64
 
 YES = frozenset({"yes", "true", "1"})
 REVERSE = frozenset({"-1", "reverse"})
@@ -42,3 +49,33 @@ def closed(tags: Mapping[str, str]) -> bool:
 
 def name_of(tags: Mapping[str, str]) -> str:
     return tags.get("name") or tags.get("ref") or ""
+
+
+def basic_flags(tags: Mapping[str, str], *, ferry: bool, forward: bool, backward: bool) -> int:
+    """The flags every profile sets alike: ferry, one-way, roundabout, tunnel."""
+    flags = FLAG_FERRY if ferry else 0
+    if forward != backward:
+        flags |= FLAG_ONEWAY
+    if tags.get("junction") in ("roundabout", "circular"):
+        flags |= FLAG_ROUNDABOUT
+    if tags.get("tunnel") not in (None, "no"):
+        flags |= FLAG_TUNNEL
+    return flags
+
+
+def restriction_kind(tags: Mapping[str, str], keys: Iterable[str], exempt: Iterable[str]) -> str | None:
+    """``"no"``/``"only"`` from the first of ``keys`` whose value says so, for a restriction
+    relation whose ``except`` names none of ``exempt``; else None."""
+    if tags.get("type") != "restriction":
+        return None
+    excepted = (tags.get("except") or "").split(";")
+    if any(name in excepted for name in exempt):
+        return None
+    for key in keys:
+        value = tags.get(key)
+        if value:
+            if value.startswith("no_"):
+                return "no"
+            if value.startswith("only_"):
+                return "only"
+    return None

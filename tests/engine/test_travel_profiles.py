@@ -387,3 +387,10 @@ def test_import_command_builds_the_chosen_profiles(tmp_path):
     version = layout.current_link(tmp_path / "data", "grid").resolve()
     assert (version / "graph-foot").is_dir() and not (version / "graph").exists()
     assert DatasetRegistry(tmp_path / "data").get("grid").profiles == ("foot",)
+
+
+def test_shared_flag_bits_match_the_car_profile():
+    from engine.routing import profile, way_tags
+
+    for name in ("FLAG_FERRY", "FLAG_ROUNDABOUT", "FLAG_ONEWAY", "FLAG_TUNNEL"):
+        assert getattr(way_tags, name) == getattr(profile, name)
