@@ -30,12 +30,13 @@ from shapely.geometry import GeometryCollection, MultiPolygon, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from engine.dataset import DatasetRegistry
-from engine.errors import DatasetError, InvalidParameter
+from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.isochrone.compute import IsoOptions, contours, reach
 from engine.limits import DEFAULT_LIMITS, Limits
-from engine.matching.network import MatchingComponent, RoadNetwork
+from engine.matching.network import RoadNetwork
 from engine.routing.profiles import canonical
+from engine.services.snaptoroad import component_for
 
 
 @dataclass(frozen=True)
@@ -65,21 +66,6 @@ def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...
         if not (math.isfinite(v) and 0 < v <= top):
             raise InvalidParameter(f"{name}: each value must be in (0, {top:g}]", parameter=name)
     return metric, tuple(sorted(set(float(v) for v in values), reverse=True)), name
-
-
-def _component(datasets: DatasetRegistry, lat: float, lng: float, profile: str) -> MatchingComponent:
-    covering = datasets.covering(lat, lng, margin_deg=0.01)
-    for ds in covering:
-        if profile not in ds.profiles:
-            continue
-        try:
-            component: MatchingComponent = ds.component("roadnet", profile)
-            return component
-        except DatasetError:
-            continue
-    if covering and not any(profile in ds.profiles for ds in covering):
-        covering[0].require_profile(profile)  # raises, naming the region's profiles
-    raise InvalidParameter(f"lat: no road data covers {lat},{lng}", parameter="lat")
 
 
 def _geojson(geom: BaseGeometry, net: RoadNetwork) -> dict[str, Any]:
@@ -118,7 +104,7 @@ def run(
     limits = limits or DEFAULT_LIMITS
     options = options or IsoOptions()
     metric, values, name = _validate(params, limits)
-    comp = _component(datasets, params.lat, params.lng, canonical(params.profile))
+    comp = component_for(datasets, params.lat, params.lng, "lat", canonical(params.profile))
     net = comp.network
     hit = comp.snapper.snap(params.lat, params.lng, limits.snap_max_distance_m)
     if hit is None:

@@ -394,3 +394,25 @@ def test_shared_flag_bits_match_the_car_profile():
 
     for name in ("FLAG_FERRY", "FLAG_ROUNDABOUT", "FLAG_ONEWAY", "FLAG_TUNNEL"):
         assert getattr(way_tags, name) == getattr(profile, name)
+
+
+def test_snap_to_road_follows_the_profile(tmp_path):
+    from engine.services.snaptoroad import SnapParams
+    from engine.services.snaptoroad import run as snap
+
+    g = OsmGrid(
+        """
+        A----------B
+        C----------D
+        """,
+        grid_m=20,
+    )
+    g.way("AB", highway="residential", name="Road")
+    g.way("CD", highway="footway", name="Walk")
+    ds = serve(tmp_path, g, profiles=("car", "foot"))
+    trace = tuple(g.offset("C", north_m=3, east_m=e) for e in (20, 60, 100, 140))  # on the footway
+    assert {s["name"] for s in snap(ds, SnapParams(trace, profile="foot"))["snapped"]} == {"Walk"}
+    assert {s["name"] for s in snap(ds, SnapParams(trace))["snapped"]} == {"Road"}
+    with pytest.raises(InvalidParameter) as missing:
+        snap(ds, SnapParams(trace, profile="bicycle"))
+    assert missing.value.parameter == "profile"
