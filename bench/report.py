@@ -607,6 +607,33 @@ def heavy_section(doc: dict) -> list[str]:
     return lines
 
 
+def travel_profiles_section(doc: dict) -> list[str]:
+    """Cost of the foot and bicycle profiles: import and process memory, car alone vs all three."""
+    lines = [
+        "## Travel profiles: car alone vs car + foot + bicycle",
+        "",
+        f"{doc['what']}. {doc['machine_note']}.",
+        "",
+        "| region | profiles | import wall s | roads stage s | import peak RSS MiB | dataset MB | graphs MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["imports"]:
+        lines.append(
+            f"| {r['region']} | {r['profiles']} | {r['wall_s']} | {r['roads_stage_s']} | {r['peak_rss_mib']} "
+            f"| {r['dataset_mb']} | {r['graph_mb']} |"
+        )
+    lines += [
+        "",
+        "Process holding both samples, every component warmed, one route per profile (MiB):",
+        "",
+        "| profiles | RSS | anonymous (private) | mapped files (page cache, shared between workers) |",
+        "|---|---|---|---|",
+    ]
+    for m in doc["process_memory_mib"]:
+        lines.append(f"| {m['profiles']} | {m['rss']} | {m['anonymous']} | {m['private_clean_mapped']} |")
+    return lines + [""]
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -627,6 +654,7 @@ def main() -> None:
         ("scaling.json", scaling_section),
         ("load.json", load_section),
         ("scaling-search.json", search_scaling_section),
+        ("travel-profiles.json", travel_profiles_section),
     ):
         doc = _load(name)
         if doc:

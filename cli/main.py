@@ -56,7 +56,13 @@ def main() -> None:
 @click.argument("pbf", type=click.Path(path_type=Path))
 @click.option("--name", "region", help="Region name (default: from the file name).")
 @click.option("--force", is_flag=True, help="Rebuild even if this file was already imported.")
-def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
+@click.option(
+    "--profiles",
+    default="car,foot,bicycle",
+    show_default=True,
+    help="Travel profiles to build a routing graph for (comma-separated: car, foot, bicycle).",
+)
+def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> None:
     """Import an OSM PBF extract as a region (atomic: the previous version keeps serving on failure)."""
     from app.logs import configure
     from engine.errors import DatasetError
@@ -65,12 +71,13 @@ def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
     settings = _settings()
     configure(settings.log_format, settings.debug)
     try:
-        result = import_pbf(pbf, settings.data_dir, region, force=force)
+        result = import_pbf(pbf, settings.data_dir, region, force=force, profiles=tuple(profiles.split(",")))
     except DatasetError as exc:
         raise click.ClickException(f"import failed: {exc}") from exc
     m = result.manifest
     state = "up to date" if result.skipped else f"built in {m['build_seconds']} s"
     click.echo(f"region {result.region}: version {result.version} ({state})")
+    click.echo(f"  profiles             {', '.join(m.get('profiles', ['car']))}")
     for name, count in m.get("counts", {}).items():
         click.echo(f"  {name:<20} {count}")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import layout
-from engine.errors import DatasetError
+from engine.errors import DatasetError, InvalidParameter
 
 if TYPE_CHECKING:  # the components are imported when first opened (numba, SQLite), not here
     from engine.admin import AdminIndex
@@ -36,6 +36,8 @@ COMPONENTS: dict[str, str] = {
     "layers": "engine.render.layers:LayerStore.open",
     "roadnet": "engine.matching.network:MatchingComponent.open",  # matching + isochrones
 }
+# components with one instance per travel profile: their opener takes (version_dir, profile)
+PROFILE_COMPONENTS = frozenset({"router", "roadnet"})
 
 
 def _resolve(target: str):
@@ -81,19 +83,41 @@ class Dataset:
         self.version: str = self.manifest["version"]
         bbox = self.manifest.get("bbox") or [-180.0, -90.0, 180.0, 90.0]
         self.bbox = BBox(*bbox)
+        # travel profiles with a routing graph (datasets of earlier releases: the car's only)
+        self.profiles: tuple[str, ...] = tuple(self.manifest.get("profiles") or ("car",))
         self._components: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def component(self, name: str) -> Any:
-        found = self._components.get(name)
+    def component(self, name: str, profile: str = "car") -> Any:
+        """A component, opened on first use; those of :data:`PROFILE_COMPONENTS` for one travel
+        profile (the car's by default), each opened once per profile."""
+        key = name if profile == "car" else f"{name}:{profile}"
+        found = self._components.get(key)
         if found is not None:
             return found
         with self._lock:
-            if name not in self._components:
+            if key not in self._components:
                 if name not in COMPONENTS:
                     raise DatasetError(f"unknown dataset component {name!r}")
-                self._components[name] = _resolve(COMPONENTS[name])(self.path)
-            return self._components[name]
+                if profile != "car" and name not in PROFILE_COMPONENTS:
+                    raise DatasetError(f"dataset component {name!r} has no travel profiles")
+                opener = _resolve(COMPONENTS[name])
+                self._components[key] = opener(self.path) if profile == "car" else opener(self.path, profile)
+            return self._components[key]
+
+    def router_for(self, profile: str) -> Router:
+        """The router of a travel profile this dataset was imported with (InvalidParameter naming
+        ``profile`` and the region's profiles otherwise)."""
+        self.require_profile(profile)
+        return self.component("router", profile)
+
+    def require_profile(self, profile: str) -> None:
+        if profile not in self.profiles:
+            raise InvalidParameter(
+                f"region {self.region} was imported without the {profile} profile; "
+                f"its profiles: {', '.join(self.profiles)}",
+                parameter="profile",
+            )
 
     @property
     def admin(self) -> AdminIndex:
@@ -231,6 +255,7 @@ class DatasetRegistry:
                 "region": d.region,
                 "version": d.version,
                 "bbox": d.bbox.as_list(),
+                "profiles": list(d.profiles),
                 "counts": d.manifest.get("counts", {}),
             }
             for d in self._datasets.values()

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numba.core import event
 
-from engine.dataset import COMPONENTS, Dataset, DatasetRegistry
+from engine.dataset import COMPONENTS, PROFILE_COMPONENTS, Dataset, DatasetRegistry
 from engine.geofence.index import warm_up as geofence_warm_up
 
 log = logging.getLogger("meridian.warmup")
@@ -288,10 +288,12 @@ def _run_services(ds: Dataset, p: _Probe) -> None:
 def warm_dataset(ds: Dataset, state: WarmState | None = None) -> None:
     """Open every component of ``ds`` and run each service once on it. Raises the error of a
     component that does not open (the dataset is then not fit to serve)."""
-    for name in COMPONENTS:
+    opened = [(name, "car") for name in COMPONENTS]
+    opened += [(name, p) for name in sorted(PROFILE_COMPONENTS) for p in ds.profiles if p != "car"]
+    for name, profile in opened:
         if state is not None:
-            state.at(f"opening {ds.region} {ds.version} {name}")
-        ds.component(name)
+            state.at(f"opening {ds.region} {ds.version} {name} ({profile})")
+        ds.component(name, profile)
     probe = _probe(ds)
     if probe is None:
         return

@@ -126,6 +126,8 @@ def parameters(spec: dict[str, Any], function: ConsoleFunction) -> list[dict[str
                 "hint": hint(p.get("description", "")),
                 "example": placeholder(p.get("example", p.get("schema", {}).get("example"))),
                 "required": bool(p.get("required")),
+                # a fixed choice (e.g. the travel profile): the form offers a selector
+                "choices": list(p.get("schema", {}).get("enum") or ()),
             }
         )
     return out
