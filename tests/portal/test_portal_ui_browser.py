@@ -132,7 +132,7 @@ def test_layout_terms_hints_placeholders_404_and_phone_width(browser, portal_ser
     anonymous = browser.new_context(viewport=viewport).new_page()
     # the terms checkbox: its label is one paragraph beside the box, not three narrow columns
     anonymous.goto(f"{base}/portal/signup")
-    first_left, last_left = anonymous.evaluate(TEXT_LEFT_EDGES, "label.check")
+    first_left, last_left = anonymous.evaluate(TEXT_LEFT_EDGES, "label.check span")
     assert abs(first_left - last_left) < 2, (first_left, last_left)  # the text after the link wraps back
     assert no_page_overflow(anonymous)
     shoot(anonymous, "signup")
