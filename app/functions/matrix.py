@@ -18,11 +18,15 @@ from flask import request
 from marshmallow import Schema, fields, post_load, validate
 
 from app import jobs
+from app.access import gateway_key
 from app.gateway.base import GatewayBlueprint
 from app.registry import Function, register
+from app.runtime import runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema
+from config.plans import DEFAULT_PLANS
+from engine.errors import InvalidParameter
 from engine.limits import DEFAULT_LIMITS
 from engine.services import matrix
 
@@ -170,14 +174,33 @@ def _asks_async(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "t", "1", "yes", "y", "on"))
 
 
+def plan_cap(cells: int, parameter: str) -> None:
+    """The plan's cap on the cells of one request (``plans.max_matrix_cells``; 0: the deployment's
+    limit): 400 naming ``parameter`` (``destinations``, or ``sources`` when they are the destinations too), before
+    any quota is spent. The key is authenticated and authorised here first, so a key without the
+    matrix service still gets its 401/403 rather than this."""
+    access = runtime().access
+    record = access.authenticate(gateway_key())
+    access.authorize(record, FUNCTION.service)
+    cap = record.plan.max_matrix_cells
+    if cap and cells > cap:
+        raise InvalidParameter(
+            f"the {record.plan.name} plan allows at most {cap:,} cells (sources x destinations) in one matrix "
+            f"request; got {cells:,}",
+            parameter=parameter,
+        )
+
+
 def matrix_cost() -> int:
-    """Quota units of the request: one per 100 cells, rounded up (1 for a request refused with 400)."""
+    """Admission of a matrix request: the plan's cap on its cells (:func:`plan_cap`), then its
+    quota units: one per 100 cells, rounded up (1 for a request refused with 400)."""
     data = request.args if request.method == "GET" else request.get_json(silent=True)
     if data is None or not hasattr(data, "get"):
         return 1
     sources = _count(data.get("sources"))
-    destinations = _count(data.get("destinations")) or sources
-    cells = sources * destinations
+    given = _count(data.get("destinations"))
+    cells = sources * (given or sources)
+    plan_cap(cells, "destinations" if given else "sources")
     if not 0 < cells <= (LIMITS.matrix_job_cells if _asks_async(data.get("async")) else LIMITS.matrix_cells):
         return 1
     return math.ceil(cells / CELLS_PER_UNIT)
@@ -197,6 +220,12 @@ FUNCTION = register(
 
 jobs.OWN_JOBS[FUNCTION.cmd] = jobs.OwnJob(submit=jobs.submit_matrix, check_synchronous=check_synchronous)
 
+
+def _cap(plan: str) -> str:
+    cells = next((p.get("max_matrix_cells", 0) for p in DEFAULT_PLANS if p["name"] == plan), 0)
+    return f"{cells:,}" if cells else "the deployment's limit"
+
+
 DESCRIPTION = (
     "Durations (s) and distances (m) by car from every source to every destination, each cell what "
     "`/v1/routing` answers for the pair (same snapping, same roads, turn restrictions and one-ways), "
@@ -206,7 +235,9 @@ DESCRIPTION = (
     f"{LIMITS.matrix_job_locations:,} sources and destinations ({LIMITS.matrix_job_cells:,} cells), computed and "
     "kept in chunks of rows for 24 h: `GET /v1/jobs/{id}` shows the rows done, `GET /v1/jobs/{id}/result` "
     "streams the matrix as JSON, `?format=csv` as CSV (one line per cell). Quota: one unit per "
-    f"{CELLS_PER_UNIT} cells, rounded up."
+    f"{CELLS_PER_UNIT} cells, rounded up. A plan may cap the cells of one request (`max_matrix_cells`: free "
+    f"{_cap('free')}, standard {_cap('standard')}, pro {_cap('pro')} as seeded): beyond it, 400 naming "
+    "`sources` (or `destinations` when given) and the plan's cap, before any quota is spent."
 )
 
 blp = GatewayBlueprint("Matrix", __name__, url_prefix="/v1", description="Travel-time and distance matrices.")

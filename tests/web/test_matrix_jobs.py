@@ -95,3 +95,50 @@ def test_csv_is_for_matrix_jobs_and_format_is_checked(client, api_key):
     job_id = job.get_json()["job_id"]
     bad = client.get(f"/v1/jobs/{job_id}/result?format=xml", headers=headers)
     assert bad.status_code == 400 and bad.get_json()["parameter"] == "format"
+
+
+def test_the_plan_caps_the_cells_of_one_request_before_any_quota_is_spent(client, store):
+    store.set_plan("matrixcap", per_minute=0, per_day=100, per_month=0, services=["matrix"], max_matrix_cells=100)
+    key = store.create_key("matrix-cap", "matrixcap").key
+    headers = {"X-API-Key": key}
+    over = client.post("/v1/matrix", json={"sources": objects(monaco_points(11))}, headers=headers)
+    assert over.status_code == 400, over.get_data(as_text=True)[:300]
+    assert (
+        over.get_json()["parameter"] == "sources"
+        and "matrixcap plan allows at most 100 cells" in over.get_json()["message"]
+    )
+    wide = client.get(
+        "/v1/matrix?sources="
+        + "|".join(f"{a:.6f},{b:.6f}" for a, b in monaco_points(2))
+        + "&destinations="
+        + "|".join(f"{a:.6f},{b:.6f}" for a, b in monaco_points(51)),
+        headers=headers,
+    )
+    assert wide.status_code == 400 and wide.get_json()["parameter"] == "destinations"
+    as_job = client.post("/v1/matrix", json={"sources": objects(monaco_points(11)), "async": True}, headers=headers)
+    assert as_job.status_code == 400 and as_job.get_json()["parameter"] == "sources"
+    within = client.post("/v1/matrix", json={"sources": objects(monaco_points(10))}, headers=headers)
+    assert within.status_code == 200
+    assert within.headers["RateLimit-Remaining"] == "99"  # the refused requests spent nothing
+
+
+def test_a_key_without_the_matrix_service_gets_403_not_the_cap(client, store):
+    key = store.create_key("matrix-free", "free").key  # free: no matrix, a cap of 10,000 cells
+    over = client.post("/v1/matrix", json={"sources": objects(monaco_points(101))}, headers={"X-API-Key": key})
+    assert over.status_code == 403
+
+
+def test_plans_set_max_matrix_cells(settings, store, monkeypatch):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("DATA_DIR", str(settings.data_dir))
+    shown = CliRunner().invoke(
+        main, ["plans", "set", "matrix-cli", "--services", "matrix", "--max-matrix-cells", "2500"]
+    )
+    assert shown.exit_code == 0 and "max_matrix_cells=2500" in shown.output, shown.output
+    assert next(p for p in store.list_plans() if p.name == "matrix-cli").max_matrix_cells == 2500
+    bad = CliRunner().invoke(main, ["plans", "set", "matrix-cli", "--max-matrix-cells", "-1"])
+    assert bad.exit_code != 0
