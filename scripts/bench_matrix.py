@@ -62,9 +62,14 @@ def main() -> None:
             "in_process_s": best_of(lambda p=params: matrix.run(registry, p), args.repeat),
         }
         if args.url:
-            body = json.dumps({"sources": [{"lat": a, "lng": b} for a, b in pts]}).encode()
+            calls = iter(range(1, 1_000_000))
 
-            def call(body: bytes = body) -> None:
+            def call(pts: tuple[tuple[float, float], ...] = pts) -> None:
+                # the first point moved by k x 1e-7 degrees (1 cm): a new cache key every call, so
+                # every call is computed, never answered from the Redis cache
+                k = next(calls)
+                moved = [(pts[0][0] + k * 1e-7, pts[0][1]), *pts[1:]]
+                body = json.dumps({"sources": [{"lat": a, "lng": b} for a, b in moved]}).encode()
                 req = urllib.request.Request(
                     f"{args.url}/v1/matrix",
                     data=body,
