@@ -147,27 +147,34 @@ def account_of_request() -> str:
 
 
 # ------------------------------------------------------------------------------------ submit
+def _create(queue: str, fields: dict[Any, Any]) -> tuple[str, str]:
+    """A new job's record with ``fields`` and its creation time, once ``queue`` has room (503
+    otherwise): (job id, job key). Raises RedisError for the caller to turn into a 503."""
+    rt = runtime()
+    backpressure.admit(rt.redis, queue, rt.settings.queue_max_depth_for)
+    job_id = new_job_id()
+    key = job_key(job_id)
+    rt.redis.hset(key, mapping={**fields, protocol.JOB_CREATED: protocol.now_iso()})
+    rt.redis.expire(key, JOB_TTL_S)
+    return job_id, key
+
+
 def submit_batch(addresses: list[str], limit: int, *, account: str, function: str = "geocoding") -> dict[str, Any]:
     """Create a batch geocoding job and queue its chunks on the ``batch`` queue."""
     rt = runtime()
-    job_id = new_job_id()
-    key = job_key(job_id)
     chunks = [addresses[i : i + BATCH_CHUNK] for i in range(0, len(addresses), BATCH_CHUNK)]
     try:
-        backpressure.admit(rt.redis, protocol.BATCH_QUEUE, rt.settings.queue_max_depth_for)
-        rt.redis.hset(
-            key,
-            mapping={
+        job_id, key = _create(
+            protocol.BATCH_QUEUE,
+            {
                 protocol.JOB_KIND: protocol.BATCH_JOB,
                 protocol.JOB_FUNCTION: function,
                 protocol.JOB_ACCOUNT: account,
                 protocol.JOB_TOTAL: len(addresses),
                 protocol.JOB_CHUNKS: len(chunks),
                 protocol.JOB_LIMIT: limit,
-                protocol.JOB_CREATED: protocol.now_iso(),
             },
         )
-        rt.redis.expire(key, JOB_TTL_S)
         for index, chunk in enumerate(chunks):  # progress is kept in the job hash
             protocol.send_geocode_chunk(rt.celery, key, index, chunk, limit, JOB_TTL_S)
     except redis.RedisError as exc:
@@ -212,14 +219,11 @@ def submit_matrix(function: Function, params: Any) -> dict[str, Any]:
         )
     rows = max(1, rt.settings.limits.matrix_job_chunk_cells // len(params.targets))
     total = len(params.sources)
-    job_id = new_job_id()
-    key = job_key(job_id)
     call = protocol.HeavyCall(function.queue or protocol.DEFAULT_QUEUE, function.service_ref or "", params)
     try:
-        backpressure.admit(rt.redis, call.kind, rt.settings.queue_max_depth_for)
-        rt.redis.hset(
-            key,
-            mapping={
+        job_id, key = _create(
+            call.kind,
+            {
                 protocol.JOB_KIND: protocol.MATRIX_JOB,
                 protocol.JOB_FUNCTION: function.cmd,
                 protocol.JOB_ACCOUNT: account_of_request(),
@@ -227,10 +231,8 @@ def submit_matrix(function: Function, params: Any) -> dict[str, Any]:
                 protocol.JOB_CHUNKS: -(-total // rows),
                 protocol.JOB_CHUNK_ROWS: rows,
                 protocol.JOB_ANNOTATIONS: ",".join(_ROW_KEYS[a] for a in params.annotations),
-                protocol.JOB_CREATED: protocol.now_iso(),
             },
         )
-        rt.redis.expire(key, JOB_TTL_S)
         protocol.send_matrix_job(rt.celery, call, key, rows, JOB_TTL_S, rt.dataset_versions())
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc

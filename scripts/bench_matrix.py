@@ -11,6 +11,7 @@ import argparse
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ def main() -> None:
         if args.url:
             calls = iter(range(1, 1_000_000))
 
-            def call(pts: tuple[tuple[float, float], ...] = pts) -> None:
+            def call(pts: tuple[tuple[float, float], ...] = pts, calls: Iterator[int] = calls) -> None:
                 # the first point moved by k x 1e-7 degrees (1 cm): a new cache key every call, so
                 # every call is computed, never answered from the Redis cache
                 k = next(calls)
