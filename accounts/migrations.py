@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine  # noqa: E402
 from accounts.models import Base, SchemaVersion  # noqa: E402
 
 # The version of the tables as accounts/models.py declares them.
-LATEST = 3
+LATEST = 4
 _PG_LOCK_ID = 0x4D455244  # "MERD": an advisory lock id of our own
 
 
@@ -69,8 +69,14 @@ def _v3_abuse_limits(op: Operations) -> None:
         op.add_column("accounts", column)
 
 
+def _v4_matrix_cells(op: Operations) -> None:
+    """Per-plan cap on the cells (sources x destinations) of one matrix request; 0: the
+    deployment's limit."""
+    op.add_column("plans", sa.Column("max_matrix_cells", sa.Integer, nullable=False, server_default="0"))
+
+
 # version -> the step that reaches it from the previous version
-STEPS: dict[int, Callable[[Operations], None]] = {2: _v2_portal_accounts, 3: _v3_abuse_limits}
+STEPS: dict[int, Callable[[Operations], None]] = {2: _v2_portal_accounts, 3: _v3_abuse_limits, 4: _v4_matrix_cells}
 
 
 def current_version(conn: Connection) -> int | None:

@@ -31,6 +31,8 @@ class Plan(Base):
     # Abuse limits (schema version 3); 0 = no limit.
     max_keys: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     max_fence_vertices: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    # Cells (sources x destinations) of one matrix request (schema version 4); 0 = the deployment's limit.
+    max_matrix_cells: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     # What the quota check does when Redis cannot answer: True lets the call through, False
     # refuses it (503), NULL follows the deployment's default for the plan (docs/security.md).
     quota_fail_open: Mapped[bool | None] = mapped_column(Boolean, nullable=True)

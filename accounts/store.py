@@ -45,6 +45,7 @@ class PlanRecord:
     description: str = ""
     max_keys: int = 0  # live keys per account; 0 = no limit
     max_fence_vertices: int = 0  # vertices of all of an account's fences together; 0 = no limit
+    max_matrix_cells: int = 0  # cells of one matrix request; 0 = the deployment's limit
     quota_fail_open: bool | None = None  # None: the deployment's default for this plan
 
     def includes(self, service: str) -> bool:
@@ -197,6 +198,7 @@ class AccountStore:
         max_keys: int | None = None,
         max_fence_vertices: int | None = None,
         quota_fail_open: bool | None = None,
+        max_matrix_cells: int | None = None,
     ) -> PlanRecord:
         limits = (
             ("per_minute", per_minute),
@@ -204,6 +206,7 @@ class AccountStore:
             ("per_month", per_month),
             ("max_keys", max_keys),
             ("max_fence_vertices", max_fence_vertices),
+            ("max_matrix_cells", max_matrix_cells),
         )
         for label, value in limits:
             if value is not None and value < 0:
@@ -229,6 +232,8 @@ class AccountStore:
                 plan.max_fence_vertices = max_fence_vertices
             if quota_fail_open is not None:
                 plan.quota_fail_open = quota_fail_open
+            if max_matrix_cells is not None:
+                plan.max_matrix_cells = max_matrix_cells
             s.flush()
             return self._plan_record(plan)
 
@@ -387,6 +392,7 @@ class AccountStore:
             description=p.description or "",
             max_keys=p.max_keys or 0,
             max_fence_vertices=p.max_fence_vertices or 0,
+            max_matrix_cells=p.max_matrix_cells or 0,
             quota_fail_open=p.quota_fail_open,
         )
 

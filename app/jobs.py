@@ -8,7 +8,10 @@ submission:
                                 so a redelivered chunk does not count twice)
 - ``<ns>:job:<id>:chunk:<i>``   JSON list: chunk i's results (batch)
 - ``<ns>:job:<id>:failed``      hash: chunk index -> message (batch)
-- ``<ns>:job:<id>:result``      the result record of a heavy job
+- ``<ns>:job:<id>:result``      the result record of a heavy job (a matrix job's error)
+- ``<ns>:job:<id>:waypoints``   matrix job: its sources and destinations (JSON)
+- ``<ns>:job:<id>:rows:<a>:<i>`` matrix job: chunk i's rows of annotation a (JSON list); its
+                                progress hash: chunk index -> rows done
 
 (key names and the record format: ``queueing/protocol.py``). Workers write these keys directly
 (``tasks/batch.py``); the web process only reads them, so any
@@ -22,15 +25,22 @@ Queued functions get ``async=true`` from their query schema alone: it declares t
 query with :func:`gateway_schema` (the same schema, loading :class:`QueuedArgs`: the params and
 ``async``, parsed once), answers through :func:`answer` and documents the 202. The core face
 accepts ``async`` and ignores it.
+
+A function may give its jobs their own storage (:data:`OWN_JOBS`): the matrix's job is computed
+by ``meridian.matrix_job`` into chunks of rows (:func:`submit_matrix`), and its result is read
+back a chunk at a time as a streamed JSON or CSV body (:class:`MatrixRows`), so neither Redis nor
+the web process holds a 10,000 x 10,000 matrix in one piece.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
+import orjson
 import redis
 from flask import Response, g
 from marshmallow import Schema, post_load
@@ -137,27 +147,34 @@ def account_of_request() -> str:
 
 
 # ------------------------------------------------------------------------------------ submit
+def _create(queue: str, fields: dict[Any, Any]) -> tuple[str, str]:
+    """A new job's record with ``fields`` and its creation time, once ``queue`` has room (503
+    otherwise): (job id, job key). Raises RedisError for the caller to turn into a 503."""
+    rt = runtime()
+    backpressure.admit(rt.redis, queue, rt.settings.queue_max_depth_for)
+    job_id = new_job_id()
+    key = job_key(job_id)
+    rt.redis.hset(key, mapping={**fields, protocol.JOB_CREATED: protocol.now_iso()})
+    rt.redis.expire(key, JOB_TTL_S)
+    return job_id, key
+
+
 def submit_batch(addresses: list[str], limit: int, *, account: str, function: str = "geocoding") -> dict[str, Any]:
     """Create a batch geocoding job and queue its chunks on the ``batch`` queue."""
     rt = runtime()
-    job_id = new_job_id()
-    key = job_key(job_id)
     chunks = [addresses[i : i + BATCH_CHUNK] for i in range(0, len(addresses), BATCH_CHUNK)]
     try:
-        backpressure.admit(rt.redis, protocol.BATCH_QUEUE, rt.settings.queue_max_depth_for)
-        rt.redis.hset(
-            key,
-            mapping={
+        job_id, key = _create(
+            protocol.BATCH_QUEUE,
+            {
                 protocol.JOB_KIND: protocol.BATCH_JOB,
                 protocol.JOB_FUNCTION: function,
                 protocol.JOB_ACCOUNT: account,
                 protocol.JOB_TOTAL: len(addresses),
                 protocol.JOB_CHUNKS: len(chunks),
                 protocol.JOB_LIMIT: limit,
-                protocol.JOB_CREATED: protocol.now_iso(),
             },
         )
-        rt.redis.expire(key, JOB_TTL_S)
         for index, chunk in enumerate(chunks):  # progress is kept in the job hash
             protocol.send_geocode_chunk(rt.celery, key, index, chunk, limit, JOB_TTL_S)
     except redis.RedisError as exc:
@@ -192,6 +209,50 @@ def submit_heavy(function: Function, params: object) -> dict[str, Any]:
     return {"job_id": job_id, "status": "done" if done else "queued", "total": 1, "status_url": status_url(job_id)}
 
 
+def submit_matrix(function: Function, params: Any) -> dict[str, Any]:
+    """Queue a matrix (``engine.services.matrix.MatrixParams``) as a job of chunks of rows, each
+    chunk about ``Limits.matrix_job_chunk_cells`` cells."""
+    rt = runtime()
+    if rt.backend is not None:
+        raise InvalidParameter(
+            "async=true is not available when the gateway forwards to a remote core", parameter="async"
+        )
+    rows = max(1, rt.settings.limits.matrix_job_chunk_cells // len(params.targets))
+    total = len(params.sources)
+    call = protocol.HeavyCall(function.queue or protocol.DEFAULT_QUEUE, function.service_ref or "", params)
+    try:
+        job_id, key = _create(
+            call.kind,
+            {
+                protocol.JOB_KIND: protocol.MATRIX_JOB,
+                protocol.JOB_FUNCTION: function.cmd,
+                protocol.JOB_ACCOUNT: account_of_request(),
+                protocol.JOB_TOTAL: total,
+                protocol.JOB_CHUNKS: -(-total // rows),
+                protocol.JOB_CHUNK_ROWS: rows,
+                protocol.JOB_ANNOTATIONS: ",".join(_ROW_KEYS[a] for a in params.annotations),
+            },
+        )
+        protocol.send_matrix_job(rt.celery, call, key, rows, JOB_TTL_S, rt.dataset_versions())
+    except redis.RedisError as exc:
+        raise _unavailable(exc) from exc
+    return {"job_id": job_id, "status": "queued", "total": total, "status_url": status_url(job_id)}
+
+
+_ROW_KEYS = {"duration": "durations", "distance": "distances"}  # annotation -> the result's key
+
+
+@dataclass(frozen=True)
+class OwnJob:
+    """A function whose jobs are not ``meridian.heavy_job``'s single result record."""
+
+    submit: Callable[[Function, Any], dict[str, Any]]  # (function, params) -> the 202 body
+    check_synchronous: Callable[[Any], None]  # raises InvalidParameter beyond the request's limits
+
+
+OWN_JOBS: dict[str, OwnJob] = {}  # cmd -> its jobs; filled by the function's module
+
+
 def accepted(body: dict[str, Any]) -> Response:
     resp = json_body(body, status=202)
     resp.headers["Location"] = body["status_url"]
@@ -201,8 +262,11 @@ def accepted(body: dict[str, Any]) -> Response:
 
 def answer(function: Function, args: QueuedArgs) -> Response:
     """A queued function's gateway answer: synchronous, or a 202 job with ``async=true``."""
+    own = OWN_JOBS.get(function.cmd)
     if args.async_:
-        return accepted(submit_heavy(function, args.params))
+        return accepted(own.submit(function, args.params) if own else submit_heavy(function, args.params))
+    if own:
+        own.check_synchronous(args.params)
     return gateway_answer(function, args.params)
 
 
@@ -303,22 +367,108 @@ def _heavy_state(job_id: str, record: dict[str, str]) -> tuple[dict[str, Any], o
     return body, value
 
 
+@dataclass(frozen=True)
+class MatrixRows:
+    """A finished matrix job's stored chunks, read one at a time by :meth:`json` and :meth:`csv`."""
+
+    client: redis.Redis
+    key: str
+    chunks: int
+    annotations: tuple[str, ...]  # durations, distances
+
+    def _chunk(self, annotation: str, index: int) -> bytes:
+        raw = self.client.get(protocol.job_rows_key(self.key, annotation, index))
+        if raw is None:  # expired between the state and this read: end the body short, not garbled
+            raise MeridianError("the job's results expired")
+        return cast(bytes, raw)
+
+    def json(self) -> Iterator[bytes]:
+        """The synchronous call's JSON document: ``{"durations": [...], "distances": [...],
+        "sources": [...], "destinations": [...]}``, a chunk of rows at a time."""
+        sep = b"{"
+        for annotation in self.annotations:
+            yield sep + b'"' + annotation.encode() + b'":['
+            for index in range(self.chunks):
+                yield (b"," if index else b"") + self._chunk(annotation, index)[1:-1]
+            yield b"]"
+            sep = b","
+        waypoints = cast(bytes, self.client.get(protocol.job_waypoints_key(self.key)) or b"{}")
+        yield sep + waypoints[1:]
+
+    def csv(self) -> Iterator[bytes]:
+        """One line per cell: ``source,destination,duration,distance`` (the requested annotations;
+        0-based indexes; empty where no route exists), a chunk of rows at a time."""
+        names = [a[:-1] for a in self.annotations]  # durations -> duration
+        yield ("source,destination," + ",".join(names) + "\r\n").encode()
+        row = 0
+        for index in range(self.chunks):
+            parts = [orjson.loads(self._chunk(a, index)) for a in self.annotations]
+            lines = []
+            for cells in zip(*parts, strict=True):
+                for col, values in enumerate(zip(*cells, strict=True)):
+                    lines.append(f"{row},{col}," + ",".join("" if v is None else repr(v) for v in values))
+                row += 1
+            yield ("\r\n".join(lines) + "\r\n").encode()
+
+
+def _matrix_state(job_id: str, record: dict[str, str]) -> tuple[dict[str, Any], MatrixRows | MeridianError | None]:
+    client = runtime().redis
+    key = job_key(job_id)
+    chunks = int(record[protocol.JOB_CHUNKS])
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(protocol.job_progress_key(key))
+    pipe.get(protocol.job_result_key(key))
+    progress, error = pipe.execute()
+    body: dict[str, Any] = {
+        "job_id": job_id,
+        "kind": protocol.MATRIX_JOB,
+        "function": record.get(protocol.JOB_FUNCTION),
+        "created": record.get(protocol.JOB_CREATED),
+        "progress": {"done": sum(int(v) for v in progress.values()), "total": int(record[protocol.JOB_TOTAL])},
+    }
+    if error is not None:
+        err = MeridianError("internal error in a worker")
+        try:
+            protocol.read_result(error)  # an error record: raises the worker's error
+        except MeridianError as exc:
+            err = exc
+        body["status"] = "failed"
+        body["error"] = _error_body(err)
+        return body, err
+    if len(progress) < chunks:
+        body["status"] = "running" if (record.get(protocol.JOB_STARTED) or progress) else "queued"
+        return body, None
+    body["status"] = "done"
+    body["result_url"] = f"{status_url(job_id)}/result"
+    body["csv_url"] = f"{status_url(job_id)}/result?format=csv"
+    body["content_type"] = "application/json"
+    annotations = tuple(a for a in record.get(protocol.JOB_ANNOTATIONS, "").split(",") if a)
+    return body, MatrixRows(client, key, chunks, annotations)
+
+
 def state(job_id: str, account: str) -> dict[str, Any]:
     record = load(job_id, account)
     try:
         if record.get(protocol.JOB_KIND) == protocol.BATCH_JOB:
             return _batch_state(job_id, record, with_results=True)
+        if record.get(protocol.JOB_KIND) == protocol.MATRIX_JOB:
+            return _matrix_state(job_id, record)[0]
         return _heavy_state(job_id, record)[0]
     except redis.RedisError as exc:
         raise _unavailable(exc) from exc
 
 
 def result(job_id: str, account: str) -> object:
-    """The finished job's result: (BinaryResult | dict). Raises the job's error when it failed,
-    and 409 while it is not finished."""
+    """The finished job's result: (BinaryResult | dict | MatrixRows). Raises the job's error when
+    it failed, and 409 while it is not finished."""
     record = load(job_id, account)
+    value: object
     try:
-        if record.get(protocol.JOB_KIND) == protocol.BATCH_JOB:
+        if record.get(protocol.JOB_KIND) == protocol.MATRIX_JOB:
+            body, value = _matrix_state(job_id, record)
+            if isinstance(value, MeridianError):
+                raise value
+        elif record.get(protocol.JOB_KIND) == protocol.BATCH_JOB:
             body = _batch_state(job_id, record, with_results=True)
             if body["status"] == "done":
                 return {"results": body["results"]}

@@ -283,7 +283,8 @@ def _plan_line(p) -> str:
     fail_open = "default" if p.quota_fail_open is None else str(p.quota_fail_open).lower()
     return (
         f"{p.name}\tper_minute={p.per_minute}\tper_day={p.per_day}\tper_month={p.per_month}\t"
-        f"services={','.join(p.services)}\tmax_keys={p.max_keys}\tquota_fail_open={fail_open}"
+        f"services={','.join(p.services)}\tmax_keys={p.max_keys}\tmax_matrix_cells={p.max_matrix_cells}\t"
+        f"quota_fail_open={fail_open}"
     )
 
 
@@ -302,12 +303,19 @@ def plans_list() -> None:
 @click.option("--description")
 @click.option("--max-keys", type=int, help="Live keys per account (0 = no cap).")
 @click.option(
+    "--max-matrix-cells",
+    type=int,
+    help="Cells (sources x destinations) of one matrix request (0 = the deployment's limit).",
+)
+@click.option(
     "--quota-fail-open/--quota-fail-closed",
     default=None,
     help="While Redis is unreachable, serve this plan's requests uncounted, or refuse them with 503 "
     "(default: closed for free and PORTAL_DEFAULT_PLAN, else QUOTA_FAIL_OPEN).",
 )
-def plans_set(name, per_minute, per_day, per_month, services, description, max_keys, quota_fail_open) -> None:
+def plans_set(
+    name, per_minute, per_day, per_month, services, description, max_keys, max_matrix_cells, quota_fail_open
+) -> None:
     """Create or change a plan (0 = unlimited for a window)."""
     from accounts.store import AccountError
 
@@ -320,6 +328,7 @@ def plans_set(name, per_minute, per_day, per_month, services, description, max_k
             services=[s.strip() for s in services.split(",") if s.strip()] if services else None,
             description=description,
             max_keys=max_keys,
+            max_matrix_cells=max_matrix_cells,
             quota_fail_open=quota_fail_open,
         )
     except AccountError as exc:

@@ -3,7 +3,9 @@
 A plan's ``services`` is a list of service names, or ``["*"]`` for all of them. Quotas are
 requests per minute (sliding window), per day and per month (calendar windows in UTC), counted
 for the account (all its keys together); 0 means no limit for that window. ``max_keys`` caps an
-account's live keys and ``max_fence_vertices`` the vertices of all its geofences (0: no cap).
+account's live keys and ``max_fence_vertices`` the vertices of all its geofences (0: no cap);
+``max_matrix_cells`` the cells (sources x destinations) of one matrix request (0: the
+deployment's limit, ``Limits.matrix_job_cells``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         ],
         "max_keys": 5,
         "max_fence_vertices": 20_000,
+        "max_matrix_cells": 10_000,  # 100 x 100
         "description": "Search and routing; no static maps, isochrones or geometry downloads.",
     },
     {
@@ -51,6 +54,7 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         "services": ["*"],
         "max_keys": 25,
         "max_fence_vertices": 500_000,
+        "max_matrix_cells": 1_000_000,  # 1,000 x 1,000
         "description": "Every service.",
     },
     {
@@ -61,6 +65,7 @@ DEFAULT_PLANS: tuple[dict, ...] = (
         "services": ["*"],
         "max_keys": 100,
         "max_fence_vertices": 2_000_000,
+        "max_matrix_cells": 100_000_000,  # 10,000 x 10,000 (a job)
         "description": "Every service, high quotas, no monthly cap.",
     },
 )

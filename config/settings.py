@@ -228,7 +228,7 @@ class Settings:
             worker_concurrency=_int(env, "WORKER_CONCURRENCY", 2, 1, 64),
             webhook_max_retries=_int(env, "MERIDIAN_WEBHOOK_MAX_RETRIES", 6, 0, 20),
             webhook_backoff_s=_float(env, "MERIDIAN_WEBHOOK_BACKOFF_S", 2.0, 0.0),
-            limits=Limits(),
+            limits=Limits(matrix_job_chunk_cells=_int(env, "MATRIX_JOB_CHUNK_CELLS", 1_000_000, 1)),
             dataset_store=(env.get("DATASET_STORE") or "").strip() or None,
             dataset_poll_interval_s=_float(env, "DATASET_POLL_INTERVAL", 30.0, 0.5),
             dataset_store_options=_json_object(env, "DATASET_STORE_OPTIONS"),

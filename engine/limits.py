@@ -30,8 +30,11 @@ class Limits:
     staticmap_max_size: int = 1280
     staticmap_markers: int = 100
     staticmap_path_points: int = 1000
-    matrix_locations: int = 1000  # sources, and destinations, of one matrix
-    matrix_cells: int = 1_000_000  # sources x destinations of one matrix (synchronous or job)
+    matrix_locations: int = 1000  # sources, and destinations, of one matrix answered in the request
+    matrix_cells: int = 1_000_000  # sources x destinations of one matrix answered in the request
+    matrix_job_locations: int = 10_000  # sources, and destinations, of one matrix job (async)
+    matrix_job_cells: int = 100_000_000  # cells of one matrix job
+    matrix_job_chunk_cells: int = 1_000_000  # a job's result is stored in chunks of whole rows of about this many cells
     matrix_inline_cells: int = 10_000  # up to this many cells, computed in the web process
     geometry_simplify_max_m: float = 10_000.0
     batch_geocode_max: int = 1000

@@ -24,7 +24,10 @@ Redis keys (``<ns>`` is ``SERVICE_NAME``):
 - ``<ns>:job:<id>:progress``      hash: chunk index -> addresses done (batch geocoding);
 - ``<ns>:job:<id>:chunk:<i>``     JSON list: chunk ``i``'s results (batch geocoding);
 - ``<ns>:job:<id>:failed``        hash: chunk index -> message (batch geocoding);
-- ``<ns>:job:<id>:result``        a heavy job's result record.
+- ``<ns>:job:<id>:result``        a heavy job's result record (a matrix job's: its error, if any);
+- ``<ns>:job:<id>:waypoints``     matrix job: JSON ``{"sources": [...], "destinations": [...]}``;
+- ``<ns>:job:<id>:rows:<a>:<i>``  matrix job: JSON list of chunk ``i``'s rows of annotation ``a``
+                                  (``durations`` | ``distances``); progress: chunk index -> rows.
 
 A result record is one of three, told apart by its first byte:
 
@@ -64,6 +67,9 @@ INFLIGHT_TTL_S = HARD_TIME_LIMIT_S + 10  # the in-flight marker outlives any run
 
 HEAVY_TASK = "meridian.heavy"
 HEAVY_JOB_TASK = "meridian.heavy_job"
+MATRIX_JOB_TASK = "meridian.matrix_job"
+MATRIX_JOB_SOFT_TIME_LIMIT_S = 3600  # a 10,000 x 10,000 matrix job: its own limits, acknowledged early
+MATRIX_JOB_HARD_TIME_LIMIT_S = MATRIX_JOB_SOFT_TIME_LIMIT_S + 60
 GEOCODE_CHUNK_TASK = "meridian.geocode_chunk"
 
 ERROR_TTL_S = 30  # a data error (bad parameter, time limit) is cached briefly
@@ -132,18 +138,29 @@ def job_chunk_key(job: str, index: int) -> str:
     return f"{job}:chunk:{index}"
 
 
+def job_waypoints_key(job: str) -> str:
+    return f"{job}:waypoints"
+
+
+def job_rows_key(job: str, annotation: str, index: int) -> str:
+    return f"{job}:rows:{annotation}:{index}"
+
+
 # ---------------------------------------------------------------------------- job records
 # The fields of a job's hash (job_key): the web writes them at submission, a worker adds started.
-JOB_KIND = "kind"  # BATCH_JOB | HEAVY_JOB
+JOB_KIND = "kind"  # BATCH_JOB | HEAVY_JOB | MATRIX_JOB
 JOB_FUNCTION = "function"  # the function's cmd
 JOB_ACCOUNT = "account"  # the account that submitted it: no other account reads the job
-JOB_TOTAL = "total"  # items: the addresses of a batch, 1 for a heavy job
-JOB_CHUNKS = "chunks"  # batch: its geocode_chunk tasks
+JOB_TOTAL = "total"  # items: the addresses of a batch, 1 for a heavy job, a matrix's rows
+JOB_CHUNKS = "chunks"  # batch: its geocode_chunk tasks; matrix: its chunks of rows
+JOB_CHUNK_ROWS = "chunk_rows"  # matrix: rows per chunk
+JOB_ANNOTATIONS = "annotations"  # matrix: the stored annotations, comma-separated
 JOB_LIMIT = "limit"  # batch: candidates per address
 JOB_CREATED = "created"  # submission (now_iso)
 JOB_STARTED = "started"  # a worker's first start on it (now_iso)
 BATCH_JOB = "batch"
 HEAVY_JOB = "heavy"
+MATRIX_JOB = "matrix"
 
 
 def now_iso() -> str:
@@ -324,6 +341,19 @@ def send_heavy_job(sender: TaskSender, call: HeavyCall, key: str, dataset_versio
     sender.send_task(
         HEAVY_JOB_TASK,
         args=[call.service_ref, encode(call.params), key, job, ttl_s, dataset_versions],
+        queue=call.kind,
+        ignore_result=True,
+    )
+
+
+def send_matrix_job(
+    sender: TaskSender, call: HeavyCall, job: str, rows: int, ttl_s: int, dataset_versions: str
+) -> None:
+    """``meridian.matrix_job`` on the matrix's queue: the matrix of ``call`` into the job's chunks
+    of ``rows`` rows."""
+    sender.send_task(
+        MATRIX_JOB_TASK,
+        args=[encode(call.params), job, rows, ttl_s, dataset_versions],
         queue=call.kind,
         ignore_result=True,
     )

@@ -11,6 +11,7 @@ import argparse
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -62,9 +63,14 @@ def main() -> None:
             "in_process_s": best_of(lambda p=params: matrix.run(registry, p), args.repeat),
         }
         if args.url:
-            body = json.dumps({"sources": [{"lat": a, "lng": b} for a, b in pts]}).encode()
+            calls = iter(range(1, 1_000_000))
 
-            def call(body: bytes = body) -> None:
+            def call(pts: tuple[tuple[float, float], ...] = pts, calls: Iterator[int] = calls) -> None:
+                # the first point moved by k x 1e-7 degrees (1 cm): a new cache key every call, so
+                # every call is computed, never answered from the Redis cache
+                k = next(calls)
+                moved = [(pts[0][0] + k * 1e-7, pts[0][1]), *pts[1:]]
+                body = json.dumps({"sources": [{"lat": a, "lng": b} for a, b in moved]}).encode()
                 req = urllib.request.Request(
                     f"{args.url}/v1/matrix",
                     data=body,

@@ -39,6 +39,7 @@ from queueing.protocol import (
 TASK_MODULES = (
     "tasks.heavy",
     "tasks.batch",
+    "tasks.matrix_job",
     "tasks.geocoding",
     "tasks.webhooks",
     "tasks.ops",

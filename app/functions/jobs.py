@@ -7,7 +7,7 @@ spends no quota: the submission was counted. Jobs are kept ``app.jobs.JOB_TTL_S`
 
 from __future__ import annotations
 
-from flask import Response, g
+from flask import Response, g, request
 from flask.views import MethodView
 from marshmallow import fields
 
@@ -19,6 +19,7 @@ from app.gateway.base import ErrorBodySchema, GatewayBlueprint
 from app.results import BinaryResult
 from app.runtime import runtime
 from app.schemas.common import ResponseSchema
+from engine.errors import InvalidParameter
 
 blp = GatewayBlueprint(
     "Jobs",
@@ -63,7 +64,7 @@ class BatchGeocodeItemSchema(ResponseSchema):
 
 class JobStatusSchema(ResponseSchema):
     job_id = fields.String(required=True, metadata={"example": "q2Vx0dVNv5bWkZ3hBqjJmA"})
-    kind = fields.String(required=True, metadata={"enum": ["batch", "heavy"], "example": "batch"})
+    kind = fields.String(required=True, metadata={"enum": ["batch", "heavy", "matrix"], "example": "batch"})
     function = fields.String(metadata={"example": "geocoding"})
     status = fields.String(required=True, metadata={"enum": ["queued", "running", "done", "failed"], "example": "done"})
     created = fields.String(metadata={"format": "date-time", "example": "2026-11-22T10:00:00Z"})
@@ -77,6 +78,12 @@ class JobStatusSchema(ResponseSchema):
         metadata={
             "description": "Heavy jobs with a binary result (images), when done.",
             "example": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA/result",
+        }
+    )
+    csv_url = fields.String(
+        metadata={
+            "description": "Matrix jobs, when done: the result as CSV (`result_url` gives it as JSON).",
+            "example": "/v1/jobs/q2Vx0dVNv5bWkZ3hBqjJmA/result?format=csv",
         }
     )
     content_type = fields.String(metadata={"example": "image/png"})
@@ -109,7 +116,8 @@ class JobView(MethodView):
         summary="State of a job",
         description=(
             "`status` is queued, running, done or failed; `progress` counts finished items. When done: batch "
-            "jobs carry `results` in input order; heavy jobs carry `result` (JSON) or `result_url` (images). "
+            "jobs carry `results` in input order; heavy jobs carry `result` (JSON) or `result_url` (images); "
+            "matrix jobs (`/v1/matrix` with `async`) carry `result_url` and `csv_url`, and count rows in `progress`. "
             f"Needs a key of the submitting account (others get 404); spends no quota. Jobs expire "
             f"{jobs.JOB_TTL_S // 3600} h after submission."
         ),
@@ -122,9 +130,20 @@ class JobView(MethodView):
 
 
 IMAGE = {"schema": {"type": "string", "format": "binary"}}
+RESULT_FORMATS = ("json", "csv")
+FORMAT_PARAM = {
+    "in": "query",
+    "name": "format",
+    "description": (
+        "Matrix jobs: `json` (default: the synchronous call's document) or `csv` (one line per cell: "
+        "`source,destination,duration,distance`, 0-based indexes, empty where no route exists). Both are "
+        "streamed a chunk of rows at a time. Other jobs: `json` only."
+    ),
+    "schema": {"type": "string", "enum": list(RESULT_FORMATS), "default": "json"},
+}
 
 
-@blp.route("/jobs/<job_id>/result", parameters=JOB_ID_PARAM)
+@blp.route("/jobs/<job_id>/result", parameters=[*JOB_ID_PARAM, FORMAT_PARAM])
 class JobResultView(MethodView):
     @blp.response(
         200,
@@ -139,8 +158,8 @@ class JobResultView(MethodView):
         summary="Result of a finished job",
         description=(
             "The finished job's result as the synchronous endpoint answers it (image bytes for static maps; "
-            '`{"results": [...]}` for batch geocoding). 409 while the job is queued or running; a failed job '
-            "answers its error."
+            '`{"results": [...]}` for batch geocoding; a matrix as JSON or, with `format=csv`, CSV). 409 while '
+            "the job is queued or running; a failed job answers its error."
         ),
         responses={
             "200": {
@@ -149,13 +168,24 @@ class JobResultView(MethodView):
                     "image/png": IMAGE,
                     "image/jpeg": IMAGE,
                     "application/json": {"schema": {"type": "object"}},
+                    "text/csv": {"schema": {"type": "string"}},
                 },
             }
         },
     )
     def get(self, job_id: str) -> Response:
+        fmt = request.args.get("format", "json")
+        if fmt not in RESULT_FORMATS:
+            raise InvalidParameter("format must be json or csv", parameter="format")
         value = jobs.result(job_id, _account())
-        if isinstance(value, BinaryResult):
+        if fmt == "csv" and not isinstance(value, jobs.MatrixRows):
+            raise InvalidParameter("format=csv is for matrix jobs; this job's result is JSON", parameter="format")
+        if isinstance(value, jobs.MatrixRows):
+            streamed = value.csv() if fmt == "csv" else value.json()
+            resp = Response(streamed, mimetype="text/csv" if fmt == "csv" else "application/json")
+            if fmt == "csv":
+                resp.headers["Content-Disposition"] = f'attachment; filename="matrix-{job_id}.csv"'
+        elif isinstance(value, BinaryResult):
             resp = Response(value.body, mimetype=value.content_type)
         else:
             resp = json_body(value)

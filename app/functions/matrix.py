@@ -3,8 +3,10 @@
 
 Small matrices (up to ``Limits.matrix_inline_cells`` cells) are computed in the web process; larger
 ones by a worker on the ``matrix`` queue while the client waits, or as a job with ``async``
-(the wait-or-202 of every queued function: ``Function.inline``). Quota: one unit per 100 cells,
-rounded up (:func:`matrix_cost`).
+(the wait-or-202 of every queued function: ``Function.inline``). Up to ``matrix_locations`` x
+``matrix_locations`` in the request; with ``async`` up to ``matrix_job_locations`` a side, as a
+job computed and stored in chunks of rows (``app.jobs.submit_matrix``, ``tasks/matrix_job.py``),
+downloaded as JSON or CSV. Quota: one unit per 100 cells, rounded up (:func:`matrix_cost`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from flask import request
 from marshmallow import Schema, fields, post_load, validate
 
 from app import jobs
+from app.access import gateway_key
 from app.gateway.base import GatewayBlueprint
 from app.registry import Function, register
+from app.runtime import runtime
 from app.schemas import fields as f
 from app.schemas.common import LatLngSchema, ResponseSchema
 from app.validation import ParamsSchema
+from config.plans import DEFAULT_PLANS
+from engine.errors import InvalidParameter
 from engine.limits import DEFAULT_LIMITS
 from engine.services import matrix
 
@@ -35,7 +41,9 @@ _PROFILE = fields.String(
 _ASYNC_TEXT = jobs.ASYNC_DESCRIPTION
 
 
-def _params(data: dict[str, Any]) -> matrix.MatrixParams:
+def _params(data: dict[str, Any], *, job: bool = True) -> matrix.MatrixParams:
+    """The params, checked against a job's limits (the gateway, which may get ``async``: the
+    request's own are checked in :func:`check_synchronous`) or the request's (the core face)."""
     data.pop("async_", None)
     params = matrix.MatrixParams(
         sources=tuple(data["sources"]),
@@ -43,23 +51,29 @@ def _params(data: dict[str, Any]) -> matrix.MatrixParams:
         annotations=tuple(data.get("annotations") or matrix.ANNOTATIONS),
         profile=data["profile"],
     )
-    matrix.check(params, LIMITS)  # the limits before anything is queued
+    matrix.check(params, LIMITS, job=job)  # the limits before anything is queued
     return params
 
 
+def check_synchronous(params: matrix.MatrixParams) -> None:
+    """A matrix answered in the request: the request's limits (a job's are wider)."""
+    matrix.check(params, LIMITS)
+
+
 class MatrixArgs(ParamsSchema):
-    """The query of ``GET /v1/matrix`` and of the core's ``cmd=matrix``."""
+    """The query of ``GET /v1/matrix`` (and, as :class:`MatrixCoreArgs`, of the core's ``cmd=matrix``)."""
 
     sources = f.PointList(
         required=True,
-        max_points=LIMITS.matrix_locations,
+        max_points=LIMITS.matrix_job_locations,
         metadata={
-            "description": f"`lat,lng|lat,lng|...` (1-{LIMITS.matrix_locations}).",
+            "description": f"`lat,lng|lat,lng|...` (1-{LIMITS.matrix_locations}; with `async`, up to "
+            f"{LIMITS.matrix_job_locations}).",
             "example": "43.7384,7.4246|43.7402,7.4271",
         },
     )
     destinations = f.PointList(
-        max_points=LIMITS.matrix_locations,
+        max_points=LIMITS.matrix_job_locations,
         metadata={"description": "`lat,lng|...`; default: the sources.", "example": "43.7312,7.4197"},
     )
     annotations = f.CommaList(choices=matrix.ANNOTATIONS, metadata={"example": "duration,distance"})
@@ -69,6 +83,14 @@ class MatrixArgs(ParamsSchema):
     @post_load
     def _build(self, data: dict[str, Any], **_kwargs: Any) -> matrix.MatrixParams:
         return _params(data)
+
+
+class MatrixCoreArgs(MatrixArgs):
+    """The core's ``cmd=matrix``: answered in the request (no jobs on the core face)."""
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_kwargs: Any) -> matrix.MatrixParams:
+        return _params(data, job=False)
 
 
 class PointSchema(Schema):
@@ -83,7 +105,7 @@ class PointSchema(Schema):
 def _points(description: str, **kwargs: Any) -> fields.List[Any]:
     return fields.List(
         fields.Nested(PointSchema),
-        validate=validate.Length(1, LIMITS.matrix_locations),
+        validate=validate.Length(1, LIMITS.matrix_job_locations),
         metadata={"description": description},
         **kwargs,
     )
@@ -92,7 +114,10 @@ def _points(description: str, **kwargs: Any) -> fields.List[Any]:
 class MatrixBody(ParamsSchema):
     """The JSON body of ``POST /v1/matrix``."""
 
-    sources = _points(f'1-{LIMITS.matrix_locations} points `{{"lat", "lng"}}`.', required=True)
+    sources = _points(
+        f'1-{LIMITS.matrix_locations} points `{{"lat", "lng"}}` (with `async`, up to {LIMITS.matrix_job_locations}).',
+        required=True,
+    )
     destinations = _points("Default: the sources.")
     annotations = fields.List(
         fields.String(validate=validate.OneOf(matrix.ANNOTATIONS)),
@@ -145,15 +170,38 @@ def _count(value: object) -> int:
     return len(value) if isinstance(value, list) else 0
 
 
+def _asks_async(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "t", "1", "yes", "y", "on"))
+
+
+def plan_cap(cells: int, parameter: str) -> None:
+    """The plan's cap on the cells of one request (``plans.max_matrix_cells``; 0: the deployment's
+    limit): 400 naming ``parameter`` (``destinations``, or ``sources`` when they are the destinations too), before
+    any quota is spent. The key is authenticated and authorised here first, so a key without the
+    matrix service still gets its 401/403 rather than this."""
+    access = runtime().access
+    record = access.authenticate(gateway_key())
+    access.authorize(record, FUNCTION.service)
+    cap = record.plan.max_matrix_cells
+    if cap and cells > cap:
+        raise InvalidParameter(
+            f"the {record.plan.name} plan allows at most {cap:,} cells (sources x destinations) in one matrix "
+            f"request; got {cells:,}",
+            parameter=parameter,
+        )
+
+
 def matrix_cost() -> int:
-    """Quota units of the request: one per 100 cells, rounded up (1 for a request refused with 400)."""
+    """Admission of a matrix request: the plan's cap on its cells (:func:`plan_cap`), then its
+    quota units: one per 100 cells, rounded up (1 for a request refused with 400)."""
     data = request.args if request.method == "GET" else request.get_json(silent=True)
     if data is None or not hasattr(data, "get"):
         return 1
     sources = _count(data.get("sources"))
-    destinations = _count(data.get("destinations")) or sources
-    cells = sources * destinations
-    if not 0 < cells <= LIMITS.matrix_cells:
+    given = _count(data.get("destinations"))
+    cells = sources * (given or sources)
+    plan_cap(cells, "destinations" if given else "sources")
+    if not 0 < cells <= (LIMITS.matrix_job_cells if _asks_async(data.get("async")) else LIMITS.matrix_cells):
         return 1
     return math.ceil(cells / CELLS_PER_UNIT)
 
@@ -162,7 +210,7 @@ FUNCTION = register(
     Function(
         service="matrix",
         cmd="matrix",
-        core_schema=MatrixArgs,
+        core_schema=MatrixCoreArgs,
         run=lambda rt, params: matrix.run(rt.datasets, params),
         queue="matrix",
         service_ref="engine.services.matrix:run",
@@ -170,13 +218,26 @@ FUNCTION = register(
     )
 )
 
+jobs.OWN_JOBS[FUNCTION.cmd] = jobs.OwnJob(submit=jobs.submit_matrix, check_synchronous=check_synchronous)
+
+
+def _cap(plan: str) -> str:
+    cells = next((p.get("max_matrix_cells", 0) for p in DEFAULT_PLANS if p["name"] == plan), 0)
+    return f"{cells:,}" if cells else "the deployment's limit"
+
+
 DESCRIPTION = (
     "Durations (s) and distances (m) by car from every source to every destination, each cell what "
     "`/v1/routing` answers for the pair (same snapping, same roads, turn restrictions and one-ways), "
     f"`null` where no route exists. Up to {LIMITS.matrix_locations} sources and destinations and "
-    f"{LIMITS.matrix_cells:,} cells; up to {LIMITS.matrix_inline_cells:,} cells answered at once, larger ones "
-    "computed by a worker while the request waits (or, with `async`, as a job). Quota: one unit per "
-    f"{CELLS_PER_UNIT} cells, rounded up."
+    f"{LIMITS.matrix_cells:,} cells in the request; up to {LIMITS.matrix_inline_cells:,} cells answered at once, "
+    "larger ones computed by a worker while the request waits. With `async`, a job of up to "
+    f"{LIMITS.matrix_job_locations:,} sources and destinations ({LIMITS.matrix_job_cells:,} cells), computed and "
+    "kept in chunks of rows for 24 h: `GET /v1/jobs/{id}` shows the rows done, `GET /v1/jobs/{id}/result` "
+    "streams the matrix as JSON, `?format=csv` as CSV (one line per cell). Quota: one unit per "
+    f"{CELLS_PER_UNIT} cells, rounded up. A plan may cap the cells of one request (`max_matrix_cells`: free "
+    f"{_cap('free')}, standard {_cap('standard')}, pro {_cap('pro')} as seeded): beyond it, 400 naming "
+    "`sources` (or `destinations` when given) and the plan's cap, before any quota is spent."
 )
 
 blp = GatewayBlueprint("Matrix", __name__, url_prefix="/v1", description="Travel-time and distance matrices.")

@@ -25,15 +25,16 @@ cheapest start edge per ``f``, as :func:`engine.routing.ch.start_turns`); a targ
 edge (the router's ``_direct``) are the caller's case (:func:`direct_cells`).
 
 Memory: the buckets hold one entry per (target, settled node), 40 bytes each, and the answer
-three float64 matrices; ``Limits.matrix_locations`` and ``matrix_cells`` bound both (a
-1,000 x 1,000 matrix: 24 MB of answer, buckets of 1,000 backward search spaces).
+three float64 matrices of 24 bytes a cell; :meth:`MatrixQuery.row_blocks` computes the answer a
+block of sources at a time over buckets built once, so a large matrix (a job) holds one block's
+matrices, not the whole (``Limits.matrix_job_chunk_cells``).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -201,43 +202,16 @@ def _reset(dist, touched, nt):
 
 
 @njit(cache=True, nogil=True)
-def many_to_many(
-    src_first,
-    src_nodes,
-    src_w,
-    src_d,
-    src_l,
-    tgt_first,
-    tgt_nodes,
-    tgt_w,
-    tgt_d,
-    tgt_l,
-    uf,
-    ut,
-    uw,
-    up_dur,
-    up_len,
-    df,
-    dt,
-    dw,
-    dn_dur,
-    dn_len,
-    n_nodes,
-):
-    """Weight, duration and length of the least-weight path from each source to each target
-    (INF weight: no path). Source i's seeds are ``src_nodes[src_first[i]:src_first[i + 1]]`` with
-    initial weight/duration/length ``src_w``/``src_d``/``src_l``; targets likewise."""
-    n_src = src_first.shape[0] - 1
+def target_buckets(tgt_first, tgt_nodes, tgt_w, tgt_d, tgt_l, uf, ut, uw, df, dt, dw, dn_dur, dn_len, n_nodes):
+    """The backward searches of every target as buckets: CSR by node ``(bfirst, b_tgt, b_w, b_d,
+    b_l)``, one entry per (target, node it settled) with the node-to-target weight, duration and
+    length. Target j's seeds are ``tgt_nodes[tgt_first[j]:tgt_first[j + 1]]``."""
     n_tgt = tgt_first.shape[0] - 1
-    best = np.full((n_src, n_tgt), INF)
-    bdur = np.zeros((n_src, n_tgt))
-    blen = np.zeros((n_src, n_tgt))
     dist = np.full(n_nodes, INF)
     dd = np.zeros(n_nodes)
     dl = np.zeros(n_nodes)
     touched = np.empty(n_nodes + 8, np.int64)
     hk, hv, hp = heap.new_heap(n_nodes)
-    # backward searches: bucket entries (node, target, w, dur, len), then CSR by node
     cap = 1024
     e_node = np.empty(cap, np.int64)
     e_tgt = np.empty(cap, np.int64)
@@ -280,7 +254,22 @@ def many_to_many(
         b_w[p] = e_w[i]
         b_d[p] = e_d[i]
         b_l[p] = e_l[i]
-    # forward searches, scanning the buckets of the nodes they settle
+    return bfirst, b_tgt, b_w, b_d, b_l
+
+
+@njit(cache=True, nogil=True)
+def scan_sources(src_first, src_nodes, src_w, src_d, src_l, n_tgt, bfirst, b_tgt, b_w, b_d, b_l, uf, ut, uw, up_dur, up_len, df, dt, dw, n_nodes):  # fmt: skip
+    """One forward search per source, scanning the buckets (:func:`target_buckets`) of the nodes
+    it settles: the weight, duration and length matrices, sources by targets (INF: no path)."""
+    n_src = src_first.shape[0] - 1
+    best = np.full((n_src, n_tgt), INF)
+    bdur = np.zeros((n_src, n_tgt))
+    blen = np.zeros((n_src, n_tgt))
+    dist = np.full(n_nodes, INF)
+    dd = np.zeros(n_nodes)
+    dl = np.zeros(n_nodes)
+    touched = np.empty(n_nodes + 8, np.int64)
+    hk, hv, hp = heap.new_heap(n_nodes)
     for i in range(n_src):
         a, b = src_first[i], src_first[i + 1]
         settled, nt = _search(
@@ -308,28 +297,21 @@ def _resized(a, n, cap):
 
 # ----------------------------------------------------------------------------- the Python side
 class MatrixQuery:
-    """The CH arrays, arc costs and per-point seeds of one router, for :meth:`costs`.
+    """The CH arrays, arc costs and per-point seeds of one router, for :meth:`costs` and
+    :meth:`row_blocks`.
 
-    Holds no workspace: :func:`many_to_many` allocates its labels per call (a few arrays of the
-    CH's size), so threads and processes need no lock and the kernel runs without the GIL."""
+    Holds no workspace: the kernels allocate their labels per call (a few arrays of the CH's
+    size), so threads and processes need no lock and the kernels run without the GIL."""
 
     def __init__(self, router: Router) -> None:
         g: Any = router.g  # the CH arrays are present when the import built a CH
         self.router = router
         costs = ARC_COSTS.load(g)
-        self._ch = (
-            np.asarray(g.ch_up_first),
-            np.asarray(g.ch_up_to),
-            np.asarray(g.ch_up_w),
-            costs["up_dur"],
-            costs["up_len"],
-            np.asarray(g.ch_dn_first),
-            np.asarray(g.ch_dn_to),
-            np.asarray(g.ch_dn_w),
-            costs["dn_dur"],
-            costs["dn_len"],
-            int(g.n_edges),
-        )
+        self._up = (np.asarray(g.ch_up_first), np.asarray(g.ch_up_to), np.asarray(g.ch_up_w))
+        self._dn = (np.asarray(g.ch_dn_first), np.asarray(g.ch_dn_to), np.asarray(g.ch_dn_w))
+        self._up_costs = (costs["up_dur"], costs["up_len"])
+        self._dn_costs = (costs["dn_dur"], costs["dn_len"])
+        self._n_nodes = int(g.n_edges)
 
     def _sources(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
         r = self.router
@@ -358,9 +340,21 @@ class MatrixQuery:
 
         Each cell is the router's leg for the pair (:meth:`Router.leg`): the least-weight CH path,
         or a leg within one edge when that is no heavier (the router prefers it on a tie)."""
-        w, dur, length = many_to_many(*self._sources(sources), *self._targets(targets), *self._ch)  # type: ignore[call-arg]  # numba stubs type Dispatcher.__call__ narrowly
-        self._direct(sources, targets, w, dur, length)
-        return w, dur, length
+        return next(self.row_blocks(sources, targets, max(1, len(sources))))[1]
+
+    def row_blocks(
+        self, sources: list[Snap], targets: list[Snap], rows: int
+    ) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """:meth:`costs` in blocks of ``rows`` sources: ``(first row, matrices)`` in order. The
+        targets' buckets are built once; only one block's matrices live at a time."""
+        buckets = target_buckets(*self._targets(targets), *self._up, *self._dn, *self._dn_costs, self._n_nodes)  # type: ignore[call-arg]  # numba stubs type Dispatcher.__call__ narrowly
+        for start in range(0, len(sources), rows):
+            block = sources[start : start + rows]
+            w, dur, length = scan_sources(  # type: ignore[call-arg]
+                *self._sources(block), len(targets), *buckets, *self._up, *self._up_costs, *self._dn, self._n_nodes
+            )
+            self._direct(block, targets, w, dur, length)
+            yield start, (w, dur, length)
 
     def _direct(self, sources: list[Snap], targets: list[Snap], w, dur, length) -> None:
         """Legs within one edge (:func:`engine.routing.router._direct`) into the matrices."""

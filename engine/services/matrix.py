@@ -15,14 +15,18 @@ network (a road cut off where the extract ends) is moved to the well-connected n
 cells with no route from or to it, as the router does for a pair
 (:func:`engine.services.routing.escape_fragments`); its ``location`` stays where it snapped.
 
+Large matrices (jobs) are computed a block of rows at a time by :func:`run_rows`, the caller
+storing each block as it comes; :func:`run` is the whole answer at once.
+
 Errors: more than ``Limits.matrix_locations`` sources or destinations, or more than
-``Limits.matrix_cells`` cells -> InvalidParameter naming ``sources`` / ``destinations``; a point
+``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) -> InvalidParameter naming ``sources`` / ``destinations``; a point
 farther than the snap limit from any road -> InvalidParameter naming its list; points in no
 common region -> NotFound. Destinations default to the sources.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +47,9 @@ ANNOTATIONS = ("duration", "distance")
 PROFILES = ("car",)
 
 
+_ASYNC_HINT = {False: " in one request (more as a job: async=true)", True: " in one job"}
+
+
 @dataclass(frozen=True)
 class MatrixParams:
     sources: tuple[LatLng, ...]
@@ -59,8 +66,11 @@ class MatrixParams:
         return len(self.sources) * len(self.targets)
 
 
-def check(params: MatrixParams, limits: Limits) -> None:
-    """The limits and allowed values (400 naming the parameter)."""
+def check(params: MatrixParams, limits: Limits, *, job: bool = False) -> None:
+    """The limits and allowed values (400 naming the parameter): those of a matrix answered in the
+    request, or with ``job`` those of a matrix job (:func:`run_rows`)."""
+    most_locations = limits.matrix_job_locations if job else limits.matrix_locations
+    most_cells = limits.matrix_job_cells if job else limits.matrix_cells
     if params.profile not in PROFILES:
         raise InvalidParameter(f"profile must be one of {', '.join(PROFILES)}", parameter="profile")
     bad = set(params.annotations) - set(ANNOTATIONS)
@@ -69,35 +79,56 @@ def check(params: MatrixParams, limits: Limits) -> None:
     for name, points in (("sources", params.sources), ("destinations", params.targets)):
         if not points:
             raise InvalidParameter(f"{name} must list at least one point", parameter=name)
-        if len(points) > limits.matrix_locations:
-            raise InvalidParameter(f"at most {limits.matrix_locations} {name} are allowed", parameter=name)
-    if params.cells > limits.matrix_cells:
+        if len(points) > most_locations:
+            raise InvalidParameter(f"at most {most_locations} {name} are allowed{_ASYNC_HINT[job]}", parameter=name)
+    if params.cells > most_cells:
         raise InvalidParameter(
-            f"at most {limits.matrix_cells} cells (sources x destinations) are allowed; got {params.cells}",
+            f"at most {most_cells} cells (sources x destinations) are allowed{_ASYNC_HINT[job]}; got {params.cells}",
             parameter="destinations",
         )
 
 
 def run(datasets: DatasetRegistry, params: MatrixParams, limits: Limits | None = None) -> dict[str, Any]:
+    header, blocks = run_rows(datasets, params, max(1, len(params.sources)), limits, job=False)
+    out: dict[str, Any] = {}
+    for _start, rows in blocks:
+        out.update(rows)
+    out.update(header)
+    return out
+
+
+RowBlocks = Iterator[tuple[int, dict[str, list[list[float | None]]]]]
+
+
+def run_rows(
+    datasets: DatasetRegistry, params: MatrixParams, rows: int, limits: Limits | None = None, *, job: bool = True
+) -> tuple[dict[str, Any], RowBlocks]:
+    """The matrix in blocks of ``rows`` sources, for a job: ``(waypoints, blocks)``, waypoints
+    ``{"sources": [...], "destinations": [...]}`` and blocks ``(first row, {"durations": rows,
+    "distances": rows})`` in order, computed as they are taken (one block's cells in memory at
+    a time). Points are snapped, and the limits checked (a job's with ``job``), before it returns."""
     limits = limits or DEFAULT_LIMITS
-    check(params, limits)
+    check(params, limits, job=job)
     n = len(params.sources)
     points = [*params.sources, *params.targets]
     names = ["sources"] * n + ["destinations"] * (len(points) - n)
     router, snaps = snap_points(datasets, points, names, limits)
     sources, targets = snaps[:n], snaps[n:]
-    query = matrix_query(router)
-    weight, duration, distance = query.costs(sources, targets)
-    _escaped_cells(router, params, sources, targets, (weight, duration, distance), limits)
-    out: dict[str, Any] = {}
-    none = weight == np.inf
-    if "duration" in params.annotations:
-        out["durations"] = _rows(duration, none)
-    if "distance" in params.annotations:
-        out["distances"] = _rows(distance, none)
-    out["sources"] = [_waypoint(s) for s in sources]
-    out["destinations"] = [_waypoint(s) for s in targets]
-    return out
+    header = {"sources": [_waypoint(s) for s in sources], "destinations": [_waypoint(s) for s in targets]}
+
+    def blocks() -> RowBlocks:
+        for start, cells in matrix_query(router).row_blocks(sources, targets, rows):
+            block = range(start, start + cells[0].shape[0])
+            _escaped_cells(router, params, [sources[i] for i in block], targets, block, cells, limits)
+            none = cells[0] == np.inf
+            out: dict[str, list[list[float | None]]] = {}
+            if "duration" in params.annotations:
+                out["durations"] = _rows(cells[1], none)
+            if "distance" in params.annotations:
+                out["distances"] = _rows(cells[2], none)
+            yield start, out
+
+    return header, blocks()
 
 
 def _escaped_cells(
@@ -105,18 +136,20 @@ def _escaped_cells(
     params: MatrixParams,
     sources: list[Snap],
     targets: list[Snap],
+    block: range,
     cells: tuple[np.ndarray, np.ndarray, np.ndarray],
     limits: Limits,
 ) -> None:
     """Cells with no route whose source or destination is on a fragment: the route between the
-    points moved to the well-connected network, as the router answers for that pair."""
+    points moved to the well-connected network, as the router answers for that pair. ``sources``
+    are the block's rows ``block`` of ``params.sources``."""
     weight = cells[0]
     none = weight == np.inf
     if not none.any():
         return
     rows = np.flatnonzero(none.any(axis=1))
     cols = np.flatnonzero(none.any(axis=0))
-    src_moved = escape_fragments(router, [params.sources[i] for i in rows], [sources[i] for i in rows], limits)
+    src_moved = escape_fragments(router, [params.sources[block[i]] for i in rows], [sources[i] for i in rows], limits)
     dst_moved = escape_fragments(router, [params.targets[j] for j in cols], [targets[j] for j in cols], limits)
     if src_moved is None and dst_moved is None:
         return
@@ -129,9 +162,9 @@ def _escaped_cells(
     )
     take = none[np.ix_(rows, cols)] & moved
     for whole, part in zip(cells, again, strict=True):
-        block = whole[np.ix_(rows, cols)]
-        block[take] = part[take]
-        whole[np.ix_(rows, cols)] = block
+        sub = whole[np.ix_(rows, cols)]
+        sub[take] = part[take]
+        whole[np.ix_(rows, cols)] = sub
 
 
 def _rows(values: np.ndarray, none: np.ndarray) -> list[list[float | None]]:

@@ -99,4 +99,5 @@ def test_large_matrix_through_the_worker_and_as_a_job(client, api_key, celery_wo
     job = client.post("/v1/matrix", json={**body, "async": True}, headers=headers)
     assert job.status_code == 202
     done = wait_job(client, job.get_json()["job_id"], api_key)
-    assert done["status"] == "done" and done["result"] == expected
+    assert done["status"] == "done", done
+    assert client.get(done["result_url"], headers=headers).get_json() == expected
