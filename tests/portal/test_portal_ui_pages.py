@@ -119,6 +119,7 @@ def test_upgrade_requests_are_validated_kept_one_per_account_and_listed_for_admi
     login(client, email)
     plan_page = client.get("/portal/plan")
     assert plan_page.status_code == 200 and b'data-plan="pro"' in plan_page.data
+    assert b"<th>Matrix cells</th>" in plan_page.data and b"1,000,000" in plan_page.data  # standard's cap
     token = csrf(plan_page.data)
     for bad in ({"plan": "free"}, {"plan": "no-such-plan"}, {"plan": "pro", "message": "x" * 501}):
         assert client.post("/portal/plan", data={"csrf_token": token, **bad}).status_code == 400
