@@ -19,6 +19,7 @@ SERVICES: tuple[str, ...] = (
     "staticmap",
     "geometry",
     "matrix",
+    "optimization",
     "snaptoroad",
     "geofencing",
 )
