@@ -30,7 +30,9 @@ def connected_points(datasets: DatasetRegistry, region: str, n: int, seed: int) 
     return out
 
 
-def problem(points: list[tuple[float, float]], vehicles: int, seed: int, horizon: int = 4 * 3600) -> dict[str, Any]:
+def problem(
+    points: list[tuple[float, float]], vehicles: int, seed: int, horizon: int = 4 * 3600, capacity: int = 12
+) -> dict[str, Any]:
     """A VROOM problem (its JSON shape, ``[lng, lat]``): the first point the depot, the others
     jobs with a delivery of 1-3, 60-300 s of service and a 1-hour time window in the horizon."""
     rng = np.random.default_rng(seed)
@@ -48,7 +50,7 @@ def problem(points: list[tuple[float, float]], vehicles: int, seed: int, horizon
             }
         )
     fleet = [
-        {"id": k + 1, "start": depot, "end": depot, "capacity": [12], "time_window": [0, horizon]}
+        {"id": k + 1, "start": depot, "end": depot, "capacity": [capacity], "time_window": [0, horizon]}
         for k in range(vehicles)
     ]
     return {"jobs": jobs, "vehicles": fleet}
