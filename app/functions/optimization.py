@@ -31,7 +31,7 @@ from engine.services.routing import GEOMETRIES
 
 LIMITS = DEFAULT_LIMITS
 CELLS_PER_UNIT = 100
-_SECONDS = validate.Range(min=0, max=2**31 - 1)
+_SECONDS = validate.Range(min=0, max=opt.MAX_SECONDS)
 
 
 def _first_error(messages: Any, path: str = "") -> tuple[str, Any]:
@@ -85,7 +85,7 @@ def _skills() -> fields.List[Any]:
 
 
 class JobSchema(Schema):
-    id = fields.Integer(required=True, validate=validate.Range(min=0))
+    id = fields.Integer(required=True, validate=validate.Range(0, opt.MAX_ID))
     location = LngLat(required=True)
     service = fields.Integer(load_default=0, validate=_SECONDS, metadata={"description": "Seconds on site."})
     delivery = _amount("Amounts delivered (one per capacity dimension).")
@@ -109,7 +109,7 @@ class JobSchema(Schema):
 
 
 class VehicleSchema(Schema):
-    id = fields.Integer(required=True, validate=validate.Range(min=0))
+    id = fields.Integer(required=True, validate=validate.Range(0, opt.MAX_ID))
     start = LngLat()
     end = LngLat()
     capacity = _amount("What the vehicle carries, per dimension.")

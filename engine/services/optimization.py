@@ -49,6 +49,11 @@ Window = tuple[int, int]
 Amount = tuple[int, ...]
 
 PROFILES = ("car",)
+# What VROOM's integer types hold (a larger number would fail in the bindings, not as a 400)
+MAX_ID = 2**53 - 1  # ids: exact in JSON's doubles too
+MAX_SKILL = 2**32 - 1
+MAX_AMOUNT = 2**31 - 1
+MAX_SECONDS = 2**31 - 1  # service times and time windows
 # VROOM's search effort: its command line's default (5) for up to LARGE jobs, 3 above (on this
 # machine's 200-job benchmark 3-4x faster for a cost 1 % higher: docs/benchmarks.md)
 EXPLORATION_LEVEL = 5
@@ -105,6 +110,7 @@ def check(params: OptimizationParams, limits: Limits) -> None:
         raise InvalidParameter(f"at most {limits.optimization_vehicles} vehicles are allowed", parameter="vehicles")
     if params.geometry not in GEOMETRIES:
         raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
+    _check_numbers(params)
     for name, ids in (("jobs", [j.id for j in params.jobs]), ("vehicles", [v.id for v in params.vehicles])):
         seen: set[int] = set()
         for i, id_ in enumerate(ids):
@@ -136,6 +142,32 @@ def check(params: OptimizationParams, limits: Limits) -> None:
     for i, job in enumerate(params.jobs):
         for k, window in enumerate(job.time_windows):
             _check_window(window, f"jobs[{i}].time_windows[{k}]")
+
+
+def _check_numbers(params: OptimizationParams) -> None:
+    """Every number within what the solver's integer types hold."""
+    values: list[tuple[str, list[int], int]] = []
+    for i, job in enumerate(params.jobs):
+        spans = [x for w in job.time_windows for x in w]
+        values += [
+            (f"jobs[{i}].id", [job.id], MAX_ID),
+            (f"jobs[{i}].service", [job.service], MAX_SECONDS),
+            (f"jobs[{i}].delivery", list(job.delivery), MAX_AMOUNT),
+            (f"jobs[{i}].pickup", list(job.pickup), MAX_AMOUNT),
+            (f"jobs[{i}].skills", list(job.skills), MAX_SKILL),
+            (f"jobs[{i}].priority", [job.priority], 100),
+            (f"jobs[{i}].time_windows", spans, MAX_SECONDS),
+        ]
+    for i, v in enumerate(params.vehicles):
+        values += [
+            (f"vehicles[{i}].id", [v.id], MAX_ID),
+            (f"vehicles[{i}].capacity", list(v.capacity), MAX_AMOUNT),
+            (f"vehicles[{i}].skills", list(v.skills), MAX_SKILL),
+            (f"vehicles[{i}].time_window", list(v.time_window or ()), MAX_SECONDS),
+        ]
+    for field, numbers, most in values:
+        if any(not 0 <= n <= most for n in numbers):
+            raise InvalidParameter(f"{field}: numbers from 0 to {most}", parameter=field)
 
 
 def _check_window(window: Window, field: str) -> None:

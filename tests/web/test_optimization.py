@@ -60,6 +60,9 @@ def test_bad_problems_name_the_field(client, api_key, datasets):
         (_with(body, ["vehicles", 0, "time_window"], [10, 5]), "vehicles[0].time_window"),
         (_with(body, ["jobs", 2, "service"], -1), "jobs[2].service"),
         (_with(body, ["jobs", 2, "colour"], "red"), "jobs[2].colour"),
+        (_with(body, ["jobs", 2, "id"], 2**64 + 5), "jobs[2].id"),  # beyond the solver's integers: not a 500
+        (_with(body, ["jobs", 3, "delivery"], [2**40]), "jobs[3].delivery"),
+        (_with(body, ["vehicles", 1, "skills"], [2**33]), "vehicles[1].skills"),
         ({"vehicles": body["vehicles"]}, "jobs"),
         (many, "jobs"),
         ({"jobs": body["jobs"], "vehicles": body["vehicles"] * 51}, "vehicles"),
