@@ -205,15 +205,20 @@ class OptimizationStepSchema(ResponseSchema):
     )
 
 
-class OptimizationRouteSchema(ResponseSchema):
-    vehicle = fields.Integer(required=True)
-    cost = fields.Integer(required=True)
+class OptimizationTotalsSchema(ResponseSchema):
+    """What a route and the whole solution both sum."""
+
+    cost = fields.Integer(required=True, metadata={"description": "VROOM's cost: driving seconds."})
     service = fields.Integer(required=True)
-    duration = fields.Integer(required=True)
+    duration = fields.Integer(required=True, metadata={"description": "Driving seconds."})
     waiting_time = fields.Integer(required=True)
     distance = fields.Float(required=True, metadata={"description": "Metres, by Meridian's matrix."})
     delivery = fields.List(fields.Integer(), required=True)
     pickup = fields.List(fields.Integer(), required=True)
+
+
+class OptimizationRouteSchema(OptimizationTotalsSchema):
+    vehicle = fields.Integer(required=True)
     steps = fields.List(fields.Nested(OptimizationStepSchema), required=True)
     geometry = fields.Raw(required=True, metadata={"description": "Encoded polyline or GeoJSON LineString."})
 
@@ -225,16 +230,9 @@ class OptimizationUnassignedSchema(ResponseSchema):
     reason = fields.String(metadata={"description": "When the vehicles tell it: skills or capacity."})
 
 
-class OptimizationSummarySchema(ResponseSchema):
-    cost = fields.Integer(required=True)
+class OptimizationSummarySchema(OptimizationTotalsSchema):
     routes = fields.Integer(required=True)
     unassigned = fields.Integer(required=True)
-    service = fields.Integer(required=True)
-    duration = fields.Integer(required=True)
-    waiting_time = fields.Integer(required=True)
-    distance = fields.Float(required=True)
-    delivery = fields.List(fields.Integer(), required=True)
-    pickup = fields.List(fields.Integer(), required=True)
 
 
 class OptimizationResult(ResponseSchema):
