@@ -146,6 +146,11 @@ class OptimizationBody(ParamsSchema):
         validate=validate.Length(1, LIMITS.optimization_vehicles),
         metadata={"description": f"1-{LIMITS.optimization_vehicles} vehicles."},
     )
+    shipments = fields.List(
+        fields.Raw(),
+        validate=validate.Length(max=0, error="shipments (pickup and delivery pairs) are not served yet"),
+        metadata={"description": "Not served yet: only an empty list is accepted."},
+    )
     geometry = fields.String(
         load_default="polyline",
         validate=validate.OneOf(GEOMETRIES),
@@ -348,7 +353,7 @@ DESCRIPTION = (
     "worker while the request waits (or, with `async`, as a job). Invalid problems are 400s naming the field "
     "(`jobs[3].time_windows[0]`: a window that ends before it starts; `vehicles[1].capacity`: dimensions that "
     "do not match; `jobs[5].location`: a point off every imported road). Quota: one unit per job plus one "
-    f"per {CELLS_PER_UNIT} cells of the matrix (distinct locations squared), rounded up."
+    f"per {CELLS_PER_UNIT} cells of the matrix (distinct locations squared), rounded up. Not served yet: `shipments` (pickup and delivery pairs), breaks, other profiles."
 )
 
 blp = GatewayBlueprint("Optimization", __name__, url_prefix="/v1", description="Route optimisation for fleets (VROOM).")

@@ -117,3 +117,28 @@ def test_200_jobs_10_vehicles_over_http_end_to_end(live_server, api_key, celery_
     print(f"\n200 jobs, 10 vehicles over HTTP: {elapsed:.2f} s, {counts}")
     assert counts["served"] >= 190
     assert elapsed < 20  # the target is 10 s; the bound leaves room for a machine shared with other runs
+
+
+def test_core_face_names_the_field_and_shipments_are_refused(client, api_key, datasets):
+    body = small_problem(datasets, jobs=4)
+    bad = _with(body, ["jobs", 3, "time_windows"], [[900, 500]])
+    core = client.get(
+        "/services/json",
+        query_string={"cmd": "optimization", "problem": json.dumps(bad)},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert core.status_code == 400, core.get_data(as_text=True)[:300]
+    assert "jobs[3].time_windows[0]" in core.get_data(as_text=True)
+    not_json = client.get(
+        "/services/json",
+        query_string={"cmd": "optimization", "problem": "{"},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert not_json.status_code == 400 and "problem" in not_json.get_data(as_text=True)
+    shipments = client.post(
+        "/v1/optimization", json={**body, "shipments": [{"pickup": {}, "delivery": {}}]}, headers={"X-API-Key": api_key}
+    )
+    assert shipments.status_code == 400 and shipments.get_json()["parameter"] == "shipments"
+    assert "not served yet" in shipments.get_json()["message"]
+    none = client.post("/v1/optimization", json={**body, "shipments": []}, headers={"X-API-Key": api_key})
+    assert none.status_code == 200, none.get_data(as_text=True)[:300]
