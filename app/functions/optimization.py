@@ -3,7 +3,7 @@ problem in VROOM's format solved by VROOM over Meridian's own matrix (``engine.s
 
 Solved by a worker on the ``optimization`` queue while the client waits, or as a job with
 ``async``; problems of at most ``Limits.optimization_inline_locations`` distinct locations are
-solved in the web process (a few milliseconds). Quota: one unit per job plus one per 100 cells of
+solved in the web process (a few milliseconds). Quota: one unit per job (a shipment counts two) plus one per 100 cells of
 the matrix, rounded up (:func:`optimization_cost`). Invalid problems are 400s naming the field as
 ``jobs[3].time_windows[0]``.
 """
@@ -131,14 +131,44 @@ class VehicleSchema(Schema):
         )
 
 
+class ShipmentStepSchema(Schema):
+    id = fields.Integer(required=True, validate=validate.Range(0, opt.MAX_ID))
+    location = LngLat(required=True)
+    service = fields.Integer(load_default=0, validate=_SECONDS, metadata={"description": "Seconds on site."})
+    time_windows = fields.List(_window(), metadata={"description": "When service may begin; default: any time."})
+
+    @post_load
+    def _step(self, data: dict[str, Any], **_kwargs: Any) -> opt.ShipmentStep:
+        windows = tuple(tuple(w) for w in data.get("time_windows") or ())
+        return opt.ShipmentStep(id=data["id"], location=data["location"], service=data["service"], time_windows=windows)
+
+
+class ShipmentSchema(Schema):
+    pickup = fields.Nested(ShipmentStepSchema, required=True)
+    delivery = fields.Nested(ShipmentStepSchema, required=True)
+    amount = _amount("Amounts carried from the pickup to the delivery.")
+    skills = _skills()
+    priority = fields.Integer(load_default=0, validate=validate.Range(0, 100))
+
+    @post_load
+    def _shipment(self, data: dict[str, Any], **_kwargs: Any) -> opt.Shipment:
+        return opt.Shipment(
+            pickup=data["pickup"],
+            delivery=data["delivery"],
+            amount=tuple(data.get("amount") or ()),
+            skills=tuple(data.get("skills") or ()),
+            priority=data["priority"],
+        )
+
+
 class OptimizationBody(ParamsSchema):
     """The JSON body of ``POST /v1/optimization``: a problem in VROOM's format."""
 
     jobs = fields.List(
         fields.Nested(JobSchema),
-        required=True,
-        validate=validate.Length(1, LIMITS.optimization_jobs),
-        metadata={"description": f"1-{LIMITS.optimization_jobs} jobs."},
+        load_default=list,
+        validate=validate.Length(0, LIMITS.optimization_jobs),
+        metadata={"description": f"Up to {LIMITS.optimization_jobs} jobs (with the shipments' steps)."},
     )
     vehicles = fields.List(
         fields.Nested(VehicleSchema),
@@ -147,9 +177,10 @@ class OptimizationBody(ParamsSchema):
         metadata={"description": f"1-{LIMITS.optimization_vehicles} vehicles."},
     )
     shipments = fields.List(
-        fields.Raw(),
-        validate=validate.Length(max=0, error="shipments (pickup and delivery pairs) are not served yet"),
-        metadata={"description": "Not served yet: only an empty list is accepted."},
+        fields.Nested(ShipmentSchema),
+        load_default=list,
+        validate=validate.Length(0, LIMITS.optimization_jobs // 2),
+        metadata={"description": "Pickup and delivery pairs, by the same vehicle; each counts two jobs."},
     )
     geometry = fields.String(
         load_default="polyline",
@@ -169,14 +200,20 @@ class OptimizationBody(ParamsSchema):
     def _problem(self, data: dict[str, Any], **_kwargs: Any) -> None:
         """What only the whole problem tells (windows, dimensions): 400 naming the field."""
         try:
-            opt.check(opt.OptimizationParams(tuple(data["jobs"]), tuple(data["vehicles"])), LIMITS)
+            problem = opt.OptimizationParams(
+                tuple(data["jobs"]), tuple(data["vehicles"]), shipments=tuple(data["shipments"])
+            )
+            opt.check(problem, LIMITS)
         except InvalidParameter as exc:
             raise ValidationError(str(exc), field_name=exc.parameter or "_schema") from None
 
     @post_load
     def _build(self, data: dict[str, Any], **_kwargs: Any) -> opt.OptimizationParams:
         return opt.OptimizationParams(
-            jobs=tuple(data["jobs"]), vehicles=tuple(data["vehicles"]), geometry=data["geometry"]
+            jobs=tuple(data["jobs"]),
+            vehicles=tuple(data["vehicles"]),
+            geometry=data["geometry"],
+            shipments=tuple(data["shipments"]),
         )
 
 
@@ -312,21 +349,22 @@ def _distinct(points: list[Any]) -> int:
 
 
 def optimization_cost() -> int:
-    """Quota units of the request: one per job plus one per 100 matrix cells (distinct
+    """Quota units of the request: one per job (a shipment counts two) plus one per 100 matrix cells (distinct
     locations squared), rounded up; 1 for a request refused with 400."""
     body = request.get_json(silent=True)
-    if (
-        not isinstance(body, dict)
-        or not isinstance(body.get("jobs"), list)
-        or not isinstance(body.get("vehicles"), list)
-    ):
+    if not isinstance(body, dict):
         return 1
-    job_list, vehicles = body["jobs"], body["vehicles"]
-    if not 0 < len(job_list) <= LIMITS.optimization_jobs or not 0 < len(vehicles) <= LIMITS.optimization_vehicles:
+    job_list, vehicles, shipments = body.get("jobs", []), body.get("vehicles"), body.get("shipments", [])
+    if not (isinstance(job_list, list) and isinstance(vehicles, list) and isinstance(shipments, list)):
+        return 1
+    tasks = len(job_list) + 2 * len(shipments)
+    if not 0 < tasks <= LIMITS.optimization_jobs or not 0 < len(vehicles) <= LIMITS.optimization_vehicles:
         return 1
     points = [j.get("location") for j in job_list if isinstance(j, dict)]
     points += [v.get(k) for v in vehicles if isinstance(v, dict) for k in ("start", "end")]
-    return len(job_list) + math.ceil(_distinct(points) ** 2 / CELLS_PER_UNIT)
+    steps = [sh.get(k) for sh in shipments if isinstance(sh, dict) for k in ("pickup", "delivery")]
+    points += [step.get("location") for step in steps if isinstance(step, dict)]
+    return tasks + math.ceil(_distinct(points) ** 2 / CELLS_PER_UNIT)
 
 
 FUNCTION = register(
@@ -353,7 +391,9 @@ DESCRIPTION = (
     "worker while the request waits (or, with `async`, as a job). Invalid problems are 400s naming the field "
     "(`jobs[3].time_windows[0]`: a window that ends before it starts; `vehicles[1].capacity`: dimensions that "
     "do not match; `jobs[5].location`: a point off every imported road). Quota: one unit per job plus one "
-    f"per {CELLS_PER_UNIT} cells of the matrix (distinct locations squared), rounded up. Not served yet: `shipments` (pickup and delivery pairs), breaks, other profiles."
+    f"per {CELLS_PER_UNIT} cells of the matrix (distinct locations squared), rounded up. Shipments "
+    "(`pickup` and `delivery` steps with `id`, `location`, `service`, `time_windows`; an `amount`, `skills`) "
+    "are served by one vehicle, pickup first, and count two jobs. Not served yet: breaks, other profiles."
 )
 
 blp = GatewayBlueprint("Optimization", __name__, url_prefix="/v1", description="Route optimisation for fleets (VROOM).")

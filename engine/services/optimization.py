@@ -2,7 +2,8 @@
 Meridian's own travel-time matrix, each route's geometry from Meridian's router.
 
 Parameters follow VROOM's problem format (jobs with a location, service time, delivery/pickup
-amounts, skills, priority, time windows; vehicles with start/end, capacity, skills, a time window);
+amounts, skills, priority, time windows; shipments: a pickup and a delivery step with an amount,
+served by one vehicle in that order; vehicles with start/end, capacity, skills, a time window);
 locations here are ``(lat, lng)`` like everywhere in the engine (the web schema turns VROOM's
 ``[lng, lat]`` around).
 
@@ -11,10 +12,10 @@ Result (VROOM's solution, amounts and loads recomputed from the route's order)::
     {"code": 0,
      "summary": {"cost", "routes", "unassigned", "service", "duration", "waiting_time",
                  "distance", "delivery": [...], "pickup": [...]},
-     "unassigned": [{"id", "type": "job", "location": [lng, lat], "reason"?}],
+     "unassigned": [{"id", "type": job|pickup|delivery, "location": [lng, lat], "reason"?}],
      "routes": [{"vehicle", "cost", "service", "duration", "waiting_time", "distance",
                  "delivery", "pickup",
-                 "steps": [{"type": start|job|end, "id"?, "location": [lng, lat], "arrival",
+                 "steps": [{"type": start|job|pickup|delivery|end, "id"?, "location": [lng, lat], "arrival",
                             "duration", "service", "waiting_time", "load": [...]}],
                  "geometry": <polyline | GeoJSON LineString>}]}
 
@@ -49,6 +50,7 @@ Window = tuple[int, int]
 Amount = tuple[int, ...]
 
 PROFILES = ("car",)
+TASK_TYPES = ("job", "pickup", "delivery")  # the steps that carry an id
 # What VROOM's integer types hold (a larger number would fail in the bindings, not as a 400)
 MAX_ID = 2**53 - 1  # ids: exact in JSON's doubles too
 MAX_SKILL = 2**32 - 1
@@ -87,10 +89,35 @@ class Vehicle:
 
 
 @dataclass(frozen=True)
+class ShipmentStep:
+    id: int
+    location: LatLng
+    service: int = 0
+    time_windows: tuple[Window, ...] = ()
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """Picked up at ``pickup``, delivered at ``delivery``, by the same vehicle."""
+
+    pickup: ShipmentStep
+    delivery: ShipmentStep
+    amount: Amount = ()
+    skills: tuple[int, ...] = ()
+    priority: int = 0
+
+
+@dataclass(frozen=True)
 class OptimizationParams:
     jobs: tuple[Job, ...]
     vehicles: tuple[Vehicle, ...]
     geometry: str = "polyline"
+    shipments: tuple[Shipment, ...] = ()
+
+    @property
+    def tasks(self) -> int:
+        """Jobs, and shipments' pickups and deliveries: what the limit and the quota count."""
+        return len(self.jobs) + 2 * len(self.shipments)
 
     @property
     def locations(self) -> int:
@@ -100,10 +127,13 @@ class OptimizationParams:
 
 def check(params: OptimizationParams, limits: Limits) -> None:
     """Sizes, profiles, time windows and amount dimensions (400 naming the field)."""
-    if not params.jobs:
-        raise InvalidParameter("jobs must list at least one job", parameter="jobs")
-    if len(params.jobs) > limits.optimization_jobs:
-        raise InvalidParameter(f"at most {limits.optimization_jobs} jobs are allowed", parameter="jobs")
+    if not params.jobs and not params.shipments:
+        raise InvalidParameter("jobs (or shipments) must list at least one task", parameter="jobs")
+    if params.tasks > limits.optimization_jobs:
+        raise InvalidParameter(
+            f"at most {limits.optimization_jobs} jobs (a shipment counts two) are allowed",
+            parameter="shipments" if params.shipments else "jobs",
+        )
     if not params.vehicles:
         raise InvalidParameter("vehicles must list at least one vehicle", parameter="vehicles")
     if len(params.vehicles) > limits.optimization_vehicles:
@@ -111,11 +141,17 @@ def check(params: OptimizationParams, limits: Limits) -> None:
     if params.geometry not in GEOMETRIES:
         raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
     _check_numbers(params)
-    for name, ids in (("jobs", [j.id for j in params.jobs]), ("vehicles", [v.id for v in params.vehicles])):
+    for name, ids in (
+        ("jobs", [j.id for j in params.jobs]),
+        ("vehicles", [v.id for v in params.vehicles]),
+        ("shipments", [sh.pickup.id for sh in params.shipments]),
+        ("shipments", [sh.delivery.id for sh in params.shipments]),
+    ):
         seen: set[int] = set()
         for i, id_ in enumerate(ids):
             if id_ in seen:
-                raise InvalidParameter(f"duplicate id {id_}", parameter=f"{name}[{i}].id")
+                field = f"{name}[{i}].id" if name != "shipments" else f"{name}[{i}]"
+                raise InvalidParameter(f"duplicate id {id_}", parameter=field)
             seen.add(id_)
     dims: tuple[str, int] | None = None
     for field, amount in _amounts(params):
@@ -142,6 +178,10 @@ def check(params: OptimizationParams, limits: Limits) -> None:
     for i, job in enumerate(params.jobs):
         for k, window in enumerate(job.time_windows):
             _check_window(window, f"jobs[{i}].time_windows[{k}]")
+    for i, sh in enumerate(params.shipments):
+        for kind, step in (("pickup", sh.pickup), ("delivery", sh.delivery)):
+            for k, window in enumerate(step.time_windows):
+                _check_window(window, f"shipments[{i}].{kind}.time_windows[{k}]")
 
 
 def _check_numbers(params: OptimizationParams) -> None:
@@ -158,6 +198,18 @@ def _check_numbers(params: OptimizationParams) -> None:
             (f"jobs[{i}].priority", [job.priority], 100),
             (f"jobs[{i}].time_windows", spans, MAX_SECONDS),
         ]
+    for i, sh in enumerate(params.shipments):
+        values += [
+            (f"shipments[{i}].amount", list(sh.amount), MAX_AMOUNT),
+            (f"shipments[{i}].skills", list(sh.skills), MAX_SKILL),
+        ]
+        values += [(f"shipments[{i}].priority", [sh.priority], 100)]
+        for kind, step in (("pickup", sh.pickup), ("delivery", sh.delivery)):
+            values += [
+                (f"shipments[{i}].{kind}.id", [step.id], MAX_ID),
+                (f"shipments[{i}].{kind}.service", [step.service], MAX_SECONDS),
+                (f"shipments[{i}].{kind}.time_windows", [x for w in step.time_windows for x in w], MAX_SECONDS),
+            ]
     for i, v in enumerate(params.vehicles):
         values += [
             (f"vehicles[{i}].id", [v.id], MAX_ID),
@@ -181,6 +233,7 @@ def _amounts(params: OptimizationParams) -> list[tuple[str, Amount]]:
     out = [(f"vehicles[{i}].capacity", v.capacity) for i, v in enumerate(params.vehicles) if v.capacity]
     for i, job in enumerate(params.jobs):
         out += [(f"jobs[{i}].{kind}", a) for kind, a in (("delivery", job.delivery), ("pickup", job.pickup)) if a]
+    out += [(f"shipments[{i}].amount", sh.amount) for i, sh in enumerate(params.shipments) if sh.amount]
     return out
 
 
@@ -193,10 +246,14 @@ def _locations(params: OptimizationParams) -> tuple[list[LatLng], list[str]]:
             if point is not None and point not in index:
                 index[point] = len(names)
                 names.append(f"vehicles[{i}].{end}")
-    for i, job in enumerate(params.jobs):
-        if job.location not in index:
-            index[job.location] = len(names)
-            names.append(f"jobs[{i}].location")
+    tasks = [(f"jobs[{i}].location", job.location) for i, job in enumerate(params.jobs)]
+    for i, sh in enumerate(params.shipments):
+        tasks += [(f"shipments[{i}].pickup.location", sh.pickup.location)]
+        tasks += [(f"shipments[{i}].delivery.location", sh.delivery.location)]
+    for name, point in tasks:
+        if point not in index:
+            index[point] = len(names)
+            names.append(name)
     return list(index), names
 
 
@@ -258,9 +315,51 @@ def _solve(params: OptimizationParams, points: list[LatLng], durations: np.ndarr
                 time_windows=[vroom.TimeWindow(*w) for w in job.time_windows],
             )
         )
+    for sh in params.shipments:
+        problem.add_shipment(
+            _shipment_step(sh.pickup, index),
+            _shipment_step(sh.delivery, index),
+            amount=vroom.Amount(list(_padded(sh.amount, dims))),
+            skills=set(sh.skills) or None,
+            priority=sh.priority,
+        )
     threads = max(1, min(MAX_THREADS, os.cpu_count() or 1))
-    level = EXPLORATION_LEVEL if len(params.jobs) <= LARGE else LARGE_EXPLORATION_LEVEL
+    level = EXPLORATION_LEVEL if params.tasks <= LARGE else LARGE_EXPLORATION_LEVEL
     return problem.solve(exploration_level=level, nb_threads=threads, timeout=timedelta(seconds=SOLVE_TIMEOUT_S))
+
+
+def _shipment_step(step: ShipmentStep, index: dict[LatLng, int]) -> Any:
+    return vroom.ShipmentStep(
+        step.id,
+        location=index[step.location],
+        default_service=step.service,
+        time_windows=[vroom.TimeWindow(*w) for w in step.time_windows],
+    )
+
+
+@dataclass(frozen=True)
+class _Task:
+    """A step's effect on the load: on board from the start (a job's delivery), then off and on."""
+
+    on_at_start: Amount
+    off: Amount
+    on: Amount
+    location: LatLng
+    skills: tuple[int, ...]
+
+
+def _tasks(params: OptimizationParams, dims: int) -> dict[tuple[str, int], _Task]:
+    """Every task by (step type, id)."""
+    zero = (0,) * dims
+    out: dict[tuple[str, int], _Task] = {}
+    for job in params.jobs:
+        delivery, pickup = _padded(job.delivery, dims), _padded(job.pickup, dims)
+        out["job", job.id] = _Task(delivery, delivery, pickup, job.location, job.skills)
+    for sh in params.shipments:
+        amount = _padded(sh.amount, dims)
+        out["pickup", sh.pickup.id] = _Task(zero, zero, amount, sh.pickup.location, sh.skills)
+        out["delivery", sh.delivery.id] = _Task(zero, amount, zero, sh.delivery.location, sh.skills)
+    return out
 
 
 def _lnglat(point: LatLng) -> list[float]:
@@ -277,8 +376,8 @@ def _answer(
     snaps: list[Snap],
     limits: Limits,
 ) -> dict[str, Any]:
-    jobs = {job.id: job for job in params.jobs}
     dims = next((len(a) for _, a in _amounts(params)), 0)
+    tasks = _tasks(params, dims)
     frame = solution.routes
     routes = []
     for vehicle_id, rows in frame.groupby("vehicle_id", sort=False, observed=True):
@@ -293,21 +392,18 @@ def _answer(
                 "service": int(row.service),
                 "waiting_time": int(row.waiting_time),
             }
-            if step["type"] == "job":
+            if step["type"] in TASK_TYPES:
                 step["id"] = int(row.id)
             steps.append(step)
             indices.append(int(row.location_index))
-        on_route = [jobs[s["id"]] for s in steps if s["type"] == "job"]
-        delivery = _total([j.delivery for j in on_route], dims)
-        pickup = _total([j.pickup for j in on_route], dims)
-        load = delivery.copy()
+        on_route = [tasks[s["type"], s["id"]] for s in steps if "id" in s]
+        delivery = _total([t.off for t in on_route], dims)
+        pickup = _total([t.on for t in on_route], dims)
+        load = _total([t.on_at_start for t in on_route], dims)
         for step in steps:
-            if step["type"] == "job":
-                job = jobs[step["id"]]
-                load = [
-                    a - d + p
-                    for a, d, p in zip(load, _padded(job.delivery, dims), _padded(job.pickup, dims), strict=True)
-                ]
+            if "id" in step:
+                task = tasks[step["type"], step["id"]]
+                load = [a - off + on for a, off, on in zip(load, task.off, task.on, strict=True)]
             step["load"] = list(load)
         distance = float(sum(distances[a, b] for a, b in zip(indices, indices[1:], strict=False)))
         routes.append(
@@ -326,8 +422,8 @@ def _answer(
                 ),
             }
         )
-    served = {s["id"] for r in routes for s in r["steps"] if s["type"] == "job"}
-    unassigned = [_unassigned(job, params) for job in params.jobs if job.id not in served]
+    served = {(s["type"], s["id"]) for r in routes for s in r["steps"] if "id" in s}
+    unassigned = [_unassigned(key, task, params) for key, task in tasks.items() if key not in served]
     summary = {
         "cost": int(solution.summary.cost),
         "routes": len(routes),
@@ -355,16 +451,15 @@ def _total(amounts: list[Any], dims: int) -> list[int]:
     return total
 
 
-def _unassigned(job: Job, params: OptimizationParams) -> dict[str, Any]:
-    """An unassigned job, with the reason when a look at the vehicles tells it."""
-    out: dict[str, Any] = {"id": job.id, "type": "job", "location": _lnglat(job.location)}
-    able = [v for v in params.vehicles if set(job.skills) <= set(v.skills)]
-    dims = next((len(a) for _, a in _amounts(params)), 0)
-    delivery, pickup = _padded(job.delivery, dims), _padded(job.pickup, dims)
+def _unassigned(key: tuple[str, int], task: _Task, params: OptimizationParams) -> dict[str, Any]:
+    """An unassigned task, with the reason when a look at the vehicles tells it."""
+    out: dict[str, Any] = {"id": key[1], "type": key[0], "location": _lnglat(task.location)}
+    able = [v for v in params.vehicles if set(task.skills) <= set(v.skills)]
+    carried = [max(off, on) for off, on in zip(task.off, task.on, strict=True)]
     if not able:
-        out["reason"] = "skills: no vehicle has every skill the job requires"
-    elif not any(all(d <= c and p <= c for d, p, c in zip(delivery, pickup, v.capacity, strict=True)) for v in able):
-        out["reason"] = "capacity: the job's amount exceeds the capacity of every vehicle that could serve it"
+        out["reason"] = "skills: no vehicle has every skill the task requires"
+    elif not any(all(n <= c for n, c in zip(carried, v.capacity, strict=True)) for v in able):
+        out["reason"] = "capacity: the amount exceeds the capacity of every vehicle that could serve it"
     return out
 
 

@@ -114,3 +114,44 @@ def test_invalid_problems_name_the_field(datasets):
         with pytest.raises(InvalidParameter) as err:
             opt.run(datasets, params, small)
         assert err.value.parameter == field, (field, str(err.value))
+
+
+def test_shipments_are_picked_up_before_they_are_delivered(datasets):
+    points = connected_points(datasets, "helsinki", 31, seed=77)
+    body = problem(points[:21], 2, seed=8, capacity=8)
+    body["shipments"] = [
+        {
+            "amount": [3],
+            "pickup": {"id": 500 + k, "location": [points[21 + 2 * k][1], points[21 + 2 * k][0]], "service": 60},
+            "delivery": {
+                "id": 500 + k,
+                "location": [points[22 + 2 * k][1], points[22 + 2 * k][0]],
+                "service": 60,
+                "time_windows": [[0, 3 * 3600]],
+            },
+        }
+        for k in range(5)
+    ]
+    params = dataclasses.replace(
+        params_of(body),
+        shipments=tuple(
+            opt.Shipment(
+                pickup=opt.ShipmentStep(
+                    sh["pickup"]["id"], (sh["pickup"]["location"][1], sh["pickup"]["location"][0]), 60
+                ),
+                delivery=opt.ShipmentStep(
+                    sh["delivery"]["id"],
+                    (sh["delivery"]["location"][1], sh["delivery"]["location"][0]),
+                    60,
+                    ((0, 3 * 3600),),
+                ),
+                amount=(3,),
+            )
+            for sh in body["shipments"]
+        ),
+    )
+    answer = opt.run(datasets, params)
+    counts = check_solution(datasets, body, answer)
+    served = {(s["type"], s["id"]) for r in answer["routes"] for s in r["steps"] if "id" in s}
+    assert ("pickup", 500) in served or ("pickup", 500) in {(u["type"], u["id"]) for u in answer["unassigned"]}
+    assert counts["served"] >= 20, counts
