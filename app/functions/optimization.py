@@ -284,30 +284,24 @@ class OptimizationResult(ResponseSchema):
     routes = fields.List(fields.Nested(OptimizationRouteSchema), required=True)
 
 
+# one route: its totals are the solution's
+_EXAMPLE_TOTALS = {
+    "cost": 530,
+    "service": 300,
+    "duration": 530,
+    "waiting_time": 0,
+    "distance": 3120.4,
+    "delivery": [2],
+    "pickup": [0],
+}
 EXAMPLE = {
     "code": 0,
-    "summary": {
-        "cost": 530,
-        "routes": 1,
-        "unassigned": 0,
-        "service": 300,
-        "duration": 530,
-        "waiting_time": 0,
-        "distance": 3120.4,
-        "delivery": [2],
-        "pickup": [0],
-    },
+    "summary": {**_EXAMPLE_TOTALS, "routes": 1, "unassigned": 0},
     "unassigned": [],
     "routes": [
         {
+            **_EXAMPLE_TOTALS,
             "vehicle": 1,
-            "cost": 530,
-            "service": 300,
-            "duration": 530,
-            "waiting_time": 0,
-            "distance": 3120.4,
-            "delivery": [2],
-            "pickup": [0],
             "steps": [
                 {
                     "type": "start",
