@@ -15,7 +15,8 @@ unique across databases that share a Redis) and the plan of the key: the keys of
 one plan (the portal issues them all on the account's plan, ``meridian accounts set-plan`` moves
 them together), and keys that an operator gave other plans count apart. A denied request spends
 nothing. Usage per key, service and UTC day is kept in a hash for the portal and ``meridian
-usage`` (kept 400 days): the decision is the account's, the statistics stay per key.
+usage`` (kept 400 days): the decision is the account's, the statistics stay per key, and so
+does the time of each key's last counted request (:meth:`QuotaCounter.last_used`).
 """
 
 from __future__ import annotations
@@ -93,22 +94,28 @@ if denied == '' then
   redis.call('EXPIRE', KEYS[3], month_ttl + 60)
   redis.call('HINCRBY', KEYS[4], service, cost)
   redis.call('EXPIRE', KEYS[4], 34560000)
+  redis.call('SET', KEYS[5], now, 'EX', 34560000)
 end
 return {denied, minute_used, day_used, month_used, retry_ms, reserve}
 """
 
 # Settle a reservation (accounts/quota_lease.py): usage of the units spent from it, per key and
 # service, and the units not spent given back to every window (their minute-window entries removed).
-# KEYS: the three windows, then the usage hashes of the keys that spent from the reservation.
-# ARGV: unspent, k, k triples (usage hash index among KEYS[4..], service, count), then the
-# minute-window members to remove.
+# KEYS: the three windows, then the usage hashes of the keys that spent from the reservation, then
+# their last-used keys (same order). ARGV: unspent, k, k triples (usage hash index among KEYS[4..],
+# service, count), then the minute-window members to remove.
 _SETTLE_SCRIPT = """
 local unspent = tonumber(ARGV[1])
 local k = tonumber(ARGV[2])
+local refs = (#KEYS - 3) / 2
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for i = 0, k - 1 do
-  local usage = KEYS[3 + tonumber(ARGV[3 + 3 * i])]
+  local index = tonumber(ARGV[3 + 3 * i])
+  local usage = KEYS[3 + index]
   redis.call('HINCRBY', usage, ARGV[4 + 3 * i], tonumber(ARGV[5 + 3 * i]))
   redis.call('EXPIRE', usage, 34560000)
+  redis.call('SET', KEYS[3 + refs + index], now, 'EX', 34560000)
 end
 if unspent > 0 then
   local first = 3 + 3 * k
@@ -234,6 +241,9 @@ class QuotaCounter:
     def _usage_key(self, key_ref: str, day: str) -> str:
         return f"{self.ns}:usage:{key_ref}:{day}"
 
+    def _last_used_key(self, key_ref: str) -> str:
+        return f"{self.ns}:usage:{key_ref}:last"
+
     def spend(
         self, bucket: str, key_ref: str, plan: PlanRecord, service: str, cost: int = 1, reserve: int = 0
     ) -> QuotaDecision:
@@ -244,7 +254,7 @@ class QuotaCounter:
         calendar = self._calendar_now(now_s)
         day_ttl, month_ttl = calendar.day_ttl, calendar.month_ttl
         windows_keys = self._windows(bucket, calendar)
-        keys = [*windows_keys, self._usage_key(key_ref, calendar.day)]
+        keys = [*windows_keys, self._usage_key(key_ref, calendar.day), self._last_used_key(key_ref)]
         member = f"{self._member_prefix}{os.getpid()}-{next(self._sequence)}"
         try:
             denied, minute_used, day_used, month_used, retry_ms, reserved = self._script(
@@ -290,7 +300,11 @@ class QuotaCounter:
         key_refs = sorted({key_ref for key_ref, _ in usage})
         index = {key_ref: i for i, key_ref in enumerate(key_refs, start=1)}
         triples = [x for (key_ref, service), n in usage.items() for x in (index[key_ref], service, n)]
-        keys = [*reservation.windows, *(self._usage_key(k, reservation.day) for k in key_refs)]
+        keys = [
+            *reservation.windows,
+            *(self._usage_key(k, reservation.day) for k in key_refs),
+            *(self._last_used_key(k) for k in key_refs),
+        ]
         try:
             self._settle_script(keys=keys, args=[unspent, len(usage), *triples, *members])
         except redis.RedisError as exc:
@@ -306,6 +320,13 @@ class QuotaCounter:
         pipe.get(month_key)
         minute, day, month = pipe.execute()
         return Counts(int(minute or 0), int(day or 0), int(month or 0))
+
+    def last_used(self, key_refs: list[str]) -> dict[str, datetime]:
+        """The time of the last counted request of each key that has one (UTC, to the millisecond)."""
+        if not key_refs:
+            return {}
+        stamps = self.client.mget([self._last_used_key(k) for k in key_refs])
+        return {k: datetime.fromtimestamp(int(ms) / 1000, UTC) for k, ms in zip(key_refs, stamps, strict=True) if ms}
 
     def usage(self, key_ref: str, days: int = 30) -> dict[str, dict[str, int]]:
         """{YYYY-MM-DD: {service: count}} of one key for the last ``days`` UTC days (newest first)."""

@@ -32,7 +32,13 @@ def admit(client: redis.Redis, queue: str, max_depth: Callable[[str], int]) -> N
         return
     depth = queue_depth(client, queue)
     if depth >= limit:
-        raise Unavailable(
-            f"the {queue} queue is full ({depth} tasks waiting, at most {limit}); retry shortly",
-            retry_after=RETRY_AFTER_S,
-        )
+        raise refusal(queue, depth, limit)
+
+
+def refusal(queue: str, depth: int, limit: int) -> Unavailable:
+    """The 503 of a full queue (a synchronous heavy call learns its depth in
+    ``queueing.protocol.claim``, in the same round trip as its cache look-up)."""
+    return Unavailable(
+        f"the {queue} queue is full ({depth} tasks waiting, at most {limit}); retry shortly",
+        retry_after=RETRY_AFTER_S,
+    )

@@ -7,11 +7,16 @@ protocol's (``queueing/protocol.py``); this is its web side.
 2. An identical request already in flight is joined (a Redis ``SET NX`` marker), not queued twice.
 3. Otherwise the task goes to the kind's own queue (a flood of static maps cannot starve
    isochrones); the worker writes the result (or the error) under the cache key.
-4. The web process waits on a wake-up list of its own (registered in ``<key>:waiters`` before it
-   looks at the cache; the worker stores, then wakes every registered waiter), until
-   ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with ``Retry-After``, and the task itself is
-   bounded by Celery's soft/hard time limits.
+4. The web process waits on a wake-up list of its own (registered in ``<key>:waiters`` in the
+   same script that looks at the cache; the worker stores, then pushes the record to every
+   registered waiter), until ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with
+   ``Retry-After``, and the task itself is bounded by Celery's soft/hard time limits.
 5. A cache miss that would queue into a full queue is refused at once (503, ``app/backpressure.py``).
+
+Steps 1, 2 and 5 and the registration are one script (``queueing.protocol.claim``): a queued call
+costs three round trips to Redis (the claim, the task's message, the wait that returns the record),
+a cached one one. Each round trip is a wake-up of this process by the scheduler, which on a busy
+machine costs more than the command (docs/engineering-history.md, "app/dispatch.py").
 """
 
 from __future__ import annotations
@@ -25,14 +30,14 @@ from app import backpressure
 from app.registry import Function
 from engine.errors import Unavailable
 from engine.results import BinaryResult
+from queueing.depth import queue_lists
 from queueing.protocol import (
-    INFLIGHT_TTL_S,
-    WAKE_TTL_S,
     HeavyCall,
     JsonText,
     TaskSender,
     cache_key,
-    inflight_key,
+    claim,
+    is_record,
     job_result_key,
     kind_of,
     new_wake_key,
@@ -75,35 +80,20 @@ class Dispatcher:
         self.wait_timeout_s = wait_timeout_s
         self.max_depth = max_depth  # tasks waiting per queue before 503, 0 = unbounded (app/backpressure.py)
 
-    def cached(self, key: str) -> JsonText | BinaryResult | None:
-        raw = self.redis.get(key)
-        return None if raw is None else read_result(raw)
-
-    def submit(self, call: HeavyCall, key: str, dataset_versions: str) -> bool:
-        """Queue the task unless an identical one is in flight; True when this call queued it."""
-        if not self.redis.set(inflight_key(key), "1", nx=True, ex=INFLIGHT_TTL_S):
-            return False
-        send_heavy(self.celery, call, key, dataset_versions)
-        return True
-
     def run(self, function: Function, params: object, dataset_versions: str) -> JsonText | BinaryResult:
         call = queued_call(function, params)
         key = cache_key(self.ns, call, dataset_versions)
+        wake = new_wake_key(key)
+        limit = max(0, self.max_depth(call.kind))
         try:
-            hit = self.cached(key)
-            if hit is not None:
-                return hit
-            backpressure.admit(self.redis, call.kind, self.max_depth)
-            wake = new_wake_key(key)
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.sadd(waiters_key(key), wake)
-            pipe.expire(waiters_key(key), WAKE_TTL_S)
-            pipe.get(key)
-            raw = pipe.execute()[2]
-            if raw is not None:  # stored between the first look and the registration
-                self.redis.srem(waiters_key(key), wake)
-                return read_result(raw)
-            self.submit(call, key, dataset_versions)
+            found = claim(self.redis, key, wake, queue_lists(call.kind), limit)
+            if found.outcome == "hit":
+                assert found.record is not None
+                return read_result(found.record)
+            if found.outcome == "full":
+                raise backpressure.refusal(call.kind, found.depth, limit)
+            if found.outcome == "queue":
+                send_heavy(self.celery, call, key, dataset_versions)
             return self._wait(key, wake)
         except redis.RedisError as exc:
             raise _queue_unavailable(exc) from exc
@@ -126,7 +116,10 @@ class Dispatcher:
             raise _queue_unavailable(exc) from exc
 
     def _wait(self, key: str, wake: str) -> JsonText | BinaryResult:
+        """The record the worker pushed to ``wake``; the cache is read only after a wake-up
+        without one (a worker that pushes a bare wake-up) or a BLPOP that timed out."""
         deadline = time.monotonic() + self.wait_timeout_s
+        delivered = False
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -136,12 +129,14 @@ class Dispatcher:
                         f"{self.wait_timeout_s:g} s; retry shortly",
                         retry_after=5,
                     )
-                self.redis.blpop([wake], timeout=max(0.01, min(BLOCK_S, left)))
-                raw = self.redis.get(key)
+                popped = self.redis.blpop([wake], timeout=max(0.01, min(BLOCK_S, left)))
+                raw = popped[1] if popped is not None and is_record(popped[1]) else self.redis.get(key)
                 if raw is not None:
+                    delivered = popped is not None and raw is popped[1]
                     return read_result(raw)
         finally:
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.srem(waiters_key(key), wake)
-            pipe.delete(wake)
-            pipe.execute()
+            if not delivered:  # else the store script removed the waiters and the list is empty
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.srem(waiters_key(key), wake)
+                pipe.delete(wake)
+                pipe.execute()

@@ -1,7 +1,8 @@
 """Health: ``/health`` and ``/v1/health`` (status, version, uptime, regions), ``/v1/health/live``
-(the process answers) and ``/v1/health/ready`` (datasets loaded, Redis reachable, a Celery worker
-answering, the backend and the suggest backend accepting ``SERVICE_API_KEY``; 503 naming the
-failing checks). No key needed."""
+(the process answers) and ``/v1/health/ready`` (the process warm: kernels compiled and datasets
+opened, ``engine/warmup.py``; datasets loaded, Redis reachable, a Celery worker answering, the
+backend and the suggest backend accepting ``SERVICE_API_KEY``; 503 naming the failing checks).
+No key needed."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def _check_backend(backend: RemoteCore) -> Check:
 
 def readiness() -> dict[str, Check]:
     rt = runtime()
-    checks: dict[str, Check] = {}
+    checks: dict[str, Check] = {"warm": rt.warm.check()}
     regions = rt.datasets.regions()
     checks["datasets"] = {"ok": bool(regions) or rt.backend is not None, "regions": regions}
     if not checks["datasets"]["ok"]:

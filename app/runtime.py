@@ -23,6 +23,7 @@ from app.registry import Function
 from config.settings import Settings
 from engine.dataset import DatasetRegistry
 from engine.store_follower import follow
+from engine.warmup import WarmState, warm_dataset
 from workers.celery_app import make_celery
 
 DATASET_RECHECK_S = 10.0
@@ -46,6 +47,8 @@ class Runtime:
     celery: Celery
     dispatcher: Dispatcher
     started: float = field(default_factory=time.time)
+    # the process's warm-up (config/gunicorn.py starts it): readiness waits for it
+    warm: WarmState = field(default_factory=WarmState)
     _datasets_checked: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -71,7 +74,8 @@ class Runtime:
         dispatcher = Dispatcher(
             client, celery, settings.service_name, settings.task_wait_timeout_s, settings.queue_max_depth_for
         )
-        registry = DatasetRegistry(settings.data_dir)
+        # a version pulled or re-imported later is opened and warmed before it is served
+        registry = DatasetRegistry(settings.data_dir, prepare=warm_dataset)
         follow(  # DATASET_STORE: pull published versions
             settings.dataset_store,
             settings.data_dir,
@@ -95,14 +99,15 @@ class Runtime:
         return self.datasets.versions()
 
     def refresh_datasets(self) -> None:
-        """Pick up a re-imported region (its ``current`` link moved) within DATASET_RECHECK_S."""
+        """Pick up a re-imported region (its ``current`` link moved) within DATASET_RECHECK_S:
+        in a thread of its own, so no request waits while a new version is opened and warmed."""
         now = time.monotonic()
         if now - self._datasets_checked < DATASET_RECHECK_S:
             return
         with self._lock:
             if now - self._datasets_checked >= DATASET_RECHECK_S:
                 self._datasets_checked = now
-                self.datasets.reload()
+                threading.Thread(target=self.datasets.reload, name="meridian-reload", daemon=True).start()
 
 
 def runtime() -> Runtime:

@@ -1,13 +1,20 @@
 """Heavy functions end to end through the queue: gunicorn (2 workers) -> Redis -> a Celery worker.
 
-For each sample region, on seeded random road nodes:
-- isochrone 5/10/15 min: first request (computed by a worker) and repeat (answered from the cache),
-  next to Valhalla's /isochrone over HTTP on the same origins when the peers kit serves the region;
-- static map 600x400 PNG: uncached (a new centre each time) and cached;
+For each sample region, on seeded random road nodes (independent points: no two requests alike):
+- isochrone (10 and 20 min by default, ``--minutes``): first request (computed by a worker) and
+  repeat (answered from the cache), next to Valhalla's /isochrone with the same contours on the
+  same origins when the peers kit serves the region;
+- static map 600x400 PNG, zoom 15: uncached (a new centre each time) and cached;
 - geometry download (admin areas containing a point): uncached and cached.
 
-Usage: ``python -m bench.heavy [--n 30] [--regions monaco,helsinki] [--start-peers]``; prints a table and writes
-bench/results/heavy.json. Needs REDIS_URL (default redis://127.0.0.1:6379/0).
+Per origin the requests take turns (Meridian's isochrone, Valhalla's, the map, the geometry), so
+the noise of a shared machine falls on all of them alike: compare the ratios of one run. The load
+average at the start and the end of the run is kept with the results.
+
+Usage: ``python -m bench.heavy [--n 40] [--regions monaco] [--minutes 10,20] [--start-peers]
+[--data-dir DIR] [--out bench/results/heavy.json]``; prints a table and writes the JSON that
+``bench.report`` turns into docs/benchmarks.md. Needs REDIS_URL (default redis://127.0.0.1:6379/0);
+``--data-dir`` reuses imported samples (e.g. ``MERIDIAN_TEST_DATA_DIR``) instead of importing them.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -85,11 +93,11 @@ def timed(client: Http, path: str, headers: dict) -> float:
     return elapsed
 
 
-def valhalla(client: Http, lat: float, lng: float) -> float | None:
+def valhalla(client: Http, lat: float, lng: float, minutes: tuple[float, ...]) -> float | None:
     body = {
         "locations": [{"lat": lat, "lon": lng}],
         "costing": "auto",
-        "contours": [{"time": 5}, {"time": 10}, {"time": 15}],
+        "contours": [{"time": m} for m in minutes],
         "polygons": True,
     }
     try:
@@ -99,7 +107,9 @@ def valhalla(client: Http, lat: float, lng: float) -> float | None:
     return elapsed if status == 200 else None
 
 
-def bench_region(port: int, key: str, points: list[tuple[float, float]], with_valhalla: bool) -> dict:
+def bench_region(
+    port: int, key: str, points: list[tuple[float, float]], with_valhalla: bool, minutes: tuple[float, ...]
+) -> dict:
     """Per origin, interleaved: Meridian's first (queued) and repeated (cached) request of each
     heavy function, and Valhalla's isochrone, so that machine noise hits them alike."""
     h = {"X-API-Key": key}
@@ -108,10 +118,10 @@ def bench_region(port: int, key: str, points: list[tuple[float, float]], with_va
         k: [] for k in ("iso_first", "iso_cached", "valhalla", "map_first", "map_cached", "geom_first", "geom_cached")
     }
     for lat, lng in points:
-        iso = f"/v1/isochrone?lat={lat}&lng={lng}&time=5,10,15"
+        iso = f"/v1/isochrone?lat={lat}&lng={lng}&time={','.join(f'{m:g}' for m in minutes)}"
         out["iso_first"].append(timed(meridian, iso, h))
         out["iso_cached"].append(timed(meridian, iso, h))
-        v = valhalla(peer, lat, lng) if with_valhalla else None
+        v = valhalla(peer, lat, lng, minutes) if with_valhalla else None
         if v is not None:
             out["valhalla"].append(v)
         smap = f"/v1/staticmaps?center={lat},{lng}&zoom=15&size=600x400"
@@ -120,24 +130,59 @@ def bench_region(port: int, key: str, points: list[tuple[float, float]], with_va
         geom = f"/v1/geoment?lat={lat}&lng={lng}"
         out["geom_first"].append(timed(meridian, geom, h))
         out["geom_cached"].append(timed(meridian, geom, h))
-    return {k: summary(v) for k, v in out.items() if v}
+    rows = {k: summary(v) for k, v in out.items() if v}
+    if "valhalla" in rows:
+        rows["iso_over_valhalla_p50"] = round(rows["iso_first"]["p50_ms"] / rows["valhalla"]["p50_ms"], 3)
+    return rows
+
+
+def warm(port: int, key: str, point: tuple[float, float]) -> None:
+    """A few requests nobody times: a fresh worker process opens the datasets on its first tasks."""
+    client = Http("127.0.0.1", port)
+    lat, lng = point
+    for i in range(4):
+        for path in (
+            f"/v1/isochrone?lat={lat}&lng={lng + i * 1e-4}&time=10",
+            f"/v1/staticmaps?center={lat},{lng + i * 1e-4}&zoom=15&size=600x400",
+        ):
+            for _attempt in range(5):
+                if client.request("GET", path, headers={"X-API-Key": key})[1] == 200:
+                    break
+
+
+LABELS = {
+    "iso_first": "isochrone, via worker (uncached)",
+    "iso_cached": "isochrone, cached",
+    "valhalla": "Valhalla /isochrone (same origins)",
+    "map_first": "static map 600x400, via worker",
+    "map_cached": "static map, cached",
+    "geom_first": "geometry download, via worker",
+    "geom_cached": "geometry download, cached",
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--regions", default="monaco,helsinki")
+    ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--regions", default="monaco")
+    ap.add_argument("--minutes", default="10,20", help="isochrone contours, minutes")
+    ap.add_argument("--data-dir", help="a DATA_DIR with the samples imported (default: import into a temporary one)")
+    ap.add_argument("--out", default=str(RESULTS / "heavy.json"))
     ap.add_argument(
         "--start-peers",
         action="store_true",
         help="start each region's peers (../shared/peers serve.sh) before measuring it",
     )
     args = ap.parse_args()
+    minutes = tuple(float(m) for m in args.minutes.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="meridian-heavy-"))
-    data_dir = tmp / "data"
     regions = args.regions.split(",")
-    for region in regions:
-        import_pbf(PROJECT_ROOT / "data" / "samples" / f"{region}.osm.pbf", data_dir, region)
+    if args.data_dir:
+        data_dir = Path(args.data_dir)
+    else:
+        data_dir = tmp / "data"
+        for region in regions:
+            import_pbf(PROJECT_ROOT / "data" / "samples" / f"{region}.osm.pbf", data_dir, region)
     registry = DatasetRegistry(data_dir)
     db = f"sqlite:///{tmp / 'bench.db'}"
     store = AccountStore(db)
@@ -157,34 +202,44 @@ def main() -> None:
     worker = start_worker(env)
     web = start_gunicorn(env, port)
     results = {}
+    load_start = os.getloadavg()[0]
     try:
         for region in regions:
             if args.start_peers:
                 start_peers(region)
             with_valhalla = peers_region() == region
-            results[region] = bench_region(port, key, origins(registry, region, args.n), with_valhalla)
+            points = origins(registry, region, args.n + 1)
+            warm(port, key, points[0])
+            results[region] = bench_region(port, key, points[1:], with_valhalla, minutes)
     finally:
         for proc in (web, worker):
             proc.terminate()
             proc.wait(20)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "heavy.json").write_text(json.dumps(results, indent=2))
-    labels = {
-        "iso_first": "isochrone 5/10/15 min, via worker",
-        "iso_cached": "isochrone, cached",
-        "valhalla": "Valhalla /isochrone (same origins)",
-        "map_first": "static map 600x400, via worker",
-        "map_cached": "static map, cached",
-        "geom_first": "geometry download, via worker",
-        "geom_cached": "geometry download, cached",
+    doc = {
+        "command": "python -m bench.heavy " + " ".join(sys.argv[1:]),
+        "run_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "cores": os.cpu_count(),
+        "load_start": round(load_start, 2),
+        "load_end": round(os.getloadavg()[0], 2),
+        "minutes": list(minutes),
+        "n": args.n,
+        "regions": results,
     }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2))
     for region, rows in results.items():
         print(f"\n{region} (n={args.n}, over HTTP, one keep-alive http.client connection per server)")
         print(f"{'measure':<40}{'p50 ms':>10}{'p99 ms':>10}")
-        for k, label in labels.items():
+        for k, label in LABELS.items():
             if k in rows:
                 print(f"{label:<40}{rows[k]['p50_ms']:>10.2f}{rows[k]['p99_ms']:>10.2f}")
-    print(f"\nwrote {RESULTS / 'heavy.json'}")
+        if "iso_over_valhalla_p50" in rows:
+            print(f"isochrone p50 / Valhalla p50: {rows['iso_over_valhalla_p50']}")
+    print(f"\nload average {doc['load_start']} -> {doc['load_end']} on {doc['cores']} cores; wrote {out}")
 
 
 if __name__ == "__main__":

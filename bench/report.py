@@ -556,6 +556,84 @@ def routing_pairs_section(doc: dict) -> list[str]:
     return lines
 
 
+HEAVY_ROWS = (
+    ("iso_first", "isochrone, through the queue, uncached"),
+    ("valhalla", "Valhalla /isochrone, same origins and contours"),
+    ("iso_cached", "isochrone, cached"),
+    ("map_first", "static map 600x400 z15, through the queue, uncached"),
+    ("map_cached", "static map, cached"),
+    ("geom_first", "geometry download, uncached"),
+    ("geom_cached", "geometry download, cached"),
+)
+
+
+def heavy_section(doc: dict) -> list[str]:
+    """bench.heavy: the queued functions next to Valhalla's isochrone, one run each before and after
+    (``heavy-before.json``, when kept, is the same program on the tree before a change)."""
+    before = _load("heavy-before.json") or {}
+    minutes = "+".join(f"{m:g}" for m in doc.get("minutes", []))
+    lines = [
+        "## Heavy functions through the queue",
+        "",
+        f"`{doc['command']}`, run {doc['run_at']} at {doc.get('commit', '?')} on {doc.get('cores')} cores "
+        f"(load average {doc.get('load_start')} at the start, {doc.get('load_end')} at the end): gunicorn (2 "
+        "workers) -> Redis -> a Celery worker of 2 processes, one keep-alive client per server, independent "
+        f"seeded road nodes as origins ({doc.get('n')} per region), isochrone contours {minutes} min; per origin "
+        "the requests take turns, so compare the ratios of one run. Targets (issue 31): isochrone uncached "
+        "<= 0.5x Valhalla's p50; static map uncached p50 <= 30 ms, cached <= 2 ms.",
+        "",
+    ]
+    if before:
+        lines += [
+            f"Before: `{before['command']}` at {before.get('commit', '?')}, run {before['run_at']} (load average "
+            f"{before.get('load_start')} -> {before.get('load_end')}).",
+            "",
+        ]
+    for region, rows in doc["regions"].items():
+        old = (before.get("regions") or {}).get(region, {})
+        header = ["p50 / p99 ms", "before", "after"] if old else ["p50 / p99 ms", "measured"]
+        table = []
+        for key, label in HEAVY_ROWS:
+            if key not in rows:
+                continue
+            cells = [f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f}" if s else "" for s in (old.get(key), rows[key])]
+            table.append([label, *(cells if old else cells[1:])])
+        ratio = [
+            "isochrone p50 / Valhalla p50",
+            *([f"{old['iso_over_valhalla_p50']:.2f}x" if "iso_over_valhalla_p50" in old else ""] if old else []),
+            f"{rows['iso_over_valhalla_p50']:.2f}x" if "iso_over_valhalla_p50" in rows else "",
+        ]
+        lines += [f"### {region.capitalize()}", "", *_table(header, [*table, ratio])]
+    return lines
+
+
+def travel_profiles_section(doc: dict) -> list[str]:
+    """Cost of the foot and bicycle profiles: import and process memory, car alone vs all three."""
+    lines = [
+        "## Travel profiles: car alone vs car + foot + bicycle",
+        "",
+        f"{doc['what']}. {doc['machine_note']}.",
+        "",
+        "| region | profiles | import wall s | roads stage s | import peak RSS MiB | dataset MB | graphs MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["imports"]:
+        lines.append(
+            f"| {r['region']} | {r['profiles']} | {r['wall_s']} | {r['roads_stage_s']} | {r['peak_rss_mib']} "
+            f"| {r['dataset_mb']} | {r['graph_mb']} |"
+        )
+    lines += [
+        "",
+        "Process holding both samples, every component warmed, one route per profile (MiB):",
+        "",
+        "| profiles | RSS | anonymous (private) | mapped files (page cache, shared between workers) |",
+        "|---|---|---|---|",
+    ]
+    for m in doc["process_memory_mib"]:
+        lines.append(f"| {m['profiles']} | {m['rss']} | {m['anonymous']} | {m['private_clean_mapped']} |")
+    return lines + [""]
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -569,12 +647,14 @@ def main() -> None:
     for name, section in (
         ("routing.json", routing_section),
         ("routing-pairs.json", routing_pairs_section),
+        ("heavy.json", heavy_section),
         ("latency-wrk.json", throughput_section),
         ("throughput.json", throughput_section),
         ("matching.json", matching_section),
         ("scaling.json", scaling_section),
         ("load.json", load_section),
         ("scaling-search.json", search_scaling_section),
+        ("travel-profiles.json", travel_profiles_section),
     ):
         doc = _load(name)
         if doc:

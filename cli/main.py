@@ -46,6 +46,9 @@ def _store():
 @click.group()
 def main() -> None:
     """Meridian: a self-hosted location platform over OpenStreetMap data."""
+    from engine.kernel_cache import prepare_environment
+
+    prepare_environment()  # the image's compiled kernels, copied if its filesystem is read-only
 
 
 # ------------------------------------------------------------------ data
@@ -53,7 +56,13 @@ def main() -> None:
 @click.argument("pbf", type=click.Path(path_type=Path))
 @click.option("--name", "region", help="Region name (default: from the file name).")
 @click.option("--force", is_flag=True, help="Rebuild even if this file was already imported.")
-def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
+@click.option(
+    "--profiles",
+    default="car,foot,bicycle",
+    show_default=True,
+    help="Travel profiles to build a routing graph for (comma-separated: car, foot, bicycle).",
+)
+def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> None:
     """Import an OSM PBF extract as a region (atomic: the previous version keeps serving on failure)."""
     from app.logs import configure
     from engine.errors import DatasetError
@@ -62,14 +71,30 @@ def import_cmd(pbf: Path, region: str | None, force: bool) -> None:
     settings = _settings()
     configure(settings.log_format, settings.debug)
     try:
-        result = import_pbf(pbf, settings.data_dir, region, force=force)
+        result = import_pbf(pbf, settings.data_dir, region, force=force, profiles=tuple(profiles.split(",")))
     except DatasetError as exc:
         raise click.ClickException(f"import failed: {exc}") from exc
     m = result.manifest
     state = "up to date" if result.skipped else f"built in {m['build_seconds']} s"
     click.echo(f"region {result.region}: version {result.version} ({state})")
+    click.echo(f"  profiles             {', '.join(m.get('profiles', ['car']))}")
     for name, count in m.get("counts", {}).items():
         click.echo(f"  {name:<20} {count}")
+
+
+@main.command("warmup")
+def warmup_cmd() -> None:
+    """Compile every numba kernel into $NUMBA_CACHE_DIR (the image's build step): imports a tiny
+    synthetic town and runs each service once on it. Needs no settings and no dataset."""
+    import logging
+
+    from engine.warmup import build_cache
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    built = build_cache()
+    click.echo(
+        f"{built.compiled} kernels compiled into {built.cache_dir or 'numba default cache'} in {built.seconds} s"
+    )
 
 
 @main.command("regions")

@@ -32,24 +32,32 @@ control_socket_disable = True
 
 
 def post_worker_init(worker: Any) -> None:
-    """Open the datasets' indexes in the background as soon as a web worker starts; then move
-    everything loaded so far out of the garbage collector's sight (``gc.freeze``). Without it every
-    full collection walks the hundreds of thousands of objects of Flask, marshmallow, numba and
-    the indexes, which added 60 us to the mean in-process request time (routing, Helsinki)."""
+    """Warm the web worker in the background as soon as it starts: every dataset opened and every
+    numba kernel loaded from the image's cache, or compiled (engine/warmup.py);
+    ``/v1/health/ready`` answers 503 (check ``warm``) until every web worker of this server is
+    warm (a request may reach any of them). Then move everything loaded so far out of the
+    garbage collector's sight (``gc.freeze``). Without it every full collection walks the
+    hundreds of thousands of objects of Flask, marshmallow, numba and the indexes, which added
+    60 us to the mean in-process request time (routing, Helsinki)."""
     import gc
-    import threading
+    import os
+    import tempfile
+    from pathlib import Path
 
-    from engine.geofence.index import warm_up as geofence_warm_up
+    from engine.warmup import PeerWarmth, warm_in_background
 
-    app = worker.wsgi
-    registry = app.extensions["meridian"].datasets
+    rt = worker.wsgi.extensions["meridian"]
+    peers = PeerWarmth(Path(tempfile.gettempdir()) / f"meridian-warm-{worker.ppid}", worker.cfg.workers)
+    rt.warm.peers = peers
 
-    def warm() -> None:
-        registry.warm()
-        geofence_warm_up()
+    def freeze() -> None:
         gc.collect()
         gc.freeze()
 
-    gc.collect()
-    gc.freeze()
-    threading.Thread(target=warm, name="meridian-warmup", daemon=True).start()
+    def warmed() -> None:
+        if rt.warm.phase == "warm":
+            peers.mark(os.getpid())
+        freeze()
+
+    freeze()
+    warm_in_background(rt.datasets, rt.warm, then=warmed)

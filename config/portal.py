@@ -12,6 +12,8 @@
 | ``MAIL_FROM`` | sender address of the portal's mails | ``Meridian <no-reply@localhost>`` |
 | ``MAIL_DIR`` | where ``meridian mailcatcher`` stores caught mails (development) | ``var/mail`` |
 | ``PORTAL_LOGIN_LIMIT`` / ``PORTAL_SIGNUP_LIMIT`` / ``PORTAL_RESET_LIMIT`` | attempts per address per window ``N/SECONDS`` (password checks: per client IP and address), per IP 5 N or ``N/SECONDS,PER_IP`` | ``10/900``, ``3/3600``, ``3/3600`` |
+| ``PORTAL_OPERATOR_NAME`` | who runs this deployment, named on the terms page | generic wording |
+| ``PORTAL_OPERATOR_EMAIL`` | the operator's address: upgrade requests are mailed to it, the terms page names it | none (requests in the admin view only) |
 """
 
 from __future__ import annotations
@@ -132,6 +134,13 @@ def _secret_key(env: dict[str, str], production: bool) -> str:
     raise ConfigError(f"{path} is empty: delete it or set PORTAL_SECRET_KEY")
 
 
+def _operator_email(env: dict[str, str]) -> str:
+    raw = (env.get("PORTAL_OPERATOR_EMAIL") or "").strip()
+    if raw and ("@" not in raw or any(c in raw for c in " ,;<>\r\n")):
+        raise ConfigError(f"PORTAL_OPERATOR_EMAIL must be one e-mail address, got {raw!r}")
+    return raw
+
+
 def _production(env: dict[str, str]) -> bool:
     return (env.get("NODE_ENV") or env.get("MERIDIAN_ENV") or "").strip().lower() == "production"
 
@@ -170,6 +179,8 @@ class PortalSettings:
     login_limit: RateLimit
     signup_limit: RateLimit
     reset_limit: RateLimit
+    operator_name: str = ""  # empty: the pages say "the operator of this deployment"
+    operator_email: str = ""  # empty: upgrade requests reach the admin view only
 
     def __repr__(self) -> str:  # never print the secret key
         return f"PortalSettings(base_url={self.base_url!r}, smtp={self.smtp!r}, development={self.development})"
@@ -198,4 +209,6 @@ class PortalSettings:
             login_limit=_rate_limit(env, "PORTAL_LOGIN_LIMIT", "10/900"),
             signup_limit=_rate_limit(env, "PORTAL_SIGNUP_LIMIT", "3/3600"),
             reset_limit=_rate_limit(env, "PORTAL_RESET_LIMIT", "3/3600"),
+            operator_name=(env.get("PORTAL_OPERATOR_NAME") or "").strip()[:200],
+            operator_email=_operator_email(env),
         )

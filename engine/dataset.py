@@ -10,13 +10,16 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import layout
-from engine.errors import DatasetError
+from engine.errors import DatasetError, InvalidParameter
 
 if TYPE_CHECKING:  # the components are imported when first opened (numba, SQLite), not here
     from engine.admin import AdminIndex
@@ -33,6 +36,8 @@ COMPONENTS: dict[str, str] = {
     "layers": "engine.render.layers:LayerStore.open",
     "roadnet": "engine.matching.network:MatchingComponent.open",  # matching + isochrones
 }
+# components with one instance per travel profile: their opener takes (version_dir, profile)
+PROFILE_COMPONENTS = frozenset({"router", "roadnet"})
 
 
 def _resolve(target: str):
@@ -78,19 +83,41 @@ class Dataset:
         self.version: str = self.manifest["version"]
         bbox = self.manifest.get("bbox") or [-180.0, -90.0, 180.0, 90.0]
         self.bbox = BBox(*bbox)
+        # travel profiles with a routing graph (datasets of earlier releases: the car's only)
+        self.profiles: tuple[str, ...] = tuple(self.manifest.get("profiles") or ("car",))
         self._components: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def component(self, name: str) -> Any:
-        found = self._components.get(name)
+    def component(self, name: str, profile: str = "car") -> Any:
+        """A component, opened on first use; those of :data:`PROFILE_COMPONENTS` for one travel
+        profile (the car's by default), each opened once per profile."""
+        key = name if profile == "car" else f"{name}:{profile}"
+        found = self._components.get(key)
         if found is not None:
             return found
         with self._lock:
-            if name not in self._components:
+            if key not in self._components:
                 if name not in COMPONENTS:
                     raise DatasetError(f"unknown dataset component {name!r}")
-                self._components[name] = _resolve(COMPONENTS[name])(self.path)
-            return self._components[name]
+                if profile != "car" and name not in PROFILE_COMPONENTS:
+                    raise DatasetError(f"dataset component {name!r} has no travel profiles")
+                opener = _resolve(COMPONENTS[name])
+                self._components[key] = opener(self.path) if profile == "car" else opener(self.path, profile)
+            return self._components[key]
+
+    def router_for(self, profile: str) -> Router:
+        """The router of a travel profile this dataset was imported with (InvalidParameter naming
+        ``profile`` and the region's profiles otherwise)."""
+        self.require_profile(profile)
+        return self.component("router", profile)
+
+    def require_profile(self, profile: str) -> None:
+        if profile not in self.profiles:
+            raise InvalidParameter(
+                f"region {self.region} was imported without the {profile} profile; "
+                f"its profiles: {', '.join(self.profiles)}",
+                parameter="profile",
+            )
 
     @property
     def admin(self) -> AdminIndex:
@@ -116,16 +143,36 @@ class Dataset:
 
 
 class DatasetRegistry:
-    """All regions under ``DATA_DIR``; reloads a region when its ``current`` link moves."""
+    """All regions under ``DATA_DIR``; reloads a region when its ``current`` link moves.
 
-    def __init__(self, data_dir: Path) -> None:
+    ``prepare`` (``engine.warmup.warm_dataset`` in a server) is run on each new version found by
+    :meth:`reload` before it replaces the one served: the old version answers until the new one
+    is open and warm. The first load, in the constructor, only reads the manifests (a server
+    warms them in the background while it says it is not ready)."""
+
+    def __init__(self, data_dir: Path, prepare: Callable[[Dataset], None] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self._datasets: dict[str, Dataset] = {}
         self._versions = ""
         self._lock = threading.Lock()
+        self._reload_lock = threading.Lock()
+        self._prepare: Callable[[Dataset], None] | None = None
         self.reload()
+        self._prepare = prepare
+
+    @classmethod
+    def holding(cls, datasets: list[Dataset]) -> DatasetRegistry:
+        """A registry of exactly ``datasets`` (no DATA_DIR): for running a service on a version
+        that is not served yet."""
+        registry = cls(Path(os.devnull))
+        registry._swap({d.region: d for d in datasets})
+        return registry
 
     def reload(self) -> None:
+        with self._reload_lock:  # one reload at a time: a new version is prepared once
+            self._reload()
+
+    def _reload(self) -> None:
         found: dict[str, Dataset] = {}
         root = layout.regions_dir(self.data_dir)
         if root.is_dir():
@@ -139,9 +186,36 @@ class DatasetRegistry:
                     found[region_dir.name] = existing
                     continue
                 try:
-                    found[region_dir.name] = Dataset(target)
+                    fresh = Dataset(target)
                 except DatasetError as exc:
                     log.error("region %s not loaded: %s", region_dir.name, exc)
+                    continue
+                kept = self._opened(fresh, existing)
+                if kept is not None:
+                    found[region_dir.name] = kept
+        self._swap(found)
+
+    def _opened(self, new: Dataset, old: Dataset | None) -> Dataset | None:
+        """``new`` once prepared; ``old`` (kept serving) when preparing it failed."""
+        if self._prepare is None:
+            return new
+        started = time.perf_counter()
+        try:
+            self._prepare(new)
+        except Exception as exc:
+            new.close()
+            log.error("region %s: version %s not served, it failed to open: %s", new.region, new.version, exc)
+            return old
+        log.info(
+            "region %s: version %s open and warm in %.1f s, replacing %s",
+            new.region,
+            new.version,
+            time.perf_counter() - started,
+            old.version if old else "nothing",
+        )
+        return new
+
+    def _swap(self, found: dict[str, Dataset]) -> None:
         with self._lock:
             for name, old in self._datasets.items():
                 if found.get(name) is not old:
@@ -175,23 +249,13 @@ class DatasetRegistry:
         hits = [d for d in self._datasets.values() if d.bbox.contains(lat, lng, margin_deg)]
         return sorted(hits, key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat))
 
-    def warm(self) -> None:
-        """Open every component of every dataset now (indexes, memory maps, compiled kernels),
-        so that the first request of a process does not pay for it. A component that fails to
-        open is logged and left to fail again, visibly, on the request that needs it."""
-        for ds in self.all():
-            for name in COMPONENTS:
-                try:
-                    ds.component(name)
-                except Exception as exc:
-                    log.warning("warming %s/%s failed: %s", ds.region, name, exc)
-
     def summary(self) -> list[dict]:
         return [
             {
                 "region": d.region,
                 "version": d.version,
                 "bbox": d.bbox.as_list(),
+                "profiles": list(d.profiles),
                 "counts": d.manifest.get("counts", {}),
             }
             for d in self._datasets.values()

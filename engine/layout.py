@@ -8,6 +8,8 @@
         graph/           the routing graph and its preprocessing, numpy arrays (stage "roads")
         graph/derived/   arrays the query side derives from the graph, written by the same stage
                          (engine.routing.derived; absent from datasets of earlier releases)
+        graph-foot/      the same for the foot and bicycle profiles (engine.routing.profiles),
+        graph-bicycle/   when the import built them (manifest "profiles"); graph/ is the car's
         layers.sqlite    what the static-map renderer draws (stage "layers")
 
 A version directory is complete and immutable once ``current`` points at it: an import builds
@@ -24,6 +26,12 @@ ADMIN_DB = "admin.sqlite"
 SEARCH_DB = "search.sqlite"
 GRAPH_DIR = "graph"
 LAYERS_DB = "layers.sqlite"
+
+
+def profile_graph_dir(profile: str) -> str:
+    """The directory of a travel profile's routing graph: ``graph`` for the car (as before
+    profiles existed), ``graph-<profile>`` for the others."""
+    return GRAPH_DIR if profile == "car" else f"{GRAPH_DIR}-{profile}"
 
 
 def regions_dir(data_dir: Path) -> Path:

@@ -3,13 +3,14 @@
 A queued request, followed through one module per side:
 
 - web side, ``app/dispatch.py`` (synchronous heavy functions) and ``app/jobs.py`` (jobs): compute
-  :func:`cache_key`, answer from it when a record is stored; else register a wake-up list in
-  :func:`waiters_key`, claim the :func:`inflight_key` marker (an identical request in flight is
-  joined, not queued twice), send the task with :func:`send_heavy` (or :func:`send_heavy_job`,
-  :func:`send_geocode_chunk`) and read the record back with :func:`read_result`;
+  :func:`cache_key`; :func:`claim` (one script, one round trip) answers from it when a record is
+  stored, else refuses a full queue, else registers a wake-up list in :func:`waiters_key` and
+  claims the :func:`inflight_key` marker (an identical request in flight is joined, not queued
+  twice); send the task with :func:`send_heavy` (or :func:`send_heavy_job`,
+  :func:`send_geocode_chunk`) and read the record from the wake-up list with :func:`read_result`;
 - worker side, ``tasks/heavy.py`` and ``tasks/batch.py``: compute, then :func:`store_result`
-  (stores the record, wakes every waiter, clears the in-flight marker in one script), or write the
-  job keys below.
+  (stores the record, pushes it to every waiter's wake-up list, clears the in-flight marker in one
+  script), or write the job keys below.
 
 Redis keys (``<ns>`` is ``SERVICE_NAME``):
 
@@ -17,7 +18,8 @@ Redis keys (``<ns>`` is ``SERVICE_NAME``):
                                   ``ERROR_TTL_S``);
 - ``<key>:inflight``              a task computing ``<key>`` is queued or running (``SET NX``);
 - ``<key>:waiters``               set of the wake-up lists of the requests waiting for ``<key>``;
-- ``<key>:wake:<random>``         one waiting request's wake-up list (the worker RPUSHes to it);
+- ``<key>:wake:<random>``         one waiting request's wake-up list (the worker RPUSHes the record
+                                  to it, so the request needs no second read);
 - ``<ns>:job:<id>``               hash: a job's record (fields ``JOB_*`` below);
 - ``<ns>:job:<id>:progress``      hash: chunk index -> addresses done (batch geocoding);
 - ``<ns>:job:<id>:chunk:<i>``     JSON list: chunk ``i``'s results (batch geocoding);
@@ -39,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -216,6 +219,11 @@ def unpack(raw: bytes | str) -> Record:
     return JsonText(raw[1:])
 
 
+def is_record(raw: bytes | str) -> bool:
+    """Whether ``raw`` is a result record (a wake-up list may also hold a bare wake-up)."""
+    return isinstance(raw, bytes) and raw[:1] in (_JSON, _BINARY)
+
+
 def read_result(raw: bytes | str) -> JsonText | BinaryResult:
     """A stored record for the web layer: an error is raised, a result returned."""
     record = unpack(raw)
@@ -224,13 +232,14 @@ def read_result(raw: bytes | str) -> JsonText | BinaryResult:
     return record
 
 
-# Store, wake every registered waiter, forget the waiters and clear the in-flight marker: one
-# round trip. The wake-up lists are not declared in KEYS (fine on one Redis; not for Cluster).
+# Store, push the record to every registered waiter, forget the waiters and clear the in-flight
+# marker: one round trip. The wake-up lists are not declared in KEYS (fine on one Redis; not for
+# Cluster).
 _STORE_SCRIPT = """
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
 local waiters = redis.call('SMEMBERS', KEYS[2])
 for _, wake in ipairs(waiters) do
-  redis.call('RPUSH', wake, 1)
+  redis.call('RPUSH', wake, ARGV[1])
   redis.call('EXPIRE', wake, tonumber(ARGV[3]))
 end
 redis.call('DEL', KEYS[2], KEYS[3])
@@ -239,15 +248,63 @@ return #waiters
 
 
 def store_result(client: redis.Redis, key: str, result: dict[str, Any] | BinaryResult | ErrorRecord, ttl_s: int) -> int:
-    """Store the record, then wake every web request waiting for it; returns how many waited.
-
-    A waiter adds its own wake-up list to ``<key>:waiters`` *before* it looks at the cache, and the
-    record is stored *before* the waiters are read here (atomically, in one script): whichever
-    comes first, no waiter sleeps past a stored result. The in-flight marker goes with it, so an
-    identical request that comes later is answered from the cache, not joined to a finished task."""
+    """Store the record, then push it to every web request waiting for it; returns how many waited.
+    A waiter adds its own wake-up list to ``<key>:waiters`` *before* it looks at the cache (both in
+    :func:`claim`), and the record is stored *before* the waiters are read here (atomically, in one
+    script): whichever comes first, no waiter sleeps past a stored result. The in-flight marker
+    goes with it, so an identical request that comes later is answered from the cache, not joined
+    to a finished task."""
     script = client.register_script(_STORE_SCRIPT)  # EVALSHA, loaded on first use by redis-py
     waiters = script(keys=[key, waiters_key(key), inflight_key(key)], args=[pack(result), max(1, ttl_s), WAKE_TTL_S])
     return int(waiters)
+
+
+# What a heavy request finds, in one round trip: the stored record; or, when its queue already holds
+# ARGV[4] (> 0) waiting tasks and no identical task is in flight, the queue's depth (nothing
+# registered); or else its wake-up list registered in the waiters set and whether it claimed the
+# in-flight marker (then it sends the task) or joined the identical task in flight.
+# KEYS: cache key, waiters key, in-flight key, then the queue's Redis lists (queueing/depth.py).
+_CLAIM_SCRIPT = """
+local record = redis.call('GET', KEYS[1])
+if record then return {'hit', record} end
+local limit = tonumber(ARGV[4])
+if limit > 0 and redis.call('EXISTS', KEYS[3]) == 0 then
+  local depth = 0
+  for i = 4, #KEYS do depth = depth + redis.call('LLEN', KEYS[i]) end
+  if depth >= limit then return {'full', depth} end
+end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[2]))
+if redis.call('SET', KEYS[3], '1', 'NX', 'EX', tonumber(ARGV[3])) then return {'queue'} end
+return {'join'}
+"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What :func:`claim` found: ``outcome`` is ``hit`` (``record`` holds the stored bytes),
+    ``full`` (``depth`` tasks wait in the queue; nothing registered), ``queue`` (registered; this
+    request sends the task) or ``join`` (registered; an identical task is in flight)."""
+
+    outcome: str
+    record: bytes | None = None
+    depth: int = 0
+
+
+def claim(client: redis.Redis, key: str, wake: str, queue_lists: Sequence[str], max_depth: int) -> Claim:
+    """One round trip before a heavy request waits: see ``_CLAIM_SCRIPT``. ``max_depth`` 0 is
+    unbounded; a request joining a task in flight adds no task, so it is never refused."""
+    script = client.register_script(_CLAIM_SCRIPT)
+    reply = script(
+        keys=[key, waiters_key(key), inflight_key(key), *queue_lists],
+        args=[wake, WAKE_TTL_S, INFLIGHT_TTL_S, max_depth],
+    )
+    outcome = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+    if outcome == "hit":
+        return Claim("hit", record=reply[1])
+    if outcome == "full":
+        return Claim("full", depth=int(reply[1]))
+    return Claim(outcome)
 
 
 # ---------------------------------------------------------------------------- messages

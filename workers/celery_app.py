@@ -12,9 +12,13 @@ Heavy kinds get a queue each so a flood of one cannot starve another; workers pr
 at a time (CPU-bound work), acknowledge late and reject on worker loss so that a killed worker's
 task is redelivered; soft < hard time limit < the broker's visibility timeout.
 
-Workers send task events (Flower shows received, started, succeeded, failed); the web does not
-send ``task-sent`` events: publishing one costs the waiting request about half a millisecond (a
-second Redis client and a PUBLISH per task), and a queued task is visible as queue depth in
+Task events are off until something asks for them: Flower (``meridian monitor``) does, with its
+``enable_events`` option (on by default), which sends the ``enable_events`` control command every
+few seconds while it runs, and ``celery control enable_events`` does by hand. Sent on every task,
+they were the worker main process's largest cost between taking a task from Redis and handing it
+to a pool process (a PUBLISH of ``task-received`` before the hand-over; docs/engineering-history.md,
+"workers/celery_app.py"). The web never sends ``task-sent`` events: publishing one costs the
+waiting request about half a millisecond, and a queued task is visible as queue depth in
 ``/metrics`` and ``/v1/health/ready``.
 """
 
@@ -63,7 +67,7 @@ def make_celery(settings: Settings) -> Celery:
         broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},
         result_backend_transport_options={"retry_policy": {"timeout": 5.0}},
         broker_connection_retry_on_startup=True,
-        worker_send_task_events=True,
+        worker_send_task_events=False,  # Flower enables them while it runs (see above)
         task_send_sent_event=False,
         worker_hijack_root_logger=False,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, validates_schema
 
 from app import jobs
 from app.gateway.base import GatewayBlueprint
@@ -27,7 +27,7 @@ class IsochroneArgs(ParamsSchema):
         hi=LIMITS.isochrone_max_minutes,
         max_items=LIMITS.isochrone_contours,
         metadata={
-            "description": f"Contours in minutes of driving, comma-separated (at most {LIMITS.isochrone_contours}, "
+            "description": f"Contours in minutes of travel (the `profile`'s), comma-separated (at most {LIMITS.isochrone_contours}, "
             f"each <= {LIMITS.isochrone_max_minutes:g}).",
             "example": "5,10,15",
         },
@@ -37,16 +37,12 @@ class IsochroneArgs(ParamsSchema):
         hi=LIMITS.isochrone_max_distance_m,
         max_items=LIMITS.isochrone_contours,
         metadata={
-            "description": f"Contours in metres of driving distance (each <= {LIMITS.isochrone_max_distance_m:g}); "
+            "description": f"Contours in metres of travel distance (each <= {LIMITS.isochrone_max_distance_m:g}); "
             "instead of `time`.",
             "example": "1000,2000",
         },
     )
-    profile = fields.String(
-        load_default="car",
-        validate=validate.OneOf(isochrone.PROFILES),
-        metadata={"description": "Travel profile.", "example": "car"},
-    )
+    profile = f.TravelProfile()
     async_ = jobs.async_field()
 
     @validates_schema

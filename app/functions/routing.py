@@ -1,4 +1,4 @@
-"""Driving directions (core ``cmd=routing``, ``GET /v1/routing``)."""
+"""Directions by car, on foot or by bicycle (core ``cmd=routing``, ``GET /v1/routing``)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ class RoutingArgs(ParamsSchema):
         },
     )
 
+    profile = f.TravelProfile()
+
     @post_load
     def _build(self, data: dict[str, Any], **_kwargs: Any) -> routing.RoutingParams:
         data["avoid"] = frozenset(data.get("avoid") or ())
@@ -112,15 +114,18 @@ FUNCTION = register(
     )
 )
 
-blp = GatewayBlueprint("Routing", __name__, url_prefix="/v1", description="Driving directions.")
+blp = GatewayBlueprint("Routing", __name__, url_prefix="/v1", description="Directions by car, on foot or by bicycle.")
 blp.function_route(
     "/routing",
     FUNCTION,
     RoutingArgs,
     response_schema=RoutingResult,
     errors=(404,),
-    summary="Driving directions",
-    description="A car route from `origin` to `destination` (through `waypoints`), with distance (m), duration (s), "
-    "geometry and turn-by-turn steps; `alternatives`, `avoid`. Points are snapped to the nearest drivable road "
-    f"(at most {LIMITS.snap_max_distance_m:g} m away, else 400 naming the parameter). 404 when no route exists.",
+    summary="Directions by car, on foot or by bicycle",
+    description="A route from `origin` to `destination` (through `waypoints`), with distance (m), duration (s), "
+    "geometry and turn-by-turn steps; `alternatives`, `avoid`. `profile`: `car` (default), `foot` or `bicycle` "
+    "(aliases `driving`, `walking`, `cycling`), each with its own ways, directions and speeds; a profile the "
+    "region was not imported with is a 400 naming the region's profiles. Points are snapped to the nearest road "
+    f"the profile may use (at most {LIMITS.snap_max_distance_m:g} m away, else 400 naming the parameter). "
+    "404 when no route exists.",
 )

@@ -49,6 +49,7 @@ class SnapArgs(ParamsSchema):
         validate=validate.Range(1, 200),
         metadata={"description": "GPS accuracy in metres (1-200, default 10).", "example": 10},
     )
+    profile = f.TravelProfile()
 
     @validates_schema
     def _one_time_per_point(self, data: dict[str, Any], **_kwargs: Any) -> None:

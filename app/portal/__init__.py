@@ -22,7 +22,15 @@ def init_portal(app: Flask) -> None:
     ``PORTAL_ENABLED=false``: an API-only deployment)."""
     if not portal_enabled():
         return
-    from app.portal import views_admin, views_auth, views_console, views_dev, views_keys  # noqa: F401  (routes)
+    from app.portal import (  # noqa: F401  (routes)
+        views_admin,
+        views_auth,
+        views_console,
+        views_dev,
+        views_keys,
+        views_pages,
+        views_plan,
+    )
     from app.portal.blueprint import bp
 
     rt = app.extensions["meridian"]

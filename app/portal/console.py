@@ -12,10 +12,13 @@ static maps (the answer is then shown without it) and counted against the accoun
 from __future__ import annotations
 
 import json
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
+
+from markupsafe import Markup, escape
 
 from app.registry import REGISTRY
 from app.runtime import Runtime
@@ -86,6 +89,26 @@ MAX_MARKERS = 50
 MAX_PATH_POINTS = 900
 PALETTE = ("0x2563ebcc", "0xdc2626cc", "0x16a34acc", "0x9333eacc")
 _LABELS = string.ascii_uppercase
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def placeholder(example: Any) -> str:
+    """An OpenAPI example as the text a user types in the parameter's one field: a repeatable
+    parameter's first value (``markers``, ``path``), a number or flag as written in a URL."""
+    if isinstance(example, list):
+        return placeholder(example[0]) if example else ""
+    if example is None:
+        return ""
+    if isinstance(example, bool):
+        return "true" if example else "false"
+    return str(example)
+
+
+def hint(description: str, limit: int = 160) -> Markup:
+    """A parameter's description (Markdown in the OpenAPI document) as safe HTML: escaped, cut
+    to ``limit`` characters, its `code spans` as ``<code>`` (an unpaired backtick stays as it is)."""
+    text = description if len(description) <= limit else description[: limit - 3].rstrip() + "..."
+    return Markup(_CODE_SPAN.sub(lambda m: f"<code>{m.group(1)}</code>", str(escape(text))))
 
 
 def parameters(spec: dict[str, Any], function: ConsoleFunction) -> list[dict[str, Any]]:
@@ -100,8 +123,11 @@ def parameters(spec: dict[str, Any], function: ConsoleFunction) -> list[dict[str
             {
                 "name": p["name"],
                 "description": p.get("description", ""),
-                "example": p.get("example", p.get("schema", {}).get("example", "")),
+                "hint": hint(p.get("description", "")),
+                "example": placeholder(p.get("example", p.get("schema", {}).get("example"))),
                 "required": bool(p.get("required")),
+                # a fixed choice (e.g. the travel profile): the form offers a selector
+                "choices": list(p.get("schema", {}).get("enum") or ()),
             }
         )
     return out

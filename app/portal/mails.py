@@ -11,6 +11,8 @@ SUBJECTS = {
     "reset": "Reset your Meridian password",
     "reset_unknown": "Meridian password reset: no account uses this address",
     "change": "Confirm your new e-mail address for Meridian",
+    "upgrade": "Meridian: a request for another plan",
+    "verify_unknown": "Meridian confirmation link: no account waits for confirmation at this address",
 }
 
 

@@ -1,5 +1,6 @@
 """A minimal admin view (role ``admin``, see ``meridian accounts promote``): every account with
-its plan and state; change the plan, disable or enable."""
+its plan and state; change the plan, disable or enable; the pending requests for another plan
+(``upgrades.py``), dismissed once handled."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from werkzeug.wrappers import Response
 from accounts.store import AccountError
 from app.portal.blueprint import admin_required, bp, current_user
 from app.portal.services import portal
+from app.portal.views_plan import upgrade_requests
 
 
 @bp.route("/admin")
@@ -22,7 +24,15 @@ def admin() -> str:
         key_counts=p.users.key_counts(u.id for u in users),
         plans=[plan.name for plan in p.store.list_plans()],
         message=request.args.get("message"),
+        upgrades=upgrade_requests().pending(),
     )
+
+
+@bp.route("/admin/upgrades/<int:account_id>/dismiss", methods=["POST"])
+@admin_required
+def admin_dismiss_upgrade(account_id: int) -> Response:
+    upgrade_requests().dismiss(account_id)
+    return redirect(url_for("portal.admin", message="upgrade request dismissed"))
 
 
 @bp.route("/admin/<int:account_id>", methods=["POST"])

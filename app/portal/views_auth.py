@@ -6,15 +6,24 @@ mail either way (a link, or "no account uses this address"). Passwords and token
 log.
 
 Mail links are bound to the account's state (``accounts/tokens.py``); the pages that redeem them
-never sign anyone in. An e-mail change needs a verified address and the current password.
+never sign anyone in. A link that cannot be used offers a new one: a new confirmation link (to the
+signed-in account's address, or asked for by address and answered the same whether an account
+waits for it or not), the reset request form, or the settings page. An e-mail change needs a
+verified address and the current password.
+
+Each form is validated as a whole: every field's problem is shown next to the field at once
+(``forms.py``); only what concerns the whole form (a wrong password at sign-in) is shown above it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from accounts.passwords import PASSWORD_RULE, password_problem, verify_dummy
+from accounts.passwords import PASSWORD_RULE, verify_dummy
 from accounts.store import AccountError
 from accounts.tokens import EMAIL, RESET, VERIFY, TokenError
 from accounts.users import User, normalize_email
@@ -26,10 +35,11 @@ from app.portal.forms import (
     LoginForm,
     NewPasswordForm,
     SignUpForm,
-    form_errors,
+    add_error,
 )
 from app.portal.mails import compose
 from app.portal.services import portal
+from config.portal import RateLimit
 
 Page = str | Response | WerkzeugResponse | tuple[str, int] | tuple[str, int, dict[str, str]]
 
@@ -53,13 +63,33 @@ def _reset_mail(address: str, user: User | None) -> dict[str, str]:
     return compose("reset_unknown", address, link=f"{portal().settings.base_url}{url_for('portal.signup')}")
 
 
-def _link_refused(exc: TokenError) -> tuple[str, int]:
-    """The page of a link that cannot be used (expired, used, superseded, tampered)."""
-    return render_template("portal/verified.html", ok=False, message=str(exc)), 400
+def _link_refused(exc: TokenError, purpose: str) -> tuple[str, int]:
+    """The page of a link that cannot be used (expired, used, superseded, tampered), with the way to
+    a new one for the link's ``purpose``."""
+    form = EmailForm(formdata=None) if purpose == VERIFY and current_user() is None else None
+    return render_template("portal/verified.html", ok=False, message=str(exc), again=purpose, form=form), 400
 
 
-def _check_mail_page(email: str, queued: bool, status: int = 200) -> tuple[str, int]:
-    return render_template("portal/check_mail.html", email=email, queued=queued), status
+def _check_mail_page(email: str, queued: bool, status: int = 200, *, maybe: bool = False) -> tuple[str, int]:
+    """``maybe``: the address was typed in, the page must not tell whether an account uses it."""
+    return render_template("portal/check_mail.html", email=email, queued=queued, maybe=maybe), status
+
+
+def _form_page(template: str, forms: tuple[FlaskForm, ...], errors: list[str], bad: int = 400, **context: Any) -> Page:
+    """A form page; ``bad`` is its status when a form-level message or a field has a problem."""
+    status = bad if errors or any(form.errors for form in forms) else 200
+    return render_template(template, errors=errors, **context), status
+
+
+def _posted_address(form: FlaskForm, action: str, limit: RateLimit) -> tuple[Page | None, str | None]:
+    """The POST of a form that sends mail to its ``email``: (the limit's page, None) when over the
+    limit (counted per address, failing closed), else (None, the normalized address) when every
+    field is valid, else (None, None) and the problems are on the fields."""
+    email = (form.email.data or "").strip()
+    blocked = limited(action, limit, email or None, fail_open=False)
+    if blocked:
+        return blocked, None
+    return None, (normalize_email(email) if form.validate() else None)
 
 
 @bp.route("/")
@@ -70,33 +100,21 @@ def home() -> Page:
 @bp.route("/signup", methods=["GET", "POST"])
 def signup() -> Page:
     form = SignUpForm()
-    errors: list[str] = []
     if request.method == "POST":
-        email = (form.email.data or "").strip()
-        blocked = limited("signup", portal().settings.signup_limit, email or None, fail_open=False)
+        # the address and the password rule are validators of the form (forms.py)
+        blocked, address = _posted_address(form, "signup", portal().settings.signup_limit)
         if blocked:
             return blocked
-        if form.validate():
-            try:
-                address = normalize_email(email)
-                problem = password_problem(form.password.data or "")
-                if problem:
-                    raise AccountError(problem)
-            except AccountError as exc:
-                errors.append(str(exc))
-            else:
-                user = portal().users.sign_up(address, form.password.data or "")
-                if user is not None:
-                    queued = _send_verification(user)
-                else:  # taken: tell the owner, answer exactly as for a new address
-                    queued = portal().queue_mail(
-                        compose("already", address, link=f"{portal().settings.base_url}{url_for('portal.reset')}")
-                    )
-                return _check_mail_page(address, queued)
-        else:
-            errors.extend(form_errors(form))
-    status = 400 if errors else 200
-    return render_template("portal/signup.html", form=form, errors=errors, rule=PASSWORD_RULE), status
+        if address is not None:
+            user = portal().users.sign_up(address, form.password.data or "")
+            if user is not None:
+                queued = _send_verification(user)
+            else:  # taken: tell the owner, answer exactly as for a new address
+                queued = portal().queue_mail(
+                    compose("already", address, link=f"{portal().settings.base_url}{url_for('portal.reset')}")
+                )
+            return _check_mail_page(address, queued)
+    return _form_page("portal/signup.html", (form,), [], form=form, rule=PASSWORD_RULE)
 
 
 @bp.route("/verify")
@@ -106,7 +124,7 @@ def verify() -> Page:
     try:
         p.users.verify_by_link(p.signer, token)
     except TokenError as exc:
-        return _link_refused(exc)
+        return _link_refused(exc, VERIFY)
     return render_template("portal/verified.html", ok=True, message="Your e-mail address is confirmed.")
 
 
@@ -123,10 +141,31 @@ def resend() -> Page:
     return _check_mail_page(user.email or "", _send_verification(user))
 
 
+@bp.route("/verify/again", methods=["GET", "POST"])
+def verify_again() -> Page:
+    """A new confirmation link, asked for by address (no session needed). The answer, and the work
+    behind it (one mail composed and queued), are the same whether an unconfirmed account uses the
+    address or not: a link, or a note saying no account waits for confirmation at this address."""
+    form = EmailForm()
+    if request.method == "POST":
+        blocked, address = _posted_address(form, "resend", portal().settings.signup_limit)
+        if blocked:
+            return blocked
+        if address is not None:
+            user = portal().users.by_email(address)
+            if user is not None and not user.verified and not user.disabled:
+                queued = _send_verification(user)
+            else:
+                link = f"{portal().settings.base_url}{url_for('portal.signup')}"
+                queued = portal().queue_mail(compose("verify_unknown", address, link=link))
+            return _check_mail_page(address, queued, maybe=True)
+    return _form_page("portal/verify_again.html", (form,), [], form=form)
+
+
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Page:
     form = LoginForm()
-    errors: list[str] = []
+    errors: list[str] = []  # about the whole form; a field's own problem stays on the field
     if request.method == "POST":
         email = (form.email.data or "").strip()
         # Redis down: sign-in still works (fail open); the other limits fail closed.
@@ -144,8 +183,7 @@ def login() -> Page:
                 errors.append("E-mail address or password is wrong.")
         else:
             verify_dummy()  # an incomplete form costs what a wrong password costs
-            errors.extend(form_errors(form))
-    return render_template("portal/login.html", form=form, errors=errors), (401 if errors else 200)
+    return _form_page("portal/login.html", (form,), errors, bad=401, form=form)
 
 
 def _password_attempt(address: str) -> Page | None:
@@ -163,23 +201,14 @@ def logout() -> Page:
 @bp.route("/reset", methods=["GET", "POST"])
 def reset() -> Page:
     form = EmailForm()
-    errors: list[str] = []
     if request.method == "POST":
-        email = (form.email.data or "").strip()
-        blocked = limited("reset", portal().settings.reset_limit, email or None, fail_open=False)
+        blocked, address = _posted_address(form, "reset", portal().settings.reset_limit)
         if blocked:
             return blocked
-        if form.validate():
-            try:
-                address = normalize_email(email)
-            except AccountError as exc:
-                errors.append(str(exc))
-            else:
-                queued = portal().queue_mail(_reset_mail(address, portal().users.by_email(address)))
-                return render_template("portal/reset_sent.html", email=address, queued=queued)
-        else:
-            errors.extend(form_errors(form))
-    return render_template("portal/reset.html", form=form, errors=errors), (400 if errors else 200)
+        if address is not None:
+            queued = portal().queue_mail(_reset_mail(address, portal().users.by_email(address)))
+            return render_template("portal/reset_sent.html", email=address, queued=queued)
+    return _form_page("portal/reset.html", (form,), [], form=form)
 
 
 @bp.route("/reset/confirm", methods=["GET", "POST"])
@@ -187,26 +216,21 @@ def reset_confirm() -> Page:
     token = request.args.get("token", "")
     p = portal()
     form = NewPasswordForm()
-    errors: list[str] = []
     try:
         p.signer.read(token, RESET)
     except TokenError as exc:
-        return _link_refused(exc)
+        return _link_refused(exc, RESET)
     if request.method == "POST" and form.validate():
         try:
             # verifies the address too (the mail reached its owner) and ends every session
             p.users.reset_by_link(p.signer, token, form.password.data or "")
         except AccountError as exc:
-            errors.append(str(exc))
+            add_error(form.password, str(exc))
         except TokenError as exc:
-            return _link_refused(exc)
+            return _link_refused(exc, RESET)
         else:
             return render_template("portal/verified.html", ok=True, message="Your password is changed. Sign in.")
-    elif request.method == "POST":
-        errors.extend(form_errors(form))
-    return render_template("portal/reset_confirm.html", form=form, errors=errors, rule=PASSWORD_RULE), (
-        400 if errors else 200
-    )
+    return _form_page("portal/reset_confirm.html", (form,), [], form=form, rule=PASSWORD_RULE)
 
 
 @bp.route("/settings", methods=["GET", "POST"])
@@ -216,58 +240,55 @@ def settings() -> Page:
     assert user is not None
     p = portal()
     pw_form, email_form = ChangePasswordForm(prefix="pw"), ChangeEmailForm(prefix="em")
-    errors: list[str] = []
     notice = None
     if request.method == "POST":
         form = pw_form if request.form.get("action") == "password" else email_form
+        valid = form.validate()
         if form is email_form and not user.verified:
             # an unconfirmed address may belong to someone else: it cannot be moved away from
-            errors.append(
-                "email: confirm your current address first (open the link we sent to it, or send it again from "
-                "the dashboard); then you can change it"
+            add_error(
+                email_form.email,
+                "confirm your current address first (open the link we sent to it, or send it again from the "
+                "dashboard); then you can change it",
             )
-        elif not form.validate():
-            errors.extend(form_errors(form))
+        elif not valid:
+            pass  # every field's problem is on the field
         elif blocked := _password_attempt(user.email or ""):
             return blocked
         elif p.users.authenticate(user.email or "", form.current.data or "") is None:
-            errors.append("current: the current password is wrong")
+            add_error(form.current, "the current password is wrong")
         elif form is pw_form:
             try:
                 p.users.set_password(user.id, pw_form.password.data or "")
             except AccountError as exc:
-                errors.append(str(exc))
+                add_error(pw_form.password, str(exc))
             else:
                 fresh = p.users.get(user.id)
                 assert fresh is not None
                 sign_in(fresh)  # this session stays (with the new generation); every other one ends
                 notice = "Password changed. Other sessions are signed out."
         else:
-            try:
-                address = normalize_email(email_form.email.data or "")
-            except AccountError as exc:
-                errors.append(str(exc))
-            else:
-                queued = True
-                if address != user.email and not p.users.email_taken(address):
-                    token = p.signer.issue(EMAIL, user, email=address)
-                    queued = p.queue_mail(compose("change", address, link=_link("portal.email_confirm", token)))
-                # the same answer whether the address is taken or not
-                notice = (
-                    f"We sent a confirmation link to {address}. The change takes effect when you open it."
-                    if queued
-                    else "The confirmation mail could not be queued right now; please try again in a minute."
-                )
-    status = 400 if errors else 200
-    return render_template(
+            address = normalize_email(email_form.email.data or "")
+            queued = True
+            if address != user.email and not p.users.email_taken(address):
+                token = p.signer.issue(EMAIL, user, email=address)
+                queued = p.queue_mail(compose("change", address, link=_link("portal.email_confirm", token)))
+            # the same answer whether the address is taken or not
+            notice = (
+                f"We sent a confirmation link to {address}. The change takes effect when you open it."
+                if queued
+                else "The confirmation mail could not be queued right now; please try again in a minute."
+            )
+    return _form_page(
         "portal/settings.html",
+        (pw_form, email_form),
+        [],
         user=user,
         pw_form=pw_form,
         email_form=email_form,
-        errors=errors,
         notice=notice,
         rule=PASSWORD_RULE,
-    ), status
+    )
 
 
 @bp.route("/email/confirm")
@@ -277,7 +298,7 @@ def email_confirm() -> Page:
     try:
         content = p.users.change_email_by_link(p.signer, token)
     except TokenError as exc:
-        return _link_refused(exc)
+        return _link_refused(exc, EMAIL)
     except AccountError as exc:
         return render_template("portal/verified.html", ok=False, message=str(exc).removeprefix("email: ")), 409
     # Nobody is signed in or switched here: a link can be opened in anyone's browser. A session of

@@ -14,7 +14,7 @@ from flask import current_app, render_template, request
 from accounts.store import split_key
 from app.portal import console
 from app.portal.blueprint import bp, current_user, login_required
-from app.portal.views_keys import keys_of
+from app.portal.views_keys import keys_of, plan_of
 from app.runtime import runtime
 from engine.errors import MeridianError
 
@@ -37,7 +37,11 @@ def console_page() -> str | tuple[str, int]:
     errors: list[str] = []
     keys = keys_of(user)
     active = [k for k in keys if k.state() == "active"]
-    if request.method == "POST":
+    plan = plan_of(user)
+    excluded = {f.service for f in console.FUNCTIONS if plan is None or not plan.includes(f.service)}
+    if request.method == "POST" and function.service in excluded:
+        errors.append(f"{function.title} is not in your plan: see the plan page to ask for another plan")
+    elif request.method == "POST":
         values = {p["name"]: request.form.get(p["name"], "") for p in params}
         key = (request.form.get("key") or "").strip()
         prefix = split_key(key) if key else None
@@ -56,6 +60,7 @@ def console_page() -> str | tuple[str, int]:
         result=result,
         errors=errors,
         active_keys=active,
+        excluded=excluded,
     ), (400 if errors else 200)
 
 

@@ -20,6 +20,7 @@ from marshmallow import ValidationError, fields
 from engine.categories import resolve
 from engine.countries import to_alpha3
 from engine.errors import InvalidParameter
+from engine.routing.profiles import ACCEPTED, DEFAULT, canonical
 
 LatLng = tuple[float, float]  # (lat, lng), decimal degrees
 
@@ -285,3 +286,27 @@ class Flag(fields.Boolean):
 
     truthy = {"true", "1", "yes", "on", "True", "TRUE"}
     falsy = {"false", "0", "no", "off", "False", "FALSE"}
+
+
+class TravelProfile(fields.String):
+    """A travel profile (``car``, ``foot``, ``bicycle``) or its Mapbox alias (``driving``,
+    ``walking``, ``cycling``), loaded as the profile name (:mod:`engine.routing.profiles`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("load_default", DEFAULT)
+        metadata = kwargs.setdefault("metadata", {})
+        metadata.setdefault(
+            "description",
+            "Travel profile: car, foot or bicycle (aliases driving, walking, cycling). The region must "
+            "have been imported with it (`meridian import --profiles`); durations are the profile's.",
+        )
+        metadata.setdefault("enum", list(ACCEPTED))
+        metadata.setdefault("example", DEFAULT)
+        super().__init__(**kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return canonical(text)
+        except InvalidParameter:
+            raise ValidationError(f"expected one of {', '.join(ACCEPTED)}; got {text!r}") from None

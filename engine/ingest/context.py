@@ -14,5 +14,7 @@ class ImportContext:
     region: str
     out_dir: Path  # the new version's directory, not yet visible to readers
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("meridian.ingest"))
+    # the travel profiles the roads stage builds (engine.routing.profiles.NAMES order)
+    profiles: tuple[str, ...] = ("car", "foot", "bicycle")
     # Results later stages may reuse, e.g. shared["admin_areas"] (see engine.ingest.admin).
     shared: dict[str, Any] = field(default_factory=dict)

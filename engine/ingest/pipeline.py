@@ -20,8 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine import layout
-from engine.errors import DatasetError
+from engine.errors import DatasetError, InvalidParameter
 from engine.ingest.context import ImportContext
+from engine.routing.profiles import NAMES as PROFILE_NAMES
+from engine.routing.profiles import parse_list
 
 log = logging.getLogger("meridian.ingest")
 
@@ -41,7 +43,7 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("admin", "engine.ingest.admin:run", (layout.ADMIN_DB,)),
     Stage("search", "engine.ingest.search:run", (layout.SEARCH_DB,)),
-    Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),
+    Stage("roads", "engine.ingest.roads:run", tuple(layout.profile_graph_dir(p) for p in PROFILE_NAMES)),
     Stage("layers", "engine.ingest.layers:run", (layout.LAYERS_DB,)),
 )
 
@@ -112,9 +114,11 @@ def _check_region_name(region: str) -> None:
         raise DatasetError(f"region name must be letters, digits, '-' or '_': {region!r}")
 
 
-def _up_to_date(current: Path, source_hash: str, fingerprint: str, stages: tuple[Stage, ...]) -> dict | None:
+def _up_to_date(
+    current: Path, source_hash: str, fingerprint: str, stages: tuple[Stage, ...], profiles: tuple[str, ...]
+) -> dict | None:
     """The current version's manifest when it was built from the same source by the same code,
-    format and stages (re-importing it would change nothing), else None."""
+    format, stages and profiles (re-importing it would change nothing), else None."""
     if not current.exists():
         return None
     previous = read_manifest(current.resolve())
@@ -123,6 +127,7 @@ def _up_to_date(current: Path, source_hash: str, fingerprint: str, stages: tuple
         and previous.get("format_version") == layout.FORMAT_VERSION
         and previous.get("stages_run") == [s.name for s in stages]
         and previous.get("code") == fingerprint
+        and previous.get("profiles", ["car"]) == list(profiles)
     )
     return previous if same else None
 
@@ -148,7 +153,7 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
             raise DatasetError(f"stage {stage.name} failed on {ctx.pbf_path.name}: {exc}") from exc
         run.reports[stage.name] = {
             "seconds": round(time.perf_counter() - t0, 3),
-            "writes": list(stage.writes),
+            "writes": [w for w in stage.writes if (ctx.out_dir / w).exists()],
             "counts": stage_counts,
         }
         run.counts.update(stage_counts)
@@ -181,6 +186,7 @@ def _manifest(
         "counts": run.counts,
         "stages": run.reports,
         "stages_run": [s.name for s in stages],
+        "profiles": list(ctx.profiles),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "build_seconds": round(time.perf_counter() - started, 3),
         "attribution": "© OpenStreetMap contributors, ODbL 1.0",
@@ -194,9 +200,11 @@ def import_pbf(
     *,
     force: bool = False,
     stages: tuple[Stage, ...] = STAGES,
+    profiles: tuple[str, ...] = PROFILE_NAMES,
 ) -> ImportResult:
     """Import a PBF as a new version of ``region`` and make it current; a no-op when the current
-    version was built from the same file by the same code (unless ``force``)."""
+    version was built from the same file by the same code for the same travel ``profiles``
+    (unless ``force``)."""
     pbf_path = Path(pbf_path).resolve()
     region = region or region_name_for(pbf_path)
     _check_region_name(region)
@@ -205,7 +213,8 @@ def import_pbf(
     fingerprint = code_fingerprint()
 
     current = layout.current_link(data_dir, region)
-    previous = None if force else _up_to_date(current, source_hash, fingerprint, stages)
+    profiles = parse_profiles(profiles)
+    previous = None if force else _up_to_date(current, source_hash, fingerprint, stages, profiles)
     if previous is not None:
         log.info("region %s is up to date (version %s)", region, previous["version"])
         return ImportResult(region, previous["version"], current.resolve(), previous, True)
@@ -217,7 +226,7 @@ def import_pbf(
     building = versions / f".building-{version}-{os.getpid()}"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
-    ctx = ImportContext(pbf_path=pbf_path, region=region, out_dir=building, log=log)
+    ctx = ImportContext(pbf_path=pbf_path, region=region, out_dir=building, log=log, profiles=profiles)
     try:
         run = _run_stages(stages, ctx)
         manifest = _manifest(ctx, version, source_hash, fingerprint, stages, run, started)
@@ -233,6 +242,14 @@ def import_pbf(
     prune_old_versions(versions, keep={final.name})
     log.info("region %s: version %s ready in %.1fs", region, version, manifest["build_seconds"])
     return ImportResult(region, version, final, manifest, False)
+
+
+def parse_profiles(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The travel profiles to build, checked (DatasetError naming the known ones)."""
+    try:
+        return parse_list(names)
+    except InvalidParameter as exc:
+        raise DatasetError(str(exc)) from exc
 
 
 def swap_current(current: Path, target: Path) -> None:

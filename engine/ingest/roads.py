@@ -1,10 +1,12 @@
-"""Import stage "roads": the drivable road graph and its contraction hierarchy under ``graph/``.
+"""Import stage "roads": one road graph and contraction hierarchy per travel profile.
 
-Reads the PBF with pyosmium through :func:`engine.routing.build.build_graph` (car profile, turn
-restrictions, turn graph, CH) and writes the numpy arrays described in
-:mod:`engine.routing.graph`, then the arrays the query side derives from them (:data:`DERIVED`,
-see :mod:`engine.routing.derived`) so that web and worker processes map them instead of building
-them. Counts for the manifest: road nodes, edges, turns, restrictions.
+Reads the PBF once with pyosmium through :func:`engine.routing.build.build_graphs` (the profiles
+of ``ctx.profiles``: car, foot, bicycle; turn restrictions, turn graph, CH) and writes, for each,
+the numpy arrays described in :mod:`engine.routing.graph` under its directory (``graph/`` for the
+car, ``graph-foot/``, ``graph-bicycle/``: :func:`engine.layout.profile_graph_dir`), then the arrays
+the query side derives from them (:data:`DERIVED`, see :mod:`engine.routing.derived`) so that web
+and worker processes map them instead of building them. Counts for the manifest: road nodes,
+edges, turns, restrictions (the car's as ``road_*``, the others' as ``<profile>_road_*``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from engine import layout
 from engine.errors import DatasetError
 from engine.ingest.context import ImportContext
 from engine.matching.network import NETWORK_ARRAYS
-from engine.routing.build import build_graph
+from engine.routing.build import build_graphs
 from engine.routing.ch import ARC_TAILS
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 from engine.routing.graph import RoadGraph
 from engine.routing.matrix import ARC_COSTS
+from engine.routing.profiles import PROFILES
 from engine.routing.snap import SNAPPER_ARRAYS
 
 # what the router, its CH query, the snapper and the isochrone/matching network read
@@ -28,20 +31,32 @@ CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
 
 
 def run(ctx: ImportContext) -> dict[str, int]:
-    graph, counts = build_graph(ctx.pbf_path, log=ctx.log)
-    if graph.n_edges == 0:
-        ctx.log.warning("roads: no drivable road in %s", ctx.pbf_path.name)
-    out = ctx.out_dir / layout.GRAPH_DIR
-    try:
-        graph.save(out)
-        _write_derived(out)
-    except OSError as exc:
-        raise DatasetError(f"cannot write the road graph to {out}: {exc}") from exc
-    ctx.shared["road_graph"] = graph
-    if graph.n_edges:
-        _warm_up(out)
-    if graph.meta.get("bbox") and not ctx.shared.get("bbox"):
-        ctx.shared["bbox"] = graph.meta["bbox"]  # when no earlier stage set the region's bbox
+    profiles = tuple(PROFILES[name] for name in ctx.profiles)
+    built = build_graphs(ctx.pbf_path, profiles, log=ctx.log)
+    counts: dict[str, int] = {}
+    for name, (graph, graph_counts) in built.items():
+        if graph.n_edges == 0:
+            ctx.log.warning("roads: no %s road in %s", PROFILES[name].adjective, ctx.pbf_path.name)
+        out = ctx.out_dir / layout.profile_graph_dir(name)
+        try:
+            graph.save(out)
+            _write_derived(out)
+        except OSError as exc:
+            raise DatasetError(f"cannot write the {name} road graph to {out}: {exc}") from exc
+        prefix = "" if name == "car" else f"{name}_"
+        counts.update({prefix + key: value for key, value in graph_counts.items()})
+    first, (graph, _) = next(iter(built.items()))
+    ctx.shared["road_graph"] = built["car"][0] if "car" in built else graph
+    if graph.n_edges:  # the kernels are the same for every profile: compiling once is enough
+        _warm_up(ctx.out_dir / layout.profile_graph_dir(first))
+    boxes = [g.meta["bbox"] for g, _ in built.values() if g.meta.get("bbox")]
+    if boxes and not ctx.shared.get("bbox"):  # when no earlier stage set the region's bbox
+        ctx.shared["bbox"] = [
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        ]
     return counts
 
 

@@ -580,13 +580,14 @@ class MatchingComponent:
         return self.graph.edge_twin
 
     @classmethod
-    def open(cls, version_dir) -> MatchingComponent:
+    def open(cls, version_dir, profile: str = "car") -> MatchingComponent:
+        """The component over one travel profile's graph (``graph/`` for the car)."""
         from pathlib import Path
 
         from engine import layout
         from engine.routing.graph import RoadGraph
 
-        graph = RoadGraph.open(Path(version_dir) / layout.GRAPH_DIR)
+        graph = RoadGraph.open(Path(version_dir) / layout.profile_graph_dir(profile))
         net = from_routing_graph(graph)
         _ = net.grid  # build the spatial index now, not on the first request
         comp = cls(graph, net)

@@ -151,7 +151,8 @@ class _Canvas:
             # 8-bit palette PNG ("png256" of tile servers): a map has few colours, so this is
             # visually the same, ~4x smaller and faster to compress than 24-bit
             img = img.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-            img.save(out, format="PNG", compress_level=6)
+            # zlib level 3: 600x400 Monaco maps 2.9 ms and 71 KB against level 6's 7.3 ms and 65 KB
+            img.save(out, format="PNG", compress_level=3)
         else:
             img.save(out, format="JPEG", quality=88, optimize=False)
         return out.getvalue()

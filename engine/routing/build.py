@@ -4,12 +4,16 @@ The steps of :func:`build_graph`:
 
 1. :func:`read_osm`: one streaming pass with pyosmium (node locations cached by osmium, a key
    pre-filter so Python only sees ways with ``highway``/``route``, tagged nodes and relations
-   with ``type``): drivable ways with the car profile (:mod:`engine.routing.profile`), node
-   penalties and barriers, via-node turn restrictions.
+   with ``type``): for each requested profile (:mod:`engine.routing.profiles`: car, foot,
+   bicycle) the ways it may use, node penalties and barriers, the via-node turn restrictions
+   that name it; the foot profile also gets each pedestrian area's outline and the straight
+   crossings between its entry points (:func:`pedestrian_area_ways`).
 2. :func:`_graph_node_refs` and :func:`_split_ways`: ways cut at graph nodes into directed edges.
 3. :func:`_graph_arrays`: edges sorted by tail node, the CSR indexes and the geometry arrays.
 4. Strongly connected components of the node graph, the turn graph (:func:`build_turns`: bearings,
    allowed turns and their costs) and its components, then the contraction hierarchy.
+
+Steps 2-4 run once per profile (:func:`build_graphs`): each profile has its own graph.
 
 Why not osmnx for the topology: on an extract that cuts ways at its boundary (the Helsinki
 sample) ``osmnx.graph_from_xml`` refuses the data ("Some edges missing nodes"), while this module
@@ -36,9 +40,15 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.geo import haversine_m_np
-from engine.routing import ch
+from engine.routing import ch, foot
 from engine.routing import profile as P
 from engine.routing.graph import RoadGraph
+from engine.routing.profiles import CAR, Profile
+
+# tags the reading pass looks at (the pre-filter: objects with none of them never reach Python)
+OSM_KEYS = ("highway", "barrier", "route", "type", "access", "foot", "bicycle")
+AREA_MAX_ENTRIES = 12  # a pedestrian area with more entry points is walked along its outline only (each
+# crossing adds turns at both ends: 40 entries tripled the contraction time of Helsinki's foot graph)
 
 Arrays = dict[str, np.ndarray]
 
@@ -76,50 +86,71 @@ class OsmRoads:
     skipped: dict[str, int] = field(default_factory=lambda: {"restrictions_via_way": 0, "ways_missing_nodes": 0})
 
 
-def read_osm(path: Path) -> OsmRoads:
-    """Drivable ways, node penalties and via-node restrictions from an OSM file (PBF or XML)."""
-    roads = OsmRoads()
-    fp = (
-        osmium.FileProcessor(str(path))
-        .with_locations()
-        .with_filter(osmium.filter.KeyFilter("highway", "barrier", "route", "type", "access"))
-    )
+def read_osm(path: Path, profiles: tuple[Profile, ...] = (CAR,)) -> dict[str, OsmRoads]:
+    """Per profile: its ways, node penalties and via-node restrictions from an OSM file (PBF or
+    XML), in one pass. A way's node lists are shared by the profiles that use it."""
+    roads = {p.name: OsmRoads() for p in profiles}
+    areas: list[RoadWay] = []  # pedestrian areas (outlines), for the profiles that cross them
+    fp = osmium.FileProcessor(str(path)).with_locations().with_filter(osmium.filter.KeyFilter(*OSM_KEYS))
     for obj in fp:
         if isinstance(obj, osmium.osm.Node):
-            pen = P.node_penalty({t.k: t.v for t in obj.tags})
-            if pen is None or pen > 0:
-                roads.node_penalty[obj.id] = pen
+            tags = {t.k: t.v for t in obj.tags}
+            for p in profiles:
+                pen = p.node_penalty(tags)
+                if pen is None or pen > 0:
+                    roads[p.name].node_penalty[obj.id] = pen
         elif isinstance(obj, osmium.osm.Way):
-            _read_way(roads, obj)
+            _read_way(roads, profiles, obj, areas)
         elif isinstance(obj, osmium.osm.Relation):
-            _read_restriction(roads, obj)
+            _read_restriction(roads, profiles, obj)
+    for p in profiles:
+        if p.pedestrian_areas:
+            roads[p.name].ways.extend(pedestrian_area_ways(areas, roads[p.name].ways))
     return roads
 
 
-def _read_way(roads: OsmRoads, way: osmium.osm.Way) -> None:
-    """A drivable way; a way cut by the extract boundary keeps its runs of known nodes."""
-    prof = P.way_profile({t.k: t.v for t in way.tags})
-    if prof is None:
-        return
-    runs = [RoadWay(way.id, prof)]
+def _node_runs(way: osmium.osm.Way) -> tuple[list[tuple[list[int], list[float], list[float]]], bool]:
+    """The way's runs of nodes inside the extract (refs, lat, lng) and whether any node is missing."""
+    runs: list[tuple[list[int], list[float], list[float]]] = [([], [], [])]
     for nd in way.nodes:
         loc = nd.location
         if not loc.valid():
-            if runs[-1].refs:
-                runs.append(RoadWay(way.id, prof))
+            if runs[-1][0]:
+                runs.append(([], [], []))
             continue
-        runs[-1].refs.append(nd.ref)
-        runs[-1].lat.append(loc.lat)
-        runs[-1].lng.append(loc.lon)
-    if len(runs) > 1 or len(runs[0].refs) < len(way.nodes):
-        roads.skipped["ways_missing_nodes"] += 1
-    roads.ways.extend(run for run in runs if len(run.refs) >= 2)
+        runs[-1][0].append(nd.ref)
+        runs[-1][1].append(loc.lat)
+        runs[-1][2].append(loc.lon)
+    return [r for r in runs if len(r[0]) >= 2], len(runs) > 1 or len(runs[0][0]) < len(way.nodes)
 
 
-def _read_restriction(roads: OsmRoads, relation: osmium.osm.Relation) -> None:
-    """A turn restriction from way to way over a via node (via ways are not supported: counted)."""
-    kind = P.restriction_kind({t.k: t.v for t in relation.tags})
-    if kind is None:
+def _read_way(
+    roads: dict[str, OsmRoads], profiles: tuple[Profile, ...], way: osmium.osm.Way, areas: list[RoadWay]
+) -> None:
+    """A way for each profile that may use it; a way cut by the extract boundary keeps its runs of
+    known nodes."""
+    tags = {t.k: t.v for t in way.tags}
+    profs = [(p, p.way_profile(tags)) for p in profiles]
+    area = any(p.pedestrian_areas for p in profiles) and foot.is_pedestrian_area(tags)
+    if area is False and all(prof is None for _, prof in profs):
+        return
+    runs, missing = _node_runs(way)
+    if area and not missing and runs and runs[0][0][0] == runs[0][0][-1]:
+        areas.append(RoadWay(way.id, foot.area_profile(tags), *runs[0]))
+    for p, prof in profs:
+        if prof is None:
+            continue
+        if missing:
+            roads[p.name].skipped["ways_missing_nodes"] += 1
+        roads[p.name].ways.extend(RoadWay(way.id, prof, *run) for run in runs)
+
+
+def _read_restriction(roads: dict[str, OsmRoads], profiles: tuple[Profile, ...], relation: osmium.osm.Relation) -> None:
+    """A turn restriction from way to way over a via node, for the profiles it names (via ways are
+    not supported: counted)."""
+    tags = {t.k: t.v for t in relation.tags}
+    kinds = [(p, p.restriction_kind(tags)) for p in profiles]
+    if all(kind is None for _, kind in kinds):
         return
     frm = via = to = None
     via_way = False
@@ -133,10 +164,44 @@ def _read_restriction(roads: OsmRoads, relation: osmium.osm.Relation) -> None:
                 via = m.ref
             else:
                 via_way = True
-    if via_way:
-        roads.skipped["restrictions_via_way"] += 1
-    elif frm is not None and via is not None and to is not None:
-        roads.restrictions.append(Restriction(kind, frm, via, to))
+    for p, kind in kinds:
+        if kind is None:
+            continue
+        if via_way:
+            roads[p.name].skipped["restrictions_via_way"] += 1
+        elif frm is not None and via is not None and to is not None:
+            roads[p.name].restrictions.append(Restriction(kind, frm, via, to))
+
+
+def pedestrian_area_ways(areas: list[RoadWay], ways: list[RoadWay]) -> list[RoadWay]:
+    """Each pedestrian area's outline, and a straight crossing between every two of its entry
+    points (outline nodes other walkable ways use) whose line stays inside the area."""
+    from shapely import LineString, Polygon, prepared
+
+    used: set[int] = set()
+    for w in ways:
+        used.update(w.refs)
+    out: list[RoadWay] = []
+    for area in areas:
+        out.append(area)
+        entries = [i for i, ref in enumerate(area.refs[:-1]) if ref in used]
+        if len(area.refs) < 4 or not 2 <= len(entries) <= AREA_MAX_ENTRIES:
+            continue
+        shape = Polygon(list(zip(area.lng, area.lat, strict=True)))
+        if not shape.is_valid:
+            continue
+        inside = prepared.prep(shape.buffer(1e-9))
+        for k, i in enumerate(entries):
+            for j in entries[k + 1 :]:
+                if abs(i - j) == 1 or abs(i - j) == len(area.refs) - 2:
+                    continue  # neighbours on the outline: the outline joins them already
+                line = LineString([(area.lng[i], area.lat[i]), (area.lng[j], area.lat[j])])
+                if inside.contains(line):
+                    refs = [area.refs[i], area.refs[j]]
+                    out.append(
+                        RoadWay(area.id, area.prof, refs, [area.lat[i], area.lat[j]], [area.lng[i], area.lng[j]])
+                    )
+    return out
 
 
 # -- 2. nodes and edges --------------------------------------------------------------------------
@@ -459,7 +524,8 @@ class TurnTable:
 class _TurnRules:
     """Which turns a car may take after an edge, and what each costs."""
 
-    def __init__(self, a: Arrays, roads: OsmRoads, node_osm: list[int]) -> None:
+    def __init__(self, a: Arrays, roads: OsmRoads, node_osm: list[int], profile: Profile = CAR) -> None:
+        self.turn_duration_s = profile.turn_duration_s
         self.edge_head, self.edge_twin = a["edge_head"], a["edge_twin"]
         self.edge_way, self.edge_flags = a["edge_way"], a["edge_flags"]
         self.first_out = a["node_first_out"]
@@ -490,22 +556,22 @@ class _TurnRules:
                 onward.append(f)
         if onward:
             return [self._turn(e, f, v, pen or 0.0) for f in onward]
-        uturn_s = P.turn_duration_s(180.0, n_roads=int(self.deg[v]), uturn=True, roundabout=False)
+        uturn_s = self.turn_duration_s(180.0, n_roads=int(self.deg[v]), uturn=True, roundabout=False)
         return [_Turn(f, uturn_s, 0.0) for f in uturns if not _forbidden(rules, self.edge_way[e], self.edge_way[f])]
 
     def _turn(self, e: int, f: int, v: int, node_penalty_s: float) -> _Turn:
         angle = (self.start_b[f] - self.end_b[e] + 540.0) % 360.0 - 180.0
         flags_e, flags_f = self.edge_flags[e], self.edge_flags[f]
         rb = bool((flags_e | flags_f) & P.FLAG_ROUNDABOUT)
-        cost = P.turn_duration_s(angle, n_roads=int(self.deg[v]), uturn=False, roundabout=rb)
+        cost = self.turn_duration_s(angle, n_roads=int(self.deg[v]), uturn=False, roundabout=rb)
         enters_restricted = (flags_f & P.FLAG_RESTRICTED) and not (flags_e & P.FLAG_RESTRICTED)
         return _Turn(f, cost + node_penalty_s, P.RESTRICTED_ENTRY_S if enters_restricted else 0.0)
 
 
-def build_turns(a: Arrays, roads: OsmRoads, node_osm: list[int]) -> TurnTable:
+def build_turns(a: Arrays, roads: OsmRoads, node_osm: list[int], profile: Profile = CAR) -> TurnTable:
     """The turn graph: for each edge the turns allowed after it (restrictions, barriers and the
     no-U-turn rule applied by leaving turns out), with their durations and routing weights."""
-    rules = _TurnRules(a, roads, node_osm)
+    rules = _TurnRules(a, roads, node_osm, profile)
     m = a["edge_head"].shape[0]
     first_out = np.zeros(m + 1, dtype=np.int64)
     turns: list[_Turn] = []
@@ -556,22 +622,22 @@ def _add_contraction_hierarchy(graph: RoadGraph) -> None:
     graph.meta["counts"]["ch_shortcuts"] = int(shortcuts)
 
 
-def build_graph(
-    path: Path, *, with_ch: bool = True, log: logging.Logger | None = None
+def _profile_graph(
+    path: Path, roads: OsmRoads, profile: Profile, t_read: float, with_ch: bool
 ) -> tuple[RoadGraph, dict[str, int]]:
-    """The road graph of an OSM file and the counts for the import manifest."""
-    t0 = time.perf_counter()
-    roads = read_osm(path)
-    t_read = time.perf_counter() - t0
+    """One profile's graph from what the reading pass kept for it."""
     nodes, edges = _split_ways(roads.ways, _graph_node_refs(roads.ways, roads.node_penalty))
     arrays = _graph_arrays(nodes, edges)
     arrays.update(_node_components(arrays))
     t1 = time.perf_counter()
-    turns = build_turns(arrays, roads, nodes.osm)
+    turns = build_turns(arrays, roads, nodes.osm, profile)
     arrays.update(turns.arrays())
     arrays.update(_edge_components(arrays))
     seconds = {"read": round(t_read, 3), "turns": round(time.perf_counter() - t1, 3)}
-    graph = RoadGraph(arrays, edges.name_list(), _graph_meta(path, arrays, roads, turns, seconds))
+    meta = _graph_meta(path, arrays, roads, turns, seconds)
+    if profile is not CAR:  # the car's graph says nothing of profiles: it is what it always was
+        meta["profile"] = profile.name
+    graph = RoadGraph(arrays, edges.name_list(), meta)
     if with_ch and graph.n_edges:
         _add_contraction_hierarchy(graph)
     counts = {
@@ -580,6 +646,26 @@ def build_graph(
         "road_turns": int(turns.to.shape[0]),
         "turn_restrictions": len(roads.restrictions),
     }
-    if log:
-        log.info("roads: %s", graph.meta)
     return graph, counts
+
+
+def build_graphs(
+    path: Path, profiles: tuple[Profile, ...] = (CAR,), *, with_ch: bool = True, log: logging.Logger | None = None
+) -> dict[str, tuple[RoadGraph, dict[str, int]]]:
+    """Each profile's road graph of an OSM file (one reading pass) and its counts for the manifest."""
+    t0 = time.perf_counter()
+    roads = read_osm(path, profiles)
+    t_read = time.perf_counter() - t0
+    out = {}
+    for p in profiles:
+        out[p.name] = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch)
+        if log:
+            log.info("roads (%s): %s", p.name, out[p.name][0].meta)
+    return out
+
+
+def build_graph(
+    path: Path, *, profile: Profile = CAR, with_ch: bool = True, log: logging.Logger | None = None
+) -> tuple[RoadGraph, dict[str, int]]:
+    """The road graph of one profile (the car's by default) and the counts for the import manifest."""
+    return build_graphs(path, (profile,), with_ch=with_ch, log=log)[profile.name]

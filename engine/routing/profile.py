@@ -77,6 +77,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from engine.routing import way_tags
+
 # highway class codes (edge_class in the graph); 0 is "ferry"
 HIGHWAY_CLASSES: tuple[str, ...] = (
     "ferry",
@@ -96,6 +98,13 @@ HIGHWAY_CLASSES: tuple[str, ...] = (
     "service",
     "road",
     "track",
+    # classes only the foot and bicycle profiles use (engine.routing.foot, engine.routing.bicycle)
+    "footway",
+    "path",
+    "steps",
+    "pedestrian",
+    "cycleway",
+    "bridleway",
 )
 CLASS_CODE: dict[str, int] = {name: i for i, name in enumerate(HIGHWAY_CLASSES)}
 
@@ -473,16 +482,4 @@ RESTRICTION_KEYS = ("restriction", "restriction:motorcar", "restriction:motor_ve
 
 def restriction_kind(tags: Mapping[str, str]) -> str | None:
     """``"no"`` or ``"only"`` for a car turn-restriction relation, else None."""
-    if tags.get("type") not in ("restriction",):
-        return None
-    except_ = (tags.get("except") or "").split(";")
-    if "motorcar" in except_ or "motor_vehicle" in except_:
-        return None
-    for key in RESTRICTION_KEYS:
-        value = tags.get(key)
-        if value:
-            if value.startswith("no_"):
-                return "no"
-            if value.startswith("only_"):
-                return "only"
-    return None
+    return way_tags.restriction_kind(tags, RESTRICTION_KEYS, ("motorcar", "motor_vehicle"))

@@ -153,8 +153,9 @@ class Router:
         self._ch_lock = threading.Lock()
 
     @classmethod
-    def open(cls, version_dir: Path) -> Router:
-        return cls(RoadGraph.open(Path(version_dir) / layout.GRAPH_DIR))
+    def open(cls, version_dir: Path, profile: str = "car") -> Router:
+        """The router of one travel profile's graph (``graph/`` for the car, ``graph-<profile>/``)."""
+        return cls(RoadGraph.open(Path(version_dir) / layout.profile_graph_dir(profile)))
 
     def close(self) -> None:
         pass

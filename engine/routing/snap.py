@@ -265,8 +265,11 @@ def _grid(seg: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _tiers(graph, seg_edge: np.ndarray) -> dict[str, np.ndarray]:
     """Which edges and segments each tier of :meth:`EdgeSnapper.snap` may snap to."""
     big_edge = well_connected_pieces(graph)
-    # connectors (tracks) join parts of the network but are no place to start or end a trip
+    # connectors (tracks) join parts of the network but are no place to start or end a car trip;
+    # on foot or by bicycle a track is a way like any other (the graph's meta names its profile)
     connector = np.isin(np.asarray(graph.edge_class), [CLASS_CODE[c] for c in CONNECTOR_CLASSES])
+    if graph.meta.get("profile", "car") != "car":
+        connector[:] = False
     n = len(seg_edge)
     seg_big = big_edge[seg_edge] if n else np.zeros(0, bool)
     return {

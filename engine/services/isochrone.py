@@ -1,4 +1,8 @@
-"""Isochrones: areas reachable by car from a point within times (minutes) or distances (m).
+"""Isochrones: areas reachable by car, on foot or by bicycle from a point within times (minutes)
+or distances (m).
+
+``profile`` (:mod:`engine.routing.profiles`, aliases accepted) picks the profile's graph: its
+ways, directions, speeds and turn costs; a region imported without it is a 400 naming ``profile``.
 
 Exactly one of ``times`` / ``distances`` (1..``Limits.isochrone_contours`` values, each
 ``<= isochrone_max_minutes`` / ``isochrone_max_distance_m``). The origin is snapped like a
@@ -26,13 +30,13 @@ from shapely.geometry import GeometryCollection, MultiPolygon, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from engine.dataset import DatasetRegistry
-from engine.errors import DatasetError, InvalidParameter
+from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.isochrone.compute import IsoOptions, contours, reach
 from engine.limits import DEFAULT_LIMITS, Limits
-from engine.matching.network import MatchingComponent, RoadNetwork
-
-PROFILES = ("car",)
+from engine.matching.network import RoadNetwork
+from engine.routing.profiles import canonical
+from engine.services.snaptoroad import component_for
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,7 @@ def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...
         raise InvalidParameter("lat must be a latitude in [-90, 90]", parameter="lat")
     if not (math.isfinite(p.lng) and -180 <= p.lng <= 180):
         raise InvalidParameter("lng must be a longitude in [-180, 180]", parameter="lng")
-    if p.profile not in PROFILES:
-        raise InvalidParameter(f"profile must be one of {', '.join(PROFILES)}", parameter="profile")
+    canonical(p.profile)
     if bool(p.times) == bool(p.distances):
         raise InvalidParameter("give exactly one of time (minutes) or distance (m)", parameter="time")
     if p.times:
@@ -63,16 +66,6 @@ def _validate(p: IsochroneParams, limits: Limits) -> tuple[str, tuple[float, ...
         if not (math.isfinite(v) and 0 < v <= top):
             raise InvalidParameter(f"{name}: each value must be in (0, {top:g}]", parameter=name)
     return metric, tuple(sorted(set(float(v) for v in values), reverse=True)), name
-
-
-def _component(datasets: DatasetRegistry, lat: float, lng: float) -> MatchingComponent:
-    for ds in datasets.covering(lat, lng, margin_deg=0.01):
-        try:
-            component: MatchingComponent = ds.component("roadnet")
-            return component
-        except DatasetError:
-            continue
-    raise InvalidParameter(f"lat: no road data covers {lat},{lng}", parameter="lat")
 
 
 def _geojson(geom: BaseGeometry, net: RoadNetwork) -> dict[str, Any]:
@@ -111,7 +104,7 @@ def run(
     limits = limits or DEFAULT_LIMITS
     options = options or IsoOptions()
     metric, values, name = _validate(params, limits)
-    comp = _component(datasets, params.lat, params.lng)
+    comp = component_for(datasets, params.lat, params.lng, "lat", canonical(params.profile))
     net = comp.network
     hit = comp.snapper.snap(params.lat, params.lng, limits.snap_max_distance_m)
     if hit is None:

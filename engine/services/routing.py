@@ -1,4 +1,10 @@
-"""Driving directions (``cmd=routing``, ``/v1/routing``): snapped points, legs, steps, geometry.
+"""Directions by car, on foot or by bicycle (``cmd=routing``, ``/v1/routing``): snapped points,
+legs, steps, geometry.
+
+``profile`` (:mod:`engine.routing.profiles`: ``car``, ``foot``, ``bicycle``; aliases ``driving``,
+``walking``, ``cycling``) picks the profile's own graph; distances, durations and steps are the
+profile's. A region imported without that profile: InvalidParameter naming ``profile`` and the
+profiles it has.
 
 Result::
 
@@ -36,6 +42,8 @@ from engine.errors import InvalidParameter, NotFound
 from engine.geo import round_coord
 from engine.limits import DEFAULT_LIMITS, Limits
 from engine.routing.directions import build_steps
+from engine.routing.profiles import DEFAULT as DEFAULT_PROFILE
+from engine.routing.profiles import PROFILES, canonical
 from engine.routing.router import Leg, Router, avoid_mask
 from engine.routing.snap import Snap
 
@@ -55,6 +63,7 @@ class RoutingParams:
     avoid: frozenset[str] = field(default_factory=frozenset)
     steps: bool = True
     geometry: str = "polyline"
+    profile: str = DEFAULT_PROFILE
 
 
 def _check(params: RoutingParams, limits: Limits) -> None:
@@ -70,13 +79,17 @@ def _check(params: RoutingParams, limits: Limits) -> None:
         raise InvalidParameter(f"avoid accepts {', '.join(AVOIDABLE)}; got {', '.join(sorted(bad))}", parameter="avoid")
     if params.geometry not in GEOMETRIES:
         raise InvalidParameter(f"geometry must be one of {', '.join(GEOMETRIES)}", parameter="geometry")
+    canonical(params.profile)
 
 
-def _candidates(datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits) -> list[Dataset]:
-    """Datasets covering every point (within the snap distance), smallest bbox first.
+def _candidates(
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str
+) -> list[Dataset]:
+    """Datasets covering every point (within the snap distance) with ``profile``, smallest bbox first.
 
     A point outside every region is farther than the snap limit from any road we know: 400
-    naming it. Points each covered but by no common region: 404 (no route across regions)."""
+    naming it. Points each covered but by no common region: 404 (no route across regions).
+    Covering regions all imported without the profile: 400 naming ``profile``."""
     everything = datasets.all()
     common = everything
     for (lat, lng), pname in zip(points, names, strict=True):
@@ -85,25 +98,29 @@ def _candidates(datasets: DatasetRegistry, points: list[LatLng], names: list[str
         if not found and not any(d.bbox.contains(lat, lng, margin) for d in everything):
             raise InvalidParameter(
                 f"{pname} ({lat:.6f},{lng:.6f}) is farther than {limits.snap_max_distance_m:.0f} m "
-                "from any drivable road (outside every imported region)",
+                f"from any {PROFILES[profile].ways} (outside every imported region)",
                 parameter=pname,
             )
         common = found
     if not common:
         raise NotFound("no imported region contains all the route points: no route between them")
+    with_profile = [d for d in common if profile in d.profiles]
+    if not with_profile:
+        common[0].require_profile(profile)  # raises, naming the region's profiles
+    common = with_profile
     if len(common) > 1:
         common.sort(key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat))
     return common
 
 
-def _snap_all(router: Router, points: list[LatLng], names: list[str], limits: Limits) -> list[Snap]:
+def _snap_all(router: Router, points: list[LatLng], names: list[str], limits: Limits, profile: str) -> list[Snap]:
     snaps = []
     for (lat, lng), pname in zip(points, names, strict=True):
         s = router.snap(lat, lng, limits.snap_max_distance_m)
         if s is None:
             raise InvalidParameter(
                 f"{pname} ({lat:.6f},{lng:.6f}) is farther than {limits.snap_max_distance_m:.0f} m "
-                "from any drivable road",
+                f"from any {PROFILES[profile].ways}",
                 parameter=pname,
             )
         snaps.append(s)
@@ -121,15 +138,15 @@ def _legs(router: Router, snaps: list[Snap], mask: Any) -> list[Leg] | None:
 
 
 def snap_points(
-    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str = "car"
 ) -> tuple[Router, list[Snap]]:
-    """The router of the smallest region that snaps every point, and the snapped points (the
-    matrix snaps its points the same way)."""
+    """The ``profile``'s router of the smallest region that snaps every point, and the snapped
+    points (the matrix snaps its points the same way)."""
     first_error: InvalidParameter | None = None
-    for dataset in _candidates(datasets, points, names, limits):
-        router = dataset.router
+    for dataset in _candidates(datasets, points, names, limits, profile):
+        router = dataset.router_for(profile)
         try:
-            return router, _snap_all(router, points, names, limits)
+            return router, _snap_all(router, points, names, limits, profile)
         except InvalidParameter as exc:  # overlapping regions: try the next one
             first_error = first_error or exc
     raise first_error or NotFound("no imported region covers all the route points")
@@ -163,7 +180,8 @@ def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None 
     _check(params, limits)
     points = [params.origin, *params.waypoints, params.destination]
     names = ["origin", *["waypoints"] * len(params.waypoints), "destination"]
-    router, snaps = snap_points(datasets, points, names, limits)
+    profile = canonical(params.profile)
+    router, snaps = snap_points(datasets, points, names, limits, profile)
     mask = avoid_mask(params.avoid)
     legs = _legs(router, snaps, mask)
     if legs is None:
@@ -172,7 +190,7 @@ def run(datasets: DatasetRegistry, params: RoutingParams, limits: Limits | None 
         if legs is None or escaped is None:
             what = "origin and destination" if len(snaps) == 2 else "route points"
             extra = f" while avoiding {', '.join(sorted(params.avoid))}" if params.avoid else ""
-            raise NotFound(f"no drivable route between the {what}{extra}")
+            raise NotFound(f"no {PROFILES[profile].adjective} route between the {what}{extra}")
         snaps = escaped
     routes = [legs]
     if params.alternatives and len(legs) == 1:

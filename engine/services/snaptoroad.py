@@ -4,7 +4,8 @@
 is the degenerate case (nearest road within ``Limits.snap_max_distance_m``). ``radius`` is the
 GPS accuracy in metres (standard deviation of the noise, like OSRM's ``radiuses``; default 10);
 candidate roads are searched within ``max(40, 4 * radius)`` of each point. ``timestamps``
-(seconds, non-decreasing, one per point) bound the plausible speed between points.
+(seconds, non-decreasing, one per point) bound the plausible speed between points. ``profile``
+matches onto that travel profile's network (a walk onto footways, a ride onto cycleways).
 
 Result::
 
@@ -30,6 +31,8 @@ from engine.errors import DatasetError, InvalidParameter
 from engine.limits import DEFAULT_LIMITS, Limits
 from engine.matching.hmm import MatchedSegment, MatchOptions, match
 from engine.matching.network import MatchingComponent, RoadNetwork
+from engine.routing.profiles import DEFAULT as DEFAULT_PROFILE
+from engine.routing.profiles import canonical
 
 DEFAULT_SIGMA_M = 10.0
 
@@ -40,6 +43,7 @@ class SnapParams:
     timestamps: tuple[float, ...] | None = None
     interpolate: bool = False
     radius: float | None = None  # GPS accuracy (m)
+    profile: str = DEFAULT_PROFILE  # engine.routing.profiles: car, foot, bicycle (aliases accepted)
 
 
 def _validate(params: SnapParams, limits: Limits) -> np.ndarray:
@@ -68,15 +72,26 @@ def _validate(params: SnapParams, limits: Limits) -> np.ndarray:
     return pts
 
 
-def network_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: str) -> RoadNetwork:
-    """The road network of the smallest dataset covering the point that has a road graph."""
-    for ds in datasets.covering(lat, lng, margin_deg=0.01):
+def component_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: str, profile: str) -> MatchingComponent:
+    """The road network component of ``profile`` of the smallest dataset covering the point that
+    has one; InvalidParameter naming ``profile`` when the covering regions all lack the profile."""
+    covering = datasets.covering(lat, lng, margin_deg=0.01)
+    for ds in covering:
+        if profile not in ds.profiles:
+            continue
         try:
-            component: MatchingComponent = ds.component("roadnet")
-            return component.network
+            component: MatchingComponent = ds.component("roadnet", profile)
+            return component
         except DatasetError:
             continue
+    if covering and not any(profile in ds.profiles for ds in covering):
+        covering[0].require_profile(profile)  # raises, naming the region's profiles
     raise InvalidParameter(f"{parameter}: no road data covers {lat},{lng}", parameter=parameter)
+
+
+def network_for(datasets: DatasetRegistry, lat: float, lng: float, parameter: str, profile: str = "car") -> RoadNetwork:
+    """The road network of the smallest dataset covering the point that has a road graph."""
+    return component_for(datasets, lat, lng, parameter, profile).network
 
 
 def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float]]:
@@ -88,7 +103,7 @@ def _lnglat(net: RoadNetwork, x: np.ndarray, y: np.ndarray) -> tuple[list[float]
 def run(datasets: DatasetRegistry, params: SnapParams, limits: Limits | None = None) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     pts = _validate(params, limits)
-    net = network_for(datasets, float(pts[0, 0]), float(pts[0, 1]), "points")
+    net = network_for(datasets, float(pts[0, 0]), float(pts[0, 1]), "points", canonical(params.profile))
     x, y = net.proj.to_xy(pts[:, 0], pts[:, 1])
     sigma = params.radius or DEFAULT_SIGMA_M
 

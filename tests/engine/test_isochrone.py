@@ -159,7 +159,7 @@ def test_service_monaco(datasets):
         ({"times": (61.0,)}, "time"),
         ({"times": (0.0,)}, "time"),
         ({"distances": (60_000.0,)}, "distance"),
-        ({"times": (5.0,), "profile": "bicycle"}, "profile"),
+        ({"times": (5.0,), "profile": "hovercraft"}, "profile"),
     ],
 )
 def test_service_validation(datasets, kwargs, parameter):

@@ -151,3 +151,47 @@ def test_console_respects_the_quota(portal_app, portal_worker):
     assert b"no map: your plan&#39;s quota is used up" in second.data
     third = _ask(client, key)
     assert b'class="status s4">429<' in third.data
+
+
+def test_a_parameter_with_a_fixed_choice_is_offered_as_a_selector():
+    from app.portal.console import parameters
+
+    spec = {
+        "paths": {
+            "/v1/routing": {
+                "get": {
+                    "parameters": [
+                        {"in": "query", "name": "profile", "schema": {"type": "string", "enum": ["car", "foot"]}},
+                        {"in": "query", "name": "origin", "schema": {"type": "string"}},
+                    ]
+                }
+            }
+        }
+    }
+    found = {p["name"]: p for p in parameters(spec, BY_SERVICE["routing"])}
+    assert found["profile"]["choices"] == ["car", "foot"] and found["origin"]["choices"] == []
+
+
+@pytest.mark.integration
+def test_console_offers_the_travel_profile_and_walks(portal_app, portal_worker):
+    client, key = _console_user(portal_app, "standard")
+    page = client.get("/portal/console?fn=routing")
+    assert b'<select id="p-profile" name="profile">' in page.data and b'<option value="walking">' in page.data
+    points = {"origin": "43.7312,7.4197", "destination": "43.7406,7.4270", "geometry": "geojson"}
+    walk = _ask(client, key, "routing", profile="foot", **points)
+    assert walk.status_code == 200 and b'class="status s2">200<' in walk.data
+    assert b'<option value="foot" selected>' in walk.data and re.search(MAP_IMAGE, walk.data)
+    _keep_map(walk.data, "console-walking-route.png")
+
+
+def _keep_map(page: bytes, name: str) -> None:
+    """The console's map image, kept under tests/artifacts/ for the reader (issue 29 asks to see it)."""
+    import base64
+
+    from config.settings import PROJECT_ROOT
+
+    found = re.search(rb'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert found
+    artifacts = PROJECT_ROOT / "tests" / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    (artifacts / name).write_bytes(base64.b64decode(found.group(1)))

@@ -25,11 +25,11 @@ def test_key_beyond_the_plans_cap_is_a_form_error(portal_app):
     assert b"Your plan allows 5 live keys; you have 5." in page.data
     # rotation at the cap: the old key keeps working for its grace period
     prefix = keys[0].split("_")[1]
-    rotated = post(client, f"/portal/keys/{prefix}/rotate", {"grace_hours": "1"})
+    rotated = post(client, f"/portal/keys/{prefix}/rotate", {"confirm": "yes", "grace_hours": "1"})
     assert rotated.status_code == 200 and b"works until" in rotated.data
     # a revoked key frees its place (the old key in its grace period still counts)
-    assert post(client, f"/portal/keys/{keys[1].split('_')[1]}/revoke", {}).status_code == 200
-    assert post(client, f"/portal/keys/{keys[2].split('_')[1]}/revoke", {}).status_code == 200
+    assert post(client, f"/portal/keys/{keys[1].split('_')[1]}/revoke", {"confirm": "yes"}).status_code == 200
+    assert post(client, f"/portal/keys/{keys[2].split('_')[1]}/revoke", {"confirm": "yes"}).status_code == 200
     create_key(client)
     dashboard = client.get("/portal/dashboard").data
     assert re.search(rb"Live keys: 5 of 5", dashboard)

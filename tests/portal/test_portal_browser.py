@@ -136,7 +136,8 @@ def test_sign_up_verify_key_console_usage_revoke(portal_server, mailbox):
         assert secret not in page.content() and key not in page.content()  # shown once only
 
         # revoke: the key answers 401 within AUTH_CACHE_TTL in every gunicorn worker
-        page.click(f"tr[data-prefix='{key.split('_')[1]}'] button:has-text('Revoke')")
+        page.click(f"tr[data-prefix='{key.split('_')[1]}'] a:has-text('Revoke')")
+        page.click("button[type=submit]:has-text('Revoke the key')")  # the confirmation
         assert "Key revoked" in page.inner_text("h1")
 
         def refused():

@@ -1,5 +1,6 @@
 """The queue protocol (queueing/protocol.py): every record type survives the round trip through
-its stored bytes, the store script wakes waiters, and each message the web sends binds to the
+its stored bytes, the claim script answers, refuses, queues or joins in one round trip, the store
+script hands the record to every waiter, and each message the web sends binds to the
 parameters of the task that receives it."""
 
 from __future__ import annotations
@@ -113,9 +114,43 @@ def test_store_wakes_every_waiter_and_clears_the_marker(redis_url):
     for t in threads:
         t.join(15)
     assert len(woken) == 3 and all(w is not None for w in woken)
+    assert all(read_result(w[1]) == image for w in woken)  # the record itself: no second read
     assert read_result(client.get(key)) == image
     assert 0 < client.ttl(key) <= 60
     assert not client.exists(protocol.inflight_key(key), protocol.waiters_key(key))
+
+
+@pytest.mark.integration
+def test_claim_queues_joins_refuses_and_answers_in_one_script(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    call = HeavyCall("isochrone", "engine.services.isochrone:run", {"claim": 1})
+    key, other = protocol.cache_key("meridiantest", call, "a"), protocol.cache_key("meridiantest", call, "b")
+    lists = ["meridiantest-claim-queue", "meridiantest-claim-queue\x06\x163"]
+    client.delete(key, other, *lists, *(protocol.waiters_key(k) for k in (key, other)))
+    client.delete(*(protocol.inflight_key(k) for k in (key, other)))
+    try:
+        first, second = protocol.new_wake_key(key), protocol.new_wake_key(key)
+        assert protocol.claim(client, key, first, lists, 2).outcome == "queue"
+        assert client.exists(protocol.inflight_key(key))
+        client.rpush(lists[0], "t1")
+        client.rpush(lists[1], "t2")  # depth 2: full for a new task ...
+        assert protocol.claim(client, key, second, lists, 2).outcome == "join"  # ... not for a joiner
+        assert client.smembers(protocol.waiters_key(key)) == {first.encode(), second.encode()}
+        refused = protocol.claim(client, other, protocol.new_wake_key(other), lists, 2)
+        assert (refused.outcome, refused.depth) == ("full", 2)
+        assert not client.exists(protocol.waiters_key(other), protocol.inflight_key(other))
+        assert protocol.claim(client, other, protocol.new_wake_key(other), lists, 0).outcome == "queue"  # unbounded
+
+        document = {"type": "FeatureCollection", "features": []}
+        assert protocol.store_result(client, key, document, 60) == 2
+        hit = protocol.claim(client, key, protocol.new_wake_key(key), lists, 2)
+        assert hit.outcome == "hit" and hit.record is not None
+        result = read_result(hit.record)
+        assert isinstance(result, JsonText) and result.data == document
+        assert not client.exists(protocol.waiters_key(key))  # a hit registers nothing
+    finally:
+        client.delete(key, other, *lists, *(protocol.waiters_key(k) for k in (key, other)))
+        client.delete(*(protocol.inflight_key(k) for k in (key, other)))
 
 
 class RecordingSender:

@@ -4,6 +4,7 @@ back, usage is complete per key."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import redis
@@ -116,3 +117,21 @@ def test_keys_of_one_account_share_its_windows_and_keep_their_own_usage(redis_ur
     for key in keys:  # usage statistics stay per key
         assert _counted(counter, "acct-1", key)[2] == ({"geocoding": allowed[key]} if allowed[key] else {})
     assert counter.current("acct-2") == Counts(0, 0, 0)  # another account's windows are its own
+
+
+def test_last_used_is_kept_per_key_also_for_units_spent_from_a_reservation(redis_url):
+    """The portal's "Last used" (issue 28 item 6): the time of each key's last counted request,
+    from a plain count and from a settled reservation spent by the account's other key."""
+    counter = _counter(redis_url, "leasetest-last")
+    quota = LeasedQuota(counter, ttl_s=30)
+    plan = _plan(per_minute=600, per_day=100_000)
+    before = time.time()
+    for _ in range(3):
+        quota.spend("acct", "first", plan, "geocoding")  # counted at once, then with a reservation
+    for _ in range(3):
+        quota.spend("acct", "second", plan, "geocoding")  # from the reservation, in memory
+    assert set(counter.last_used(["first", "second"])) == {"first"}
+    quota.settle_all()
+    stamps = counter.last_used(["first", "second", "never"])
+    assert set(stamps) == {"first", "second"}
+    assert all(before - 1 <= s.timestamp() <= time.time() + 1 for s in stamps.values())

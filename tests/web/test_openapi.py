@@ -51,8 +51,8 @@ def test_function_views_answers_documented_without_a_wrapper(client):
     and example of 200, the extra errors, 202 for queued functions; the schemas as references."""
     spec = client.get("/api-json").get_json()
     routing = spec["paths"]["/v1/routing"]["get"]
-    assert routing["summary"] == "Driving directions"
-    assert routing["description"].startswith("A car route from `origin`")
+    assert routing["summary"] == "Directions by car, on foot or by bicycle"
+    assert routing["description"].startswith("A route from `origin`")
     assert routing["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RoutingResult"
     }

@@ -1,0 +1,82 @@
+"""The travel profiles a dataset can route for: ``car``, ``foot``, ``bicycle``.
+
+A :class:`Profile` bundles the pure tag functions of one mode (:mod:`engine.routing.profile` for
+the car, :mod:`engine.routing.foot`, :mod:`engine.routing.bicycle`): the graph build
+(:mod:`engine.routing.build`) reads the OSM file once and applies each requested profile to every
+way, node and restriction. Each profile gets its own routing graph and contraction hierarchy
+(``graph/`` for the car, ``graph-<profile>/``, :func:`engine.layout.profile_graph_dir`): the
+edges, their directions, costs and turns differ, and so does every array the CH query reads.
+
+Names on the API: the profile names, and Mapbox's ``driving``, ``walking``, ``cycling``
+(:data:`ALIASES`); :func:`canonical` turns either into a profile name or raises
+:class:`~engine.errors.InvalidParameter` naming ``profile``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from engine import layout
+from engine.errors import InvalidParameter
+from engine.routing import bicycle, foot
+from engine.routing import profile as car
+
+Tags = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    adjective: str  # "drivable", "walkable", "rideable": in error messages
+    way_noun: str  # "road" for the car, "way" for the others: "no drivable road", "no walkable way"
+    way_profile: Callable[[Tags], car.WayProfile | None]
+    node_penalty: Callable[[Tags], float | None]
+    restriction_kind: Callable[[Tags], str | None]
+    turn_duration_s: Callable[..., float]
+    pedestrian_areas: bool = False  # walk across squares (foot.is_pedestrian_area)
+
+    @property
+    def ways(self) -> str:
+        return f"{self.adjective} {self.way_noun}"
+
+    @property
+    def graph_dir(self) -> str:
+        return layout.profile_graph_dir(self.name)
+
+
+CAR = Profile("car", "drivable", "road", car.way_profile, car.node_penalty, car.restriction_kind, car.turn_duration_s)
+FOOT = Profile(
+    "foot", "walkable", "way", foot.way_profile, foot.node_penalty, foot.restriction_kind, foot.turn_duration_s, True
+)
+BICYCLE = Profile(
+    "bicycle",
+    "rideable",
+    "way",
+    bicycle.way_profile,
+    bicycle.node_penalty,
+    bicycle.restriction_kind,
+    bicycle.turn_duration_s,
+)
+PROFILES: dict[str, Profile] = {p.name: p for p in (CAR, FOOT, BICYCLE)}
+NAMES: tuple[str, ...] = tuple(PROFILES)
+ALIASES: dict[str, str] = {"driving": "car", "walking": "foot", "cycling": "bicycle"}
+ACCEPTED: tuple[str, ...] = NAMES + tuple(ALIASES)
+DEFAULT = "car"
+
+
+def canonical(name: str, parameter: str = "profile") -> str:
+    """The profile called ``name`` (a profile name or an alias), else InvalidParameter."""
+    key = (name or "").strip().lower()
+    found = ALIASES.get(key, key)
+    if found not in PROFILES:
+        raise InvalidParameter(f"{parameter} must be one of {', '.join(ACCEPTED)}; got {name!r}", parameter=parameter)
+    return found
+
+
+def parse_list(names: Iterable[str], parameter: str = "profiles") -> tuple[str, ...]:
+    """Profile names (aliases accepted) in the canonical order, without repeats; at least one."""
+    chosen = {canonical(n, parameter) for n in names if n.strip()}
+    if not chosen:
+        raise InvalidParameter(f"{parameter}: name at least one of {', '.join(NAMES)}", parameter=parameter)
+    return tuple(n for n in NAMES if n in chosen)
