@@ -35,6 +35,7 @@ FUNCTION_MODULES = (
     "app.functions.staticmap",
     "app.functions.geometry",
     "app.functions.matrix",
+    "app.functions.optimization",
     "app.functions.geofencing",
     "app.functions.batch",
     "app.functions.jobs",

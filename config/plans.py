@@ -21,6 +21,7 @@ SERVICES: tuple[str, ...] = (
     "staticmap",
     "geometry",
     "matrix",
+    "optimization",
     "snaptoroad",
     "geofencing",
 )

@@ -38,6 +38,9 @@ class Limits:
     matrix_inline_cells: int = 10_000  # up to this many cells, computed in the web process
     geometry_simplify_max_m: float = 10_000.0
     batch_geocode_max: int = 1000
+    optimization_jobs: int = 1000  # jobs of one route optimisation problem
+    optimization_vehicles: int = 100
+    optimization_inline_locations: int = 12  # up to this many distinct locations, solved in the web process
     geofence_max_vertices: int = 10_000
     geofence_max_per_account: int = 10_000
     geofence_max_radius_m: float = 100_000.0

@@ -59,7 +59,8 @@ from engine.results import BinaryResult
 # ---------------------------------------------------------------------------- queues and tasks
 DEFAULT_QUEUE = "default"
 BATCH_QUEUE = "batch"
-QUEUES = (DEFAULT_QUEUE, "isochrone", "staticmap", "geometry", "matrix", BATCH_QUEUE)  # heavy kinds get a queue each
+# heavy kinds get a queue each
+QUEUES = (DEFAULT_QUEUE, "isochrone", "staticmap", "geometry", "matrix", "optimization", BATCH_QUEUE)
 SOFT_TIME_LIMIT_S = 60  # a task gets SoftTimeLimitExceeded (stored as an UNAVAILABLE error) ...
 HARD_TIME_LIMIT_S = 90  # ... and is killed past this
 VISIBILITY_TIMEOUT_S = 300  # the broker redelivers an unacknowledged task after this

@@ -211,7 +211,7 @@ def bare_api_key(bare_store: AccountStore) -> str:
 def start_worker(
     settings: Settings,
     log_path: Path,
-    queues: str = "default,isochrone,staticmap,geometry,matrix,batch",
+    queues: str = "default,isochrone,staticmap,geometry,matrix,optimization,batch",
     concurrency: int = 1,
     name: str = "test",
     **env: str,

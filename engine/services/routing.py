@@ -166,7 +166,7 @@ def escape_fragments(router: Router, points: list[LatLng], snaps: list[Snap], li
     return out if moved else None
 
 
-def _geometry(lat: NDArray[np.float64], lng: NDArray[np.float64], kind: str) -> dict[str, Any] | str:
+def line_geometry(lat: NDArray[np.float64], lng: NDArray[np.float64], kind: str) -> dict[str, Any] | str:
     if kind == "geojson":
         return {
             "type": "LineString",
@@ -233,6 +233,6 @@ def _route(router: Router, legs: list[Leg], params: RoutingParams) -> dict[str, 
     return {
         "distance": round(total_d, 1),
         "duration": round(total_t, 1),
-        "geometry": _geometry(lat, lng, params.geometry),
+        "geometry": line_geometry(lat, lng, params.geometry),
         "legs": out_legs,
     }
