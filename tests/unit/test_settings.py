@@ -141,6 +141,7 @@ def test_the_worker_entry_point_registers_every_task():
         "meridian.geofence_webhook",
         "meridian.heavy",
         "meridian.heavy_job",
+        "meridian.matrix_job",
         "meridian.ping",
         "meridian.send_mail",
     ]
