@@ -53,6 +53,16 @@ def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = N
     raise RuntimeError(f"{url} did not answer within {timeout} s")
 
 
+def terminate(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM ``proc`` (not its group), SIGKILL if it is still there after ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
@@ -99,12 +109,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate(proc)
 
 
 @pytest.fixture(scope="session")

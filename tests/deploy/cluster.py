@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.fixtures_live import terminate
+
 PG_BIN = Path(os.environ.get("MERIDIAN_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
@@ -116,10 +118,5 @@ def haproxy(port: int, backends: list[Backend], workdir: Path) -> Iterator[subpr
         wait_port(port)
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate(proc)
         log.close()

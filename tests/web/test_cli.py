@@ -88,27 +88,9 @@ def test_regions_lists_samples(settings):
     assert {r["region"] for r in regions} == {"monaco", "helsinki"}
 
 
-def test_serve_refuses_production_without_portal_secrets_in_one_line(settings):
-    """A missing PORTAL_SECRET_KEY or SMTP_URL in production stops `meridian serve` before
-    gunicorn starts, with one line naming the variable (no traceback from every worker)."""
-    env = settings_env(settings)
-    env.update(NODE_ENV="production", PORTAL_ENABLED="true", PORT="1")  # a port it never binds
-    for name in ("PORTAL_SECRET_KEY", "SMTP_URL"):
-        env.pop(name, None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "serve"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode != 0
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "SMTP_URL is required in production" in lines[0]
-
-    env["SMTP_URL"] = "smtp://127.0.0.1:1"
+def _serve_refused(env: dict[str, str]) -> str:
+    """Run `meridian serve` with ``env``; it must exit non-zero before gunicorn starts, with one
+    line on stderr and no traceback. Returns that line."""
     proc = subprocess.run(
         [sys.executable, "-m", "cli.main", "serve"],
         cwd=PROJECT_ROOT,
@@ -119,4 +101,16 @@ def test_serve_refuses_production_without_portal_secrets_in_one_line(settings):
     )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode != 0 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "PORTAL_SECRET_KEY is required in production" in lines[0]
+    return lines[0]
+
+
+def test_serve_refuses_production_without_portal_secrets_in_one_line(settings):
+    """A missing PORTAL_SECRET_KEY or SMTP_URL in production stops `meridian serve` before
+    gunicorn starts, with one line naming the variable (no traceback from every worker)."""
+    env = settings_env(settings)
+    env.update(NODE_ENV="production", PORTAL_ENABLED="true", PORT="1")  # a port it never binds
+    for name in ("PORTAL_SECRET_KEY", "SMTP_URL"):
+        env.pop(name, None)
+    assert "SMTP_URL is required in production" in _serve_refused(env)
+    env["SMTP_URL"] = "smtp://127.0.0.1:1"
+    assert "PORTAL_SECRET_KEY is required in production" in _serve_refused(env)
