@@ -46,7 +46,7 @@ def _first_error(messages: Any, path: str = "") -> tuple[str, Any]:
     return path, messages
 
 
-class LngLat(fields.Field[tuple[float, float]]):
+class LngLat(f.PairField):
     """``[lng, lat]`` as VROOM writes it -> ``(lat, lng)`` as the engine takes it."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -28,9 +28,11 @@ LatLng = tuple[float, float]  # (lat, lng), decimal degrees
 # supported, see pyproject.toml) cannot subscript them at run time.
 if TYPE_CHECKING:
     IntField = fields.Field[int]
+    PairField = fields.Field[tuple[float, float]]
     StrList = fields.List[str]
 else:
     IntField = fields.Field
+    PairField = fields.Field
     StrList = fields.List
 
 
