@@ -165,6 +165,17 @@ def store(settings) -> AccountStore:
     return open_store(settings)
 
 
+SESSION_PLAN = "test-session"
+
+
+def session_key(store: AccountStore) -> str:
+    """The key most tests share: on a plan of its own without quota windows, since quotas are
+    counted per account and the whole session's calls (matrices of 10,000 units included) would
+    use up any real plan's minute. Quota tests make their own accounts and plans."""
+    store.set_plan(SESSION_PLAN, per_minute=0, per_day=0, per_month=0, services=["*"], max_keys=0)
+    return store.create_key("tests", SESSION_PLAN, label="session key").key
+
+
 @pytest.fixture(scope="session")
 def app(settings, store):
     from app import create_app
@@ -179,7 +190,7 @@ def client(app):
 
 @pytest.fixture(scope="session")
 def api_key(store) -> str:
-    return store.create_key("tests", "pro", label="session key").key
+    return session_key(store)
 
 
 @pytest.fixture(scope="session")
@@ -210,7 +221,7 @@ def bare_client(bare_app: Flask) -> FlaskClient:
 
 @pytest.fixture(scope="session")
 def bare_api_key(bare_store: AccountStore) -> str:
-    return bare_store.create_key("tests", "pro", label="session key").key
+    return session_key(bare_store)
 
 
 def start_worker(
