@@ -200,40 +200,29 @@ class AccountStore:
         quota_fail_open: bool | None = None,
         max_matrix_cells: int | None = None,
     ) -> PlanRecord:
-        limits = (
-            ("per_minute", per_minute),
-            ("per_day", per_day),
-            ("per_month", per_month),
-            ("max_keys", max_keys),
-            ("max_fence_vertices", max_fence_vertices),
-            ("max_matrix_cells", max_matrix_cells),
-        )
-        for label, value in limits:
+        limits: dict[str, int | None] = {
+            "per_minute": per_minute,
+            "per_day": per_day,
+            "per_month": per_month,
+            "max_keys": max_keys,
+            "max_fence_vertices": max_fence_vertices,
+            "max_matrix_cells": max_matrix_cells,
+        }
+        for label, value in limits.items():
             if value is not None and value < 0:
                 raise AccountError(f"{label} must be >= 0 (0 = unlimited)")
+        # the columns given (None: left as they are)
+        changes: dict[str, object] = {**limits, "description": description, "quota_fail_open": quota_fail_open}
         with self.session() as s, s.begin():
             plan = s.scalar(select(Plan).where(Plan.name == name))
             if plan is None:
                 plan = Plan(name=name, services=[], description="")
                 s.add(plan)
-            if per_minute is not None:
-                plan.per_minute = per_minute
-            if per_day is not None:
-                plan.per_day = per_day
-            if per_month is not None:
-                plan.per_month = per_month
+            for column, given in changes.items():
+                if given is not None:
+                    setattr(plan, column, given)
             if services is not None:
                 plan.services = _check_services(services, "service")
-            if description is not None:
-                plan.description = description
-            if max_keys is not None:
-                plan.max_keys = max_keys
-            if max_fence_vertices is not None:
-                plan.max_fence_vertices = max_fence_vertices
-            if quota_fail_open is not None:
-                plan.quota_fail_open = quota_fail_open
-            if max_matrix_cells is not None:
-                plan.max_matrix_cells = max_matrix_cells
             s.flush()
             return self._plan_record(plan)
 
