@@ -35,6 +35,19 @@ from numba.core import event
 
 from engine.dataset import COMPONENTS, PROFILE_COMPONENTS, Dataset, DatasetRegistry
 from engine.geofence.index import warm_up as geofence_warm_up
+from engine.render.overlays import Marker
+from engine.render.overlays import Path as OverlayPath
+from engine.services import (
+    geocoding,
+    isochrone,
+    poi,
+    proximity,
+    reverse_geocoding,
+    routing,
+    snaptoroad,
+    staticmap,
+    suggest,
+)
 
 log = logging.getLogger("meridian.warmup")
 
@@ -225,18 +238,6 @@ def _probe(ds: Dataset) -> _Probe | None:
 
 def _run_services(ds: Dataset, p: _Probe) -> None:
     """Each engine service once on ``ds`` alone, the way a request calls it."""
-    from engine.render.overlays import Marker, Path
-    from engine.services import (
-        geocoding,
-        isochrone,
-        poi,
-        proximity,
-        reverse_geocoding,
-        routing,
-        snaptoroad,
-        staticmap,
-        suggest,
-    )
 
     only = DatasetRegistry.holding([ds])
     calls: list[tuple[str, Callable[[], object]]] = [
@@ -271,7 +272,7 @@ def _run_services(ds: Dataset, p: _Probe) -> None:
                     width=64,
                     height=64,
                     markers=(Marker(*p.a),),
-                    paths=(Path(points=(p.a, p.b, p.c)),),
+                    paths=(OverlayPath(points=(p.a, p.b, p.c)),),
                 ),
             ),
         ),
@@ -419,7 +420,7 @@ class CacheBuild:
 
 def build_cache(workdir: Path | None = None) -> CacheBuild:
     """Compile every kernel into ``NUMBA_CACHE_DIR``: import the synthetic town, then warm it."""
-    from engine.ingest.pipeline import import_pbf
+    from engine.ingest.pipeline import import_pbf  # the import side (osmium) only for this build step
 
     counter = compile_counter()
     t0 = time.perf_counter()
