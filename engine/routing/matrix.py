@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from engine.arrays import grown
+from engine.arrays import grown, resized
 from engine.routing import heap
 from engine.routing.ch import ARC_TAILS, arc_at
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
@@ -227,8 +227,8 @@ def target_buckets(tgt_first, tgt_nodes, tgt_w, tgt_d, tgt_l, uf, ut, uw, df, dt
         )  # fmt: skip
         if ne + settled.shape[0] > cap:
             cap = max(2 * cap, ne + settled.shape[0])
-            e_node, e_tgt = _resized(e_node, ne, cap), _resized(e_tgt, ne, cap)
-            e_w, e_d, e_l = _resized(e_w, ne, cap), _resized(e_d, ne, cap), _resized(e_l, ne, cap)
+            e_node, e_tgt = resized(e_node, cap, ne), resized(e_tgt, cap, ne)
+            e_w, e_d, e_l = resized(e_w, cap, ne), resized(e_d, cap, ne), resized(e_l, cap, ne)
         for x in settled:
             e_node[ne] = x
             e_tgt[ne] = j
@@ -286,13 +286,6 @@ def scan_sources(src_first, src_nodes, src_w, src_d, src_l, n_tgt, bfirst, b_tgt
                     blen[i, j] = dl[x] + b_l[p]
         _reset(dist, touched, nt)
     return best, bdur, blen
-
-
-@njit(cache=True, nogil=True)
-def _resized(a, n, cap):
-    out = np.empty(cap, a.dtype)
-    out[:n] = a[:n]
-    return out
 
 
 # ----------------------------------------------------------------------------- the Python side
