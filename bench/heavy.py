@@ -34,13 +34,14 @@ import numpy as np
 from accounts.store import AccountStore
 from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
-from bench.routing import peers_region, start_peers
+from bench import peers
+from bench.peers import peers_region, start_peers
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
-VALHALLA = ("127.0.0.1", 8002)
+VALHALLA = peers.VALHALLA
 
 
 def start_worker(env: dict) -> subprocess.Popen:

@@ -24,10 +24,11 @@ import shapely
 import shapely.geometry
 
 from bench.matching import RESULTS, load_registry
-from bench.routing import start_peers
+from bench import peers
+from bench.peers import start_peers
 from engine.services.isochrone import IsochroneParams, run
 
-VALHALLA = ("127.0.0.1", 8002)
+VALHALLA = peers.VALHALLA
 MINUTES = (5.0, 10.0, 15.0)
 
 

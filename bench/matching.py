@@ -34,7 +34,8 @@ from urllib.parse import quote
 
 import numpy as np
 
-from bench.routing import start_peers
+from bench import peers
+from bench.peers import start_peers
 from config.settings import PROJECT_ROOT
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
@@ -43,7 +44,7 @@ from engine.services.snaptoroad import SnapParams, run
 
 SAMPLES = PROJECT_ROOT / "data" / "samples"
 RESULTS = PROJECT_ROOT / "bench" / "results"
-OSRM = ("127.0.0.1", 5000)
+OSRM = peers.OSRM_CH
 
 
 def bench_data_dir() -> Path:

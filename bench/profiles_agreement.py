@@ -24,11 +24,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import peers  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
 from engine.errors import MeridianError  # noqa: E402
 from engine.services.routing import RoutingParams, run  # noqa: E402
 
-VALHALLA = "http://127.0.0.1:8002/route"
+VALHALLA = peers.url(peers.VALHALLA) + "/route"
 COSTING = {"foot": "pedestrian", "bicycle": "bicycle", "car": "auto"}
 
 

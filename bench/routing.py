@@ -1,5 +1,5 @@
 """Routing benchmark: Meridian in process (and over HTTP when --meridian-url is given) next to
-OSRM (CH, :5000) and Valhalla (:8002) over HTTP, on the same seeded random pairs.
+OSRM (CH) and Valhalla (addresses: bench/peers.py) over HTTP, on the same seeded random pairs.
 
     .venv/bin/python -m bench.routing [--regions monaco,helsinki] [--pairs 1000] [--start-peers]
                                       [--meridian-url http://127.0.0.1:3000 --api-key KEY]
@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -32,7 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import peers  # noqa: E402
 from bench.http_client import Http  # noqa: E402
+from bench.peers import peers_region, start_peers  # noqa: E402
 from bench.outliers import explain as explain_outliers  # noqa: E402
 from engine import layout  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
@@ -40,40 +41,8 @@ from engine.errors import MeridianError  # noqa: E402
 from engine.ingest.pipeline import Stage, import_pbf  # noqa: E402
 from engine.services.routing import RoutingParams, run  # noqa: E402
 
-PEERS = Path(os.environ.get("PEERS_KIT", "/work/shared/peers"))
-PEERS_DIR = os.environ.get("PEERS_DIR", "/var/tmp/meridian-peers")
 SAMPLES = ROOT / "data" / "samples"
 ROADS = (Stage("roads", "engine.ingest.roads:run", (layout.GRAPH_DIR,)),)
-
-
-def peers_region() -> str | None:
-    try:
-        out = subprocess.run(
-            ["./serve.sh", "status"],
-            cwd=PEERS,
-            env=dict(os.environ, PEERS_DIR=PEERS_DIR),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    for line in out.splitlines():
-        if line.startswith("region:"):
-            name = line.split()[1]
-            return None if name == "-" else name
-    return None
-
-
-def start_peers(region: str) -> None:
-    subprocess.run(
-        ["./serve.sh", "start", region],
-        cwd=PEERS,
-        env=dict(os.environ, PEERS_DIR=PEERS_DIR),
-        check=True,
-        timeout=600,
-        capture_output=True,
-    )
 
 
 def osrm_path(a, b, steps: bool) -> str:
@@ -243,8 +212,8 @@ def bench_region(region: str, args, ds: DatasetRegistry) -> dict:
         running = peers_region()
     engines: dict[str, tuple[Http, Callable[[Http, Any, Any, bool], Any]]] = {}
     if running == region:
-        engines["osrm"] = (Http("127.0.0.1", 5000), osrm_route)
-        engines["valhalla"] = (Http("127.0.0.1", 8002), valhalla_route)
+        engines["osrm"] = (Http(*peers.OSRM_CH), osrm_route)
+        engines["valhalla"] = (Http(*peers.VALHALLA), valhalla_route)
     else:
         out["peers_note"] = f"peers serve {running!r}, not {region!r}: peers not measured"
     if args.meridian_url:

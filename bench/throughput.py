@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from bench import peers
+from bench.peers import peers_region, start_peers
 from bench.routing import (
     ROADS,
     SAMPLES,
@@ -42,8 +44,6 @@ from bench.routing import (
     meridian_path,
     osrm_path,
     own_server,
-    peers_region,
-    start_peers,
     valhalla_request,
 )
 from config.settings import PROJECT_ROOT
@@ -51,8 +51,8 @@ from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
 
 OUT = PROJECT_ROOT / "bench" / "results" / "throughput.json"
-OSRM = "http://127.0.0.1:5000"
-VALHALLA = "http://127.0.0.1:8002"
+OSRM = peers.url(peers.OSRM_CH)
+VALHALLA = peers.url(peers.VALHALLA)
 
 
 def valhalla_path(a, b, steps: bool) -> str:
