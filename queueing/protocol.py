@@ -169,9 +169,16 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def mark_started(client: redis.Redis, job: str) -> None:
-    """A worker starts on the job: ``started`` is set by the first task only."""
+JOB_EXPIRED = {"ok": False, "skipped": "job expired"}
+
+
+def start_job(client: redis.Redis, job: str) -> bool:
+    """A worker starts on the job: False when its record has expired (the task is skipped, its
+    result would have no reader); else ``started`` is set by the job's first task only."""
+    if not client.exists(job):
+        return False
     client.hsetnx(job, JOB_STARTED, now_iso())
+    return True
 
 
 # ---------------------------------------------------------------------------- records

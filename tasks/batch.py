@@ -22,11 +22,12 @@ from celery import shared_task
 from queueing.protocol import (
     GEOCODE_CHUNK_TASK,
     HEAVY_JOB_TASK,
+    JOB_EXPIRED,
     job_chunk_key,
     job_failed_key,
     job_progress_key,
     job_result_key,
-    mark_started,
+    start_job,
 )
 from tasks.base import redis_client
 from tasks.geocoding import geocode_many
@@ -38,9 +39,8 @@ log = logging.getLogger("meridian.tasks")
 @shared_task(name=GEOCODE_CHUNK_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def geocode_chunk(job_key: str, index: int, queries: list[str], limit: int, ttl_s: int) -> dict[str, Any]:
     client = redis_client()
-    if not client.exists(job_key):
-        return {"ok": False, "skipped": "job expired"}
-    mark_started(client, job_key)
+    if not start_job(client, job_key):
+        return JOB_EXPIRED
     try:
         results = geocode_many(queries, limit)
         pipe = client.pipeline(transaction=True)
@@ -68,9 +68,8 @@ def heavy_job(
     dataset_versions: str | None = None,
 ) -> dict[str, Any]:
     client = redis_client()
-    if not client.exists(job_key):
-        return {"ok": False, "skipped": "job expired"}
-    mark_started(client, job_key)
+    if not start_job(client, job_key):
+        return JOB_EXPIRED
     try:
         return run_heavy(service_ref, encoded_params, cache_key, dataset_versions)
     finally:

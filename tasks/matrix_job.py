@@ -26,6 +26,7 @@ from engine.codec import decode
 from engine.errors import ErrorKind, MeridianError
 from engine.services import matrix
 from queueing.protocol import (
+    JOB_EXPIRED,
     MATRIX_JOB_HARD_TIME_LIMIT_S,
     MATRIX_JOB_SOFT_TIME_LIMIT_S,
     MATRIX_JOB_TASK,
@@ -34,8 +35,8 @@ from queueing.protocol import (
     job_result_key,
     job_rows_key,
     job_waypoints_key,
-    mark_started,
     pack,
+    start_job,
 )
 from tasks.base import datasets, redis_client, settings
 
@@ -53,9 +54,8 @@ def matrix_job(
     encoded_params: dict[str, Any], job_key: str, rows: int, ttl_s: int, dataset_versions: str | None = None
 ) -> dict[str, Any]:
     client = redis_client()
-    if not client.exists(job_key):
-        return {"ok": False, "skipped": "job expired"}
-    mark_started(client, job_key)
+    if not start_job(client, job_key):
+        return JOB_EXPIRED
     try:
         params = decode(encoded_params)
         header, blocks = matrix.run_rows(datasets(dataset_versions), params, rows, settings().limits)
