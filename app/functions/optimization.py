@@ -115,7 +115,13 @@ class VehicleSchema(Schema):
     capacity = _amount("What the vehicle carries, per dimension.")
     skills = _skills()
     time_window = _window()
-    profile = f.TravelProfile()
+    profile = f.TravelProfile(
+        metadata={
+            "description": "How the vehicle travels: car, foot or bicycle (aliases driving, walking, cycling), timed "
+            "by that profile's matrix, its route drawn on that profile's ways. The region must have been imported "
+            "with it (`meridian import --profiles`)."
+        }
+    )
 
     @post_load
     def _vehicle(self, data: dict[str, Any], **_kwargs: Any) -> opt.Vehicle:
