@@ -10,8 +10,9 @@ Result::
 
 Rows are sources, columns destinations; ``null`` where no route exists; only the requested
 ``annotations`` appear. Every cell is what ``/v1/routing`` answers for the pair with the same
-``profile``: the profile's graph, the same region choice and snapping (:func:`engine.services.routing.snap_points`), the same least-weight
-path, its duration and distance rounded to 0.1 like the route's. A point on a fragment of the
+``profile``: the profile's graph, the same region choice and snapping
+(:func:`engine.services.routing.snap_points`), the same least-weight path, its duration and
+distance rounded to 0.1 like the route's. A point on a fragment of the
 network (a road cut off where the extract ends) is moved to the well-connected network for the
 cells with no route from or to it, as the router does for a pair
 (:func:`engine.services.routing.escape_fragments`); its ``location`` stays where it snapped.
@@ -20,8 +21,9 @@ Large matrices (jobs) are computed a block of rows at a time by :func:`run_rows`
 storing each block as it comes; :func:`run` is the whole answer at once.
 
 Errors: more than ``Limits.matrix_locations`` sources or destinations, or more than
-``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) -> InvalidParameter naming ``sources`` / ``destinations``; an unknown
-profile, or one the region was not imported with -> InvalidParameter naming ``profile``; a point
+``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) ->
+InvalidParameter naming ``sources`` / ``destinations``; an unknown profile, or one the region
+was not imported with -> InvalidParameter naming ``profile``; a point
 farther than the snap limit from any way of the profile -> InvalidParameter naming its list;
 points in no common region -> NotFound. Destinations default to the sources.
 """
