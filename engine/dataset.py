@@ -111,12 +111,14 @@ class Dataset:
         self.require_profile(profile)
         return self.component("router", profile)
 
-    def require_profile(self, profile: str) -> None:
+    def require_profile(self, profile: str, parameter: str = "profile") -> None:
+        """InvalidParameter naming ``parameter`` (where the request gave the profile) and the
+        region's profiles, unless the region was imported with ``profile``."""
         if profile not in self.profiles:
             raise InvalidParameter(
                 f"region {self.region} was imported without the {profile} profile; "
                 f"its profiles: {', '.join(self.profiles)}",
-                parameter="profile",
+                parameter=parameter,
             )
 
     @property

@@ -33,11 +33,6 @@ from engine.services import matrix
 LIMITS = DEFAULT_LIMITS
 CELLS_PER_UNIT = 100
 
-_PROFILE = fields.String(
-    load_default="car",
-    validate=validate.OneOf(matrix.PROFILES, error="must be one of: {choices}"),
-    metadata={"description": "Travel profile: " + ", ".join(matrix.PROFILES) + ".", "example": "car"},
-)
 _ASYNC_TEXT = jobs.ASYNC_DESCRIPTION
 
 
@@ -77,7 +72,7 @@ class MatrixArgs(ParamsSchema):
         metadata={"description": "`lat,lng|...`; default: the sources.", "example": "43.7312,7.4197"},
     )
     annotations = f.CommaList(choices=matrix.ANNOTATIONS, metadata={"example": "duration,distance"})
-    profile = _PROFILE
+    profile = f.TravelProfile()
     async_ = jobs.async_field()
 
     @post_load
@@ -124,7 +119,7 @@ class MatrixBody(ParamsSchema):
         validate=validate.Length(1, len(matrix.ANNOTATIONS)),
         metadata={"description": "Any of: " + ", ".join(matrix.ANNOTATIONS) + " (default both)."},
     )
-    profile = _PROFILE
+    profile = f.TravelProfile()
     async_ = fields.Boolean(data_key="async", load_default=False, metadata={"description": _ASYNC_TEXT})
 
     @post_load
@@ -227,9 +222,11 @@ def _cap(plan: str) -> str:
 
 
 DESCRIPTION = (
-    "Durations (s) and distances (m) by car from every source to every destination, each cell what "
-    "`/v1/routing` answers for the pair (same snapping, same roads, turn restrictions and one-ways), "
-    f"`null` where no route exists. Up to {LIMITS.matrix_locations} sources and destinations and "
+    "Durations (s) and distances (m) from every source to every destination by the `profile` (`car`, "
+    "the default, `foot` or `bicycle`; aliases `driving`, `walking`, `cycling`), each cell what `/v1/routing` "
+    "answers for the pair with the same `profile` (same snapping, same ways, turn restrictions and one-ways), "
+    "`null` where no route exists; a profile the region was not imported with is a 400 naming the region's "
+    f"profiles. Up to {LIMITS.matrix_locations} sources and destinations and "
     f"{LIMITS.matrix_cells:,} cells in the request; up to {LIMITS.matrix_inline_cells:,} cells answered at once, "
     "larger ones computed by a worker while the request waits. With `async`, a job of up to "
     f"{LIMITS.matrix_job_locations:,} sources and destinations ({LIMITS.matrix_job_cells:,} cells), computed and "

@@ -115,7 +115,13 @@ class VehicleSchema(Schema):
     capacity = _amount("What the vehicle carries, per dimension.")
     skills = _skills()
     time_window = _window()
-    profile = fields.String(load_default="car", metadata={"description": "Only `car`."})
+    profile = f.TravelProfile(
+        metadata={
+            "description": "How the vehicle travels: car, foot or bicycle (aliases driving, walking, cycling), timed "
+            "by that profile's matrix, its route drawn on that profile's ways. The region must have been imported "
+            "with it (`meridian import --profiles`)."
+        }
+    )
 
     @post_load
     def _vehicle(self, data: dict[str, Any], **_kwargs: Any) -> opt.Vehicle:
@@ -239,7 +245,7 @@ class OptimizationStepSchema(ResponseSchema):
     id = fields.Integer(metadata={"description": "The job's id (job steps)."})
     location = fields.List(fields.Float(), required=True, metadata={"description": "`[lng, lat]`."})
     arrival = fields.Integer(required=True, metadata={"description": "Seconds, on the problem's clock."})
-    duration = fields.Integer(required=True, metadata={"description": "Driving seconds since the start."})
+    duration = fields.Integer(required=True, metadata={"description": "Travel seconds since the start."})
     service = fields.Integer(required=True)
     waiting_time = fields.Integer(required=True)
     load_ = fields.List(
@@ -250,9 +256,9 @@ class OptimizationStepSchema(ResponseSchema):
 class OptimizationTotalsSchema(ResponseSchema):
     """What a route and the whole solution both sum."""
 
-    cost = fields.Integer(required=True, metadata={"description": "VROOM's cost: driving seconds."})
+    cost = fields.Integer(required=True, metadata={"description": "VROOM's cost: travel seconds."})
     service = fields.Integer(required=True)
-    duration = fields.Integer(required=True, metadata={"description": "Driving seconds."})
+    duration = fields.Integer(required=True, metadata={"description": "Travel seconds."})
     waiting_time = fields.Integer(required=True)
     distance = fields.Float(required=True, metadata={"description": "Metres, by Meridian's matrix."})
     delivery = fields.List(fields.Integer(), required=True)
@@ -376,10 +382,13 @@ FUNCTION = register(
 DESCRIPTION = (
     "Solves a vehicle routing problem in [VROOM's format](https://github.com/VROOM-Project/vroom/blob/master/docs/API.md) "
     "(jobs with `location` `[lng, lat]`, `service`, `delivery`/`pickup`, `skills`, `priority`, `time_windows`; "
-    "vehicles with `start`/`end`, `capacity`, `skills`, `time_window`, `profile` `car`) with VROOM over "
+    "vehicles with `start`/`end`, `capacity`, `skills`, `time_window`, `profile`) with VROOM over "
     "Meridian's own travel-time matrix, and answers VROOM's solution (each vehicle's ordered steps with "
     "arrival, service and waiting times, the loads, the unassigned jobs with a reason when the vehicles "
     "tell it) with each route's line from Meridian's router. "
+    "A vehicle's `profile` (`car`, the default, `foot` or `bicycle`; aliases `driving`, `walking`, `cycling`) "
+    "is how it travels: one matrix per profile of the fleet, each vehicle timed by its own and its route "
+    "drawn on its profile's ways (a mixed fleet: a bicycle courier beside vans). "
     f"Up to {LIMITS.optimization_jobs} jobs and {LIMITS.optimization_vehicles} vehicles; problems of up to "
     f"{LIMITS.optimization_inline_locations} distinct locations are answered at once, larger ones solved by a "
     "worker while the request waits (or, with `async`, as a job). Invalid problems are 400s naming the field "
@@ -387,7 +396,7 @@ DESCRIPTION = (
     "do not match; `jobs[5].location`: a point off every imported road). Quota: one unit per job plus one "
     f"per {CELLS_PER_UNIT} cells of the matrix (distinct locations squared), rounded up. Shipments "
     "(`pickup` and `delivery` steps with `id`, `location`, `service`, `time_windows`; an `amount`, `skills`) "
-    "are served by one vehicle, pickup first, and count two jobs. Not served yet: breaks, other profiles."
+    "are served by one vehicle, pickup first, and count two jobs. Not served yet: breaks."
 )
 
 blp = GatewayBlueprint("Optimization", __name__, url_prefix="/v1", description="Route optimisation for fleets (VROOM).")

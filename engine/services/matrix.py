@@ -1,5 +1,6 @@
 """Travel-time matrices (``cmd=matrix``, ``/v1/matrix``): durations and distances from every
-source to every destination, by many-to-many CH searches (:mod:`engine.routing.matrix`).
+source to every destination, by many-to-many CH searches (:mod:`engine.routing.matrix`), by car,
+on foot or by bicycle (``profile``, as routing takes it: :mod:`engine.routing.profiles`).
 
 Result::
 
@@ -8,9 +9,10 @@ Result::
      "destinations": [...]}
 
 Rows are sources, columns destinations; ``null`` where no route exists; only the requested
-``annotations`` appear. Every cell is what ``/v1/routing`` answers for the pair: the same
-region choice and snapping (:func:`engine.services.routing.snap_points`), the same least-weight
-path, its duration and distance rounded to 0.1 like the route's. A point on a fragment of the
+``annotations`` appear. Every cell is what ``/v1/routing`` answers for the pair with the same
+``profile``: the profile's graph, the same region choice and snapping
+(:func:`engine.services.routing.snap_points`), the same least-weight path, its duration and
+distance rounded to 0.1 like the route's. A point on a fragment of the
 network (a road cut off where the extract ends) is moved to the well-connected network for the
 cells with no route from or to it, as the router does for a pair
 (:func:`engine.services.routing.escape_fragments`); its ``location`` stays where it snapped.
@@ -19,9 +21,11 @@ Large matrices (jobs) are computed a block of rows at a time by :func:`run_rows`
 storing each block as it comes; :func:`run` is the whole answer at once.
 
 Errors: more than ``Limits.matrix_locations`` sources or destinations, or more than
-``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) -> InvalidParameter naming ``sources`` / ``destinations``; a point
-farther than the snap limit from any road -> InvalidParameter naming its list; points in no
-common region -> NotFound. Destinations default to the sources.
+``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) ->
+InvalidParameter naming ``sources`` / ``destinations``; an unknown profile, or one the region
+was not imported with -> InvalidParameter naming ``profile``; a point
+farther than the snap limit from any way of the profile -> InvalidParameter naming its list;
+points in no common region -> NotFound. Destinations default to the sources.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.limits import DEFAULT_LIMITS, Limits
 from engine.routing.matrix import matrix_query
+from engine.routing.profiles import DEFAULT as DEFAULT_PROFILE
+from engine.routing.profiles import canonical
 from engine.routing.router import Router
 from engine.routing.snap import Snap
 from engine.services.routing import escape_fragments, snap_points
@@ -44,7 +50,6 @@ from engine.services.routing import escape_fragments, snap_points
 LatLng = tuple[float, float]
 
 ANNOTATIONS = ("duration", "distance")
-PROFILES = ("car",)
 
 
 _ASYNC_HINT = {False: " in one request (more as a job: async=true)", True: " in one job"}
@@ -55,7 +60,7 @@ class MatrixParams:
     sources: tuple[LatLng, ...]
     destinations: tuple[LatLng, ...] = ()  # empty: the sources
     annotations: tuple[str, ...] = ANNOTATIONS
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE  # a profile name or its alias
 
     @property
     def targets(self) -> tuple[LatLng, ...]:
@@ -71,8 +76,7 @@ def check(params: MatrixParams, limits: Limits, *, job: bool = False) -> None:
     request, or with ``job`` those of a matrix job (:func:`run_rows`)."""
     most_locations = limits.matrix_job_locations if job else limits.matrix_locations
     most_cells = limits.matrix_job_cells if job else limits.matrix_cells
-    if params.profile not in PROFILES:
-        raise InvalidParameter(f"profile must be one of {', '.join(PROFILES)}", parameter="profile")
+    canonical(params.profile)
     bad = set(params.annotations) - set(ANNOTATIONS)
     if bad or not params.annotations:
         raise InvalidParameter(f"annotations accepts {', '.join(ANNOTATIONS)}", parameter="annotations")
@@ -112,7 +116,7 @@ def run_rows(
     n = len(params.sources)
     points = [*params.sources, *params.targets]
     names = ["sources"] * n + ["destinations"] * (len(points) - n)
-    router, snaps = snap_points(datasets, points, names, limits)
+    router, snaps = snap_points(datasets, points, names, limits, canonical(params.profile))
     sources, targets = snaps[:n], snaps[n:]
     header = {"sources": [_waypoint(s) for s in sources], "destinations": [_waypoint(s) for s in targets]}
 

@@ -3,7 +3,8 @@ Meridian's own travel-time matrix, each route's geometry from Meridian's router.
 
 Parameters follow VROOM's problem format (jobs with a location, service time, delivery/pickup
 amounts, skills, priority, time windows; shipments: a pickup and a delivery step with an amount,
-served by one vehicle in that order; vehicles with start/end, capacity, skills, a time window);
+served by one vehicle in that order; vehicles with start/end, capacity, skills, a time window and
+a travel ``profile``: car, foot or bicycle, or their aliases, :mod:`engine.routing.profiles`);
 locations here are ``(lat, lng)`` like everywhere in the engine (the web schema turns VROOM's
 ``[lng, lat]`` around).
 
@@ -20,9 +21,13 @@ Result (VROOM's solution, amounts and loads recomputed from the route's order)::
                  "geometry": <polyline | GeoJSON LineString>}]}
 
 Durations between locations are the matrix's (:func:`engine.services.matrix.run`, the same
-snapping and weights as ``/v1/routing``), rounded to whole seconds for VROOM. Errors: a location
-farther than the snap limit from any road -> InvalidParameter naming the job or vehicle field
-(``jobs[3].location``); a location with no route to or from the others -> InvalidParameter naming it.
+snapping and weights as ``/v1/routing``), rounded to whole seconds for VROOM: one matrix per
+profile the fleet uses, given to VROOM under the profile's name (a vehicle travels by its own
+profile's matrix), and each route's geometry and distance are its vehicle's profile's. Errors: an
+unknown profile, or one the region was not imported with -> InvalidParameter naming
+``vehicles[i].profile``; a location farther than the snap limit from any way of a profile the
+fleet uses -> InvalidParameter naming the job or vehicle field (``jobs[3].location``); a location
+with no route of such a profile to or from the others -> InvalidParameter naming it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.limits import DEFAULT_LIMITS, Limits
+from engine.routing.profiles import DEFAULT as DEFAULT_PROFILE
+from engine.routing.profiles import PROFILES, canonical
 from engine.routing.router import Router
 from engine.routing.snap import Snap
 from engine.services import matrix
@@ -49,7 +56,6 @@ LatLng = tuple[float, float]
 Window = tuple[int, int]
 Amount = tuple[int, ...]
 
-PROFILES = ("car",)
 TASK_TYPES = ("job", "pickup", "delivery")  # the steps that carry an id
 # What VROOM's integer types hold (a larger number would fail in the bindings, not as a 400)
 MAX_ID = 2**53 - 1  # ids: exact in JSON's doubles too
@@ -85,7 +91,7 @@ class Vehicle:
     capacity: Amount = ()
     skills: tuple[int, ...] = ()
     time_window: Window | None = None
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE  # a profile name or its alias
 
 
 @dataclass(frozen=True)
@@ -169,8 +175,7 @@ def check(params: OptimizationParams, limits: Limits) -> None:
                 f"{dims[0]} is given: every vehicle needs a capacity of {dims[1]} dimensions",
                 parameter=f"vehicles[{i}].capacity",
             )
-        if v.profile not in PROFILES:
-            raise InvalidParameter(f"profile must be one of {', '.join(PROFILES)}", parameter=f"vehicles[{i}].profile")
+        canonical(v.profile, f"vehicles[{i}].profile")
         if v.start is None and v.end is None:
             raise InvalidParameter("a vehicle needs a start or an end", parameter=f"vehicles[{i}]")
         if v.time_window is not None:
@@ -257,46 +262,79 @@ def _locations(params: OptimizationParams) -> tuple[list[LatLng], list[str]]:
     return list(index), names
 
 
+@dataclass(frozen=True)
+class _Network:
+    """One travel profile's side of a problem: its router, the locations snapped by it, and its
+    duration (whole seconds) and distance matrices over the locations."""
+
+    router: Router
+    snaps: list[Snap]
+    durations: np.ndarray
+    distances: np.ndarray
+
+
 def run(datasets: DatasetRegistry, params: OptimizationParams, limits: Limits | None = None) -> dict[str, Any]:
     limits = limits or DEFAULT_LIMITS
     check(params, limits)
     points, names = _locations(params)
-    router, snaps = snap_points(datasets, points, names, limits)  # 400 naming the field of a point off every road
-    durations, distances = _matrix(datasets, points, names, limits)
-    solution = _solve(params, points, durations)
-    return _answer(params, points, solution, durations, distances, router, snaps, limits)
+    networks = {
+        profile: _network(datasets, points, names, limits, profile, field) for profile, field in _profiles(params)
+    }
+    solution = _solve(params, points, networks)
+    return _answer(params, points, solution, networks, limits)
+
+
+def _profiles(params: OptimizationParams) -> list[tuple[str, str]]:
+    """The fleet's profiles (names, not aliases), each once, with the field of the first vehicle
+    that names it (``vehicles[2].profile``: the field a region without the profile names)."""
+    first: dict[str, str] = {}
+    for i, v in enumerate(params.vehicles):
+        first.setdefault(canonical(v.profile), f"vehicles[{i}].profile")
+    return list(first.items())
+
+
+def _network(
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str, field: str
+) -> _Network:
+    """``profile``'s router, snaps and matrices; 400s name a point off every way of the profile,
+    or ``field`` when the region was imported without it."""
+    router, snaps = snap_points(datasets, points, names, limits, profile, field)
+    return _Network(router, snaps, *_matrix(datasets, points, names, limits, profile))
 
 
 def _matrix(
-    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Meridian's duration (whole seconds) and distance matrices over the locations; a location
-    with no route to or from another is refused, naming its field."""
+    """Meridian's duration (whole seconds) and distance matrices of ``profile`` over the
+    locations; a location with no route to or from another is refused, naming its field."""
     n = len(points)
     square = dataclasses.replace(limits, matrix_locations=max(limits.matrix_locations, n), matrix_cells=max(n * n, 1))
-    out = matrix.run(datasets, matrix.MatrixParams(sources=tuple(points)), square)
+    out = matrix.run(datasets, matrix.MatrixParams(sources=tuple(points), profile=profile), square)
     durations = np.array(out["durations"], dtype=np.float64)  # None -> nan
     missing = np.isnan(durations)
     if missing.any():
         worst = int(np.argmax(missing.sum(axis=0) + missing.sum(axis=1)))
         raise InvalidParameter(
-            f"{names[worst]}: no drivable route between this location and the others", parameter=names[worst]
+            f"{names[worst]}: no {PROFILES[profile].adjective} route between this location and the others",
+            parameter=names[worst],
         )
     distances = np.array(out["distances"], dtype=np.float64)
     return np.rint(durations).astype(np.uint32), distances
 
 
-def _solve(params: OptimizationParams, points: list[LatLng], durations: np.ndarray) -> Any:
+def _solve(params: OptimizationParams, points: list[LatLng], networks: dict[str, _Network]) -> Any:
     index = {p: i for i, p in enumerate(points)}
     dims = next((len(a) for _, a in _amounts(params)), 0)
     problem = vroom.Input()
-    problem.set_durations_matrix("car", durations)
+    for profile, network in networks.items():
+        problem.set_durations_matrix(profile, network.durations)
     for v in params.vehicles:
         problem.add_vehicle(
             vroom.Vehicle(
                 v.id,
                 start=None if v.start is None else index[v.start],
                 end=None if v.end is None else index[v.end],
+                profile=canonical(v.profile),
                 capacity=list(_padded(v.capacity, dims)),
                 skills=set(v.skills) or None,
                 time_window=None if v.time_window is None else vroom.TimeWindow(*v.time_window),
@@ -370,14 +408,12 @@ def _answer(
     params: OptimizationParams,
     points: list[LatLng],
     solution: Any,
-    durations: np.ndarray,
-    distances: np.ndarray,
-    router: Router,
-    snaps: list[Snap],
+    networks: dict[str, _Network],
     limits: Limits,
 ) -> dict[str, Any]:
     dims = next((len(a) for _, a in _amounts(params)), 0)
     tasks = _tasks(params, dims)
+    profiles = {v.id: canonical(v.profile) for v in params.vehicles}
     frame = solution.routes
     routes = []
     for vehicle_id, rows in frame.groupby("vehicle_id", sort=False, observed=True):
@@ -405,7 +441,8 @@ def _answer(
                 task = tasks[step["type"], step["id"]]
                 load = [a - off + on for a, off, on in zip(load, task.off, task.on, strict=True)]
             step["load"] = list(load)
-        distance = float(sum(distances[a, b] for a, b in zip(indices, indices[1:], strict=False)))
+        network = networks[profiles[int(vehicle_id)]]
+        distance = float(sum(network.distances[a, b] for a, b in zip(indices, indices[1:], strict=False)))
         routes.append(
             {
                 "vehicle": int(vehicle_id),
@@ -418,7 +455,7 @@ def _answer(
                 "pickup": pickup,
                 "steps": steps,
                 "geometry": _route_geometry(
-                    router, [snaps[i] for i in indices], [points[i] for i in indices], params, limits
+                    network.router, [network.snaps[i] for i in indices], [points[i] for i in indices], params, limits
                 ),
             }
         )

@@ -83,13 +83,13 @@ def _check(params: RoutingParams, limits: Limits) -> None:
 
 
 def _candidates(
-    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str
+    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str, profile_field: str
 ) -> list[Dataset]:
     """Datasets covering every point (within the snap distance) with ``profile``, smallest bbox first.
 
     A point outside every region is farther than the snap limit from any road we know: 400
     naming it. Points each covered but by no common region: 404 (no route across regions).
-    Covering regions all imported without the profile: 400 naming ``profile``."""
+    Covering regions all imported without the profile: 400 naming ``profile_field``."""
     everything = datasets.all()
     common = everything
     for (lat, lng), pname in zip(points, names, strict=True):
@@ -106,7 +106,7 @@ def _candidates(
         raise NotFound("no imported region contains all the route points: no route between them")
     with_profile = [d for d in common if profile in d.profiles]
     if not with_profile:
-        common[0].require_profile(profile)  # raises, naming the region's profiles
+        common[0].require_profile(profile, profile_field)  # raises, naming the region's profiles
     common = with_profile
     if len(common) > 1:
         common.sort(key=lambda d: (d.bbox.max_lng - d.bbox.min_lng) * (d.bbox.max_lat - d.bbox.min_lat))
@@ -138,12 +138,18 @@ def _legs(router: Router, snaps: list[Snap], mask: Any) -> list[Leg] | None:
 
 
 def snap_points(
-    datasets: DatasetRegistry, points: list[LatLng], names: list[str], limits: Limits, profile: str = "car"
+    datasets: DatasetRegistry,
+    points: list[LatLng],
+    names: list[str],
+    limits: Limits,
+    profile: str = DEFAULT_PROFILE,
+    profile_field: str = "profile",
 ) -> tuple[Router, list[Snap]]:
     """The ``profile``'s router of the smallest region that snaps every point, and the snapped
-    points (the matrix snaps its points the same way)."""
+    points (the matrix snaps its points the same way). ``profile_field``: the request's field
+    named when the region lacks the profile (optimisation: ``vehicles[2].profile``)."""
     first_error: InvalidParameter | None = None
-    for dataset in _candidates(datasets, points, names, limits, profile):
+    for dataset in _candidates(datasets, points, names, limits, profile, profile_field):
         router = dataset.router_for(profile)
         try:
             return router, _snap_all(router, points, names, limits, profile)

@@ -1,6 +1,7 @@
 """An independent checker of route optimisation answers, and a problem generator, shared by the
-engine and web tests: arrival times recomputed from Meridian's own matrix and the service times,
-every time window and capacity checked, every job at most once, the rest reported unassigned."""
+engine and web tests: arrival times recomputed from Meridian's own matrix of each vehicle's
+profile and the service times, every time window and capacity checked, every job at most once,
+the rest reported unassigned."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from engine.dataset import DatasetRegistry
 from engine.services import matrix
 
 
-def connected_points(datasets: DatasetRegistry, region: str, n: int, seed: int) -> list[tuple[float, float]]:
-    """``n`` points of a sample region that snap and reach each other both ways."""
+def connected_points(
+    datasets: DatasetRegistry, region: str, n: int, seed: int, profiles: tuple[str, ...] = ("car",)
+) -> list[tuple[float, float]]:
+    """``n`` points of a sample region that snap and reach each other both ways, by every one
+    of ``profiles``."""
     dataset = datasets.get(region)
     assert dataset is not None
     rng = np.random.default_rng(seed)
@@ -21,11 +25,11 @@ def connected_points(datasets: DatasetRegistry, region: str, n: int, seed: int) 
     out: list[tuple[float, float]] = []
     while len(out) < n:
         lat, lng = float(rng.uniform(b.min_lat, b.max_lat)), float(rng.uniform(b.min_lng, b.max_lng))
-        if dataset.router.snap(lat, lng, 1000.0) is None:
+        if any(dataset.router_for(p).snap(lat, lng, 1000.0) is None for p in profiles):
             continue
-        candidate = [*out, (lat, lng)]
-        durations = matrix.run(datasets, matrix.MatrixParams(tuple(candidate[:1] + candidate[-1:])))["durations"]
-        if all(v is not None for row in durations for v in row):
+        pair = (*out[:1], (lat, lng))
+        cells = [matrix.run(datasets, matrix.MatrixParams(pair, profile=p))["durations"] for p in profiles]
+        if all(v is not None for durations in cells for row in durations for v in row):
             out.append((lat, lng))
     return out
 
@@ -83,11 +87,16 @@ def check_solution(datasets: DatasetRegistry, body: dict[str, Any], answer: dict
             if field in item and (item[field][1], item[field][0]) not in locations:
                 locations.append((item[field][1], item[field][0]))
     where = {loc: i for i, loc in enumerate(locations)}
-    durations = np.rint(np.array(matrix.run(datasets, matrix.MatrixParams(tuple(locations)))["durations"], float))
+    profiles = {v.get("profile", "car") for v in body["vehicles"]}
+    by_profile = {
+        p: np.rint(np.array(matrix.run(datasets, matrix.MatrixParams(tuple(locations), profile=p))["durations"], float))
+        for p in profiles
+    }
 
     seen: list[tuple[str, int]] = []
     for route in answer["routes"]:
         vehicle = vehicles[route["vehicle"]]
+        durations = by_profile[vehicle.get("profile", "car")]
         steps = route["steps"]
         assert steps[0]["type"] == "start" and steps[-1]["type"] == "end"
         keys = [(s["type"], s["id"]) for s in steps[1:-1]]

@@ -1,6 +1,7 @@
 """The travel-time matrix (engine.services.matrix): every cell equals /v1/routing's answer for
-the pair (the oracle, on both samples and on a drawn map with a one-way street and a turn
-restriction), and the limits."""
+the pair with the same profile (the oracle, on both samples for car, foot and bicycle, and on a
+drawn map with a one-way street and a turn restriction), the profile's ways on a drawn map, and
+the limits."""
 
 from __future__ import annotations
 
@@ -13,23 +14,25 @@ from engine.limits import Limits
 from engine.services import matrix, routing
 from tests.engine.osm_grid import OsmGrid
 from tests.engine.test_routing import serve
+from tests.engine.test_travel_profiles import serve as serve_profiles
 
 ROUNDING = 0.1 + 1e-9  # both answers round to 0.1; the sums may differ in the last bit
 
 
-def routed(ds: DatasetRegistry, a, b) -> tuple[float, float] | None:
+def routed(ds: DatasetRegistry, a, b, profile: str = "car") -> tuple[float, float] | None:
     """(duration, distance) of /v1/routing's route from a to b, None when it has none."""
     try:
-        route = routing.run(ds, routing.RoutingParams(origin=a, destination=b, steps=False))["routes"][0]
+        params = routing.RoutingParams(origin=a, destination=b, steps=False, profile=profile)
+        route = routing.run(ds, params)["routes"][0]
     except NotFound:
         return None
     return route["duration"], route["distance"]
 
 
-def assert_cells_equal_routes(ds: DatasetRegistry, sources, destinations, pairs) -> dict:
-    out = matrix.run(ds, matrix.MatrixParams(tuple(sources), tuple(destinations)))
+def assert_cells_equal_routes(ds: DatasetRegistry, sources, destinations, pairs, profile: str = "car") -> dict:
+    out = matrix.run(ds, matrix.MatrixParams(tuple(sources), tuple(destinations), profile=profile))
     for i, j in pairs:
-        expected = routed(ds, sources[i], destinations[j])
+        expected = routed(ds, sources[i], destinations[j], profile)
         cell = (out["durations"][i][j], out["distances"][i][j])
         if expected is None:
             assert cell == (None, None), (i, j)
@@ -39,28 +42,34 @@ def assert_cells_equal_routes(ds: DatasetRegistry, sources, destinations, pairs)
     return out
 
 
-def snappable_points(dataset, n: int, seed: int) -> list[tuple[float, float]]:
+def snappable_points(dataset, n: int, seed: int, profile: str = "car") -> list[tuple[float, float]]:
+    """``n`` random points of the region within the default snap limit of a way of ``profile``."""
     rng = np.random.default_rng(seed)
     b = dataset.bbox
+    router = dataset.router_for(profile)
     out: list[tuple[float, float]] = []
     while len(out) < n:
         lat, lng = rng.uniform(b.min_lat, b.max_lat), rng.uniform(b.min_lng, b.max_lng)
-        if dataset.router.snap(lat, lng, 1000.0) is not None:
+        if router.snap(lat, lng, Limits().snap_max_distance_m) is not None:
             out.append((float(lat), float(lng)))
     return out
 
 
+@pytest.mark.parametrize("profile", ["car", "foot", "bicycle"])
 @pytest.mark.parametrize("region", ["monaco", "helsinki"])
-def test_every_sampled_cell_equals_routing(datasets, region):
+def test_every_sampled_cell_equals_routing(datasets, region, profile):
     dataset = datasets.get(region)
-    points = snappable_points(dataset, 70, seed=30)
+    points = snappable_points(dataset, 70, seed=30, profile=profile)
     sources, destinations = points[:40], points[40:]
     rng = np.random.default_rng(7)
     pairs = {(int(rng.integers(40)), int(rng.integers(30))) for _ in range(150)}
-    out = assert_cells_equal_routes(datasets, sources, destinations, sorted(pairs))
+    out = assert_cells_equal_routes(datasets, sources, destinations, sorted(pairs), profile)
     assert len(out["durations"]) == 40 and all(len(row) == 30 for row in out["durations"])
     # the snapped points are the route's waypoints
-    first = routing.run(datasets, routing.RoutingParams(origin=sources[0], destination=destinations[0], steps=False))
+    first = routing.run(
+        datasets,
+        routing.RoutingParams(origin=sources[0], destination=destinations[0], steps=False, profile=profile),
+    )
     assert out["sources"][0] == {k: first["waypoints"][0][k] for k in ("location", "snap_distance")}
     assert out["destinations"][0] == {k: first["waypoints"][1][k] for k in ("location", "snap_distance")}
     reached = sum(v is not None for row in out["durations"] for v in row)
@@ -107,6 +116,39 @@ def test_oneway_and_turn_restriction_on_a_drawn_map(tmp_path):
     # the restriction: A's side -> the foot of the square not down Cross Street but round by C
     assert distances[0][2] == pytest.approx(80 + 100 + 40 + 50, abs=1.0)
     assert distances[2][0] == pytest.approx(50 + 40 + 80, abs=1.0)  # up Cross Street: allowed
+
+
+def test_the_profile_picks_its_ways_and_the_region_must_have_it(tmp_path):
+    """A-B-C-D with a footway B-C and a residential loop A-E-F-D 200 m south; a motorway G-H 3 km
+    east. Walkers cross B-C, cars drive round; the region is imported without bicycle."""
+    g = OsmGrid("A----B----C----D", grid_m=20)
+    g.add_node("E", *g.offset("A", north_m=-200))
+    g.add_node("F", *g.offset("D", north_m=-200))
+    g.add_node("G", *g.offset("D", east_m=3000))
+    g.add_node("H", *g.offset("D", east_m=3400))
+    g.way("AB", highway="residential")
+    g.way("BC", highway="footway")
+    g.way("CD", highway="residential")
+    g.way("AEFD", highway="residential")
+    g.way("GH", highway="motorway")
+    ds = serve_profiles(tmp_path, g, profiles=("car", "foot"))
+    points = [g.coord_between("A", "B"), g.coord_between("C", "D")]
+    pairs = [(i, j) for i in range(2) for j in range(2)]
+    walked = assert_cells_equal_routes(ds, points, points, pairs, "foot")
+    driven = assert_cells_equal_routes(ds, points, points, pairs, "car")
+    assert walked["distances"][0][1] == pytest.approx(50 + 100 + 50, abs=1.0)  # across the footway
+    assert driven["distances"][0][1] > 400  # round the loop
+    assert walked["durations"][0][1] > 200 / (6 / 3.6)  # at a walker's pace
+    assert matrix.run(ds, matrix.MatrixParams(tuple(points), profile="walking")) == walked
+    for profile, named in (("hovercraft", "car, foot, bicycle"), ("cycling", "its profiles: car, foot")):
+        with pytest.raises(InvalidParameter) as err:
+            matrix.run(ds, matrix.MatrixParams(tuple(points), profile=profile))
+        assert err.value.parameter == "profile" and named in str(err.value), str(err.value)
+    motorway = g.coord_between("G", "H")
+    matrix.run(ds, matrix.MatrixParams((points[0],), (motorway,)))  # a car snaps to the motorway
+    with pytest.raises(InvalidParameter) as far:
+        matrix.run(ds, matrix.MatrixParams((points[0],), (motorway,), profile="foot"))
+    assert far.value.parameter == "destinations" and "walkable" in str(far.value)
 
 
 def test_limits_name_the_parameter(datasets):

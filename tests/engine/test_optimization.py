@@ -1,5 +1,6 @@
 """Route optimisation (engine.services.optimization): VROOM's answer over Meridian's matrix checked
-by an independent checker (tests/engine/optimization_check.py), and the 400s naming the field."""
+by an independent checker (tests/engine/optimization_check.py), a mixed fleet (each vehicle by its
+own profile's matrix and ways), and the 400s naming the field."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import dataclasses
 import pytest
 
 from engine.errors import InvalidParameter
+from engine.geo import haversine_m
 from engine.limits import Limits
 from engine.polyline import decode
+from engine.services import matrix
 from engine.services import optimization as opt
 from tests.engine.optimization_check import check_solution, connected_points, problem
+from tests.engine.osm_grid import OsmGrid
+from tests.engine.test_travel_profiles import serve as serve_profiles
 
 
 def params_of(body: dict, geometry: str = "polyline") -> opt.OptimizationParams:
@@ -60,6 +65,49 @@ def test_routes_honour_time_windows_and_capacities(datasets, region, jobs, vehic
         assert abs(line[0][0] - depot[1]) < 0.01 and abs(line[0][1] - depot[0]) < 0.01  # starts at the depot
 
 
+def test_a_mixed_fleet_travels_each_by_its_profile(datasets):
+    """A bicycle courier beside two vans: the checker times each vehicle by its own profile's
+    matrix (a courier timed by the car's would arrive before it can), and each route's distance
+    and line are its profile's."""
+    points = connected_points(datasets, "monaco", 31, seed=12, profiles=("car", "bicycle"))
+    body = problem(points, 3, seed=9)
+    body["vehicles"][0]["profile"] = "cycling"  # Mapbox's alias, as the web face accepts it
+    params = params_of(body, geometry="polyline6")
+    body["vehicles"][0]["profile"] = "bicycle"  # what the checker reads
+    answer = opt.run(datasets, params)
+    counts = check_solution(datasets, body, answer)
+    assert counts["served"] >= 20, counts
+    routes = {r["vehicle"]: r for r in answer["routes"]}
+    assert body["vehicles"][0]["id"] in routes, "the courier rides"
+    locations = {(round(p[1], 7), round(p[0], 7)): p for p in points}
+    for vehicle in body["vehicles"]:
+        route = routes.get(vehicle["id"])
+        if route is None:
+            continue
+        stops = [locations[tuple(s["location"])] for s in route["steps"]]
+        cells = matrix.run(datasets, matrix.MatrixParams(tuple(stops), profile=vehicle.get("profile", "car")))
+        legs = sum(cells["distances"][k][k + 1] for k in range(len(stops) - 1))
+        assert route["distance"] == pytest.approx(legs, abs=0.1 * len(stops)), vehicle
+        line = decode(route["geometry"], 6)
+        drawn = sum(haversine_m(*a, *b) for a, b in zip(line, line[1:], strict=False))
+        assert drawn == pytest.approx(route["distance"], rel=0.02, abs=20.0 * len(stops)), vehicle
+
+
+def test_a_profile_the_region_lacks_names_the_vehicle(tmp_path):
+    g = OsmGrid("A----B----C----D", grid_m=20)
+    g.way("ABCD", highway="residential")
+    ds = serve_profiles(tmp_path, g, profiles=("car", "foot"))
+    vehicle = opt.Vehicle(1, start=g.coord("A"), end=g.coord("A"))
+    jobs = (opt.Job(7, g.coord_between("C", "D")),)
+    fleet = (vehicle, dataclasses.replace(vehicle, id=2, profile="walking"))
+    walked = opt.run(ds, opt.OptimizationParams(jobs, fleet))
+    assert walked["summary"]["routes"] == 1 and walked["unassigned"] == []
+    fleet += (dataclasses.replace(vehicle, id=3, profile="bicycle"),)
+    with pytest.raises(InvalidParameter) as err:
+        opt.run(ds, opt.OptimizationParams(jobs, fleet))
+    assert err.value.parameter == "vehicles[2].profile" and "its profiles: car, foot" in str(err.value)
+
+
 def test_too_small_a_fleet_reports_unassigned_jobs_and_reasons(datasets):
     points = connected_points(datasets, "monaco", 31, seed=30)
     body = problem(points, 1, seed=6)
@@ -96,6 +144,10 @@ def test_invalid_problems_name_the_field(datasets):
             "vehicles[1].capacity",
         ),
         (dataclasses.replace(base, vehicles=(dataclasses.replace(vehicle, profile="bike"),)), "vehicles[0].profile"),
+        (
+            dataclasses.replace(base, vehicles=(base.vehicles[0], dataclasses.replace(vehicle, profile="truck"))),
+            "vehicles[1].profile",
+        ),
         (
             dataclasses.replace(base, vehicles=(dataclasses.replace(vehicle, time_window=(9, 3)),)),
             "vehicles[0].time_window",

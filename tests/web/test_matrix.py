@@ -1,6 +1,6 @@
-"""/v1/matrix (GET and POST) and core cmd=matrix: the same answer on every face, the 400s naming
-the parameter, one quota unit per 100 cells, and large matrices through the `matrix` queue (wait,
-or a job with async)."""
+"""/v1/matrix (GET and POST) and core cmd=matrix: the same answer on every face, for every travel
+profile, the 400s naming the parameter, one quota unit per 100 cells, and large matrices through
+the `matrix` queue (wait, or a job with async), the profile with them."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ def objects(points) -> list[dict[str, float]]:
     return [{"lat": float(f"{lat:.6f}"), "lng": float(f"{lng:.6f}")} for lat, lng in points]
 
 
+def rounded(points) -> tuple[tuple[float, float], ...]:
+    """The points as the faces read them (6 decimals)."""
+    return tuple((float(f"{a:.6f}"), float(f"{b:.6f}")) for a, b in points)
+
+
 def test_get_post_and_core_agree_with_the_engine(client, api_key, datasets):
     src, dst = monaco_points(4), monaco_points(9)[4:]
     headers = {"X-API-Key": api_key}
@@ -34,12 +39,30 @@ def test_get_post_and_core_agree_with_the_engine(client, api_key, datasets):
         headers={"Authorization": f"Bearer {api_key}"},
     )
     assert get.status_code == post.status_code == core.status_code == 200, get.get_data(as_text=True)[:300]
-    rounded = lambda pts: tuple((float(f"{a:.6f}"), float(f"{b:.6f}")) for a, b in pts)  # noqa: E731
     expected = matrix.run(datasets, matrix.MatrixParams(rounded(src), rounded(dst)))
     assert get.get_json() == post.get_json() == expected
     assert len(core.get_json()["meridiantest"]["response"]["durations"]) == 4
     only = client.get(f"/v1/matrix?sources={piped(src)}&annotations=distance", headers=headers).get_json()
     assert "durations" not in only and len(only["distances"]) == 4 and len(only["distances"][0]) == 4
+
+
+@pytest.mark.parametrize(("profile", "alias"), [("foot", "walking"), ("bicycle", "cycling")])
+def test_every_face_takes_the_profile_and_its_alias(client, api_key, datasets, profile, alias):
+    src, dst = monaco_points(4), monaco_points(9)[4:]
+    headers = {"X-API-Key": api_key}
+    query = f"sources={piped(src)}&destinations={piped(dst)}"
+    get = client.get(f"/v1/matrix?{query}&profile={profile}", headers=headers)
+    body = {"sources": objects(src), "destinations": objects(dst)}
+    post = client.post("/v1/matrix", json={**body, "profile": alias}, headers=headers)
+    core = client.get(
+        f"/services/json?cmd=matrix&{query}&profile={alias}", headers={"Authorization": f"Bearer {api_key}"}
+    )
+    assert get.status_code == post.status_code == core.status_code == 200, get.get_data(as_text=True)[:300]
+    expected = matrix.run(datasets, matrix.MatrixParams(rounded(src), rounded(dst), profile=profile))
+    assert get.get_json() == post.get_json() == expected
+    assert core.get_json()["meridiantest"]["response"]["durations"] == expected["durations"]
+    car = client.post("/v1/matrix", json=body, headers=headers).get_json()
+    assert car["durations"] != expected["durations"]  # the profile's own graph and speeds
 
 
 @pytest.mark.parametrize(
@@ -68,7 +91,8 @@ def test_bad_requests_name_the_parameter(client, api_key, method, query_or_body,
     body = resp.get_json()
     assert body["parameter"].split(".")[0].split("[")[0] == parameter, body
     if parameter == "profile":
-        assert "car" in body["message"]
+        for allowed in ("car", "foot", "bicycle", "driving", "walking", "cycling"):
+            assert allowed in body["message"], body
 
 
 def test_quota_one_unit_per_100_cells(client, store, datasets):
@@ -83,13 +107,24 @@ def test_quota_one_unit_per_100_cells(client, store, datasets):
     assert over.status_code == 429  # 729 cells: 8 units > 6 left
 
 
+def test_openapi_describes_profile(client):
+    spec = client.get("/api-json").get_json()
+    get = {p["name"]: p for p in spec["paths"]["/v1/matrix"]["get"]["parameters"]}
+    body = spec["paths"]["/v1/matrix"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    posted = spec["components"]["schemas"][body["$ref"].rsplit("/", 1)[-1]]["properties"]
+    for described in (get["profile"]["schema"], posted["profile"]):
+        assert set(described["enum"]) == {"car", "foot", "bicycle", "driving", "walking", "cycling"}
+
+
 @pytest.mark.integration
-def test_large_matrix_through_the_worker_and_as_a_job(client, api_key, celery_worker, datasets):
+@pytest.mark.parametrize("profile", ["car", "foot"])
+def test_large_matrix_through_the_worker_and_as_a_job(client, api_key, celery_worker, datasets, profile):
     points = monaco_points(110)  # 12,100 cells: above the inline threshold
-    body = {"sources": objects(points)}
+    body = {"sources": objects(points), "profile": profile}
     headers = {"X-API-Key": api_key}
     # first in this process: the kernels compiled here fill numba's cache for the worker too
-    expected = matrix.run(datasets, matrix.MatrixParams(tuple((p["lat"], p["lng"]) for p in body["sources"])))
+    sources = tuple((p["lat"], p["lng"]) for p in body["sources"])
+    expected = matrix.run(datasets, matrix.MatrixParams(sources, profile=profile))
     for _ in range(3):  # a cold worker (datasets, arc costs) may exceed the wait: 503, retry shortly
         waited = client.post("/v1/matrix", json=body, headers=headers)
         if waited.status_code != 503:

@@ -1,6 +1,7 @@
 """POST /v1/optimization and core cmd=optimization: small problems answered in the request, larger
 ones by a worker on the `optimization` queue (wait, or a job with async), every answer checked by
-the independent checker; the 400s naming the field; the quota cost."""
+the independent checker; a mixed fleet (vehicles' `profile`); the 400s naming the field; the quota
+cost."""
 
 from __future__ import annotations
 
@@ -35,6 +36,35 @@ def test_small_problem_in_the_request_and_on_the_core(client, api_key, datasets)
     )
     assert core.status_code == 200, core.get_data(as_text=True)[:300]
     assert core.get_json()["meridiantest"]["response"]["summary"]["routes"] == answer["summary"]["routes"]
+
+
+def test_a_mixed_fleet_on_both_faces(client, api_key, datasets):
+    points = connected_points(datasets, "monaco", 9, seed=13, profiles=("car", "bicycle", "foot"))
+    body = problem(points, 3, seed=4)
+    body["vehicles"][0]["profile"] = "bicycle"
+    body["vehicles"][1]["profile"] = "foot"
+    resp = client.post("/v1/optimization", json=body, headers={"X-API-Key": api_key})
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+    check_solution(datasets, body, resp.get_json())
+    aliased = _with(_with(body, ["vehicles", 0, "profile"], "cycling"), ["vehicles", 1, "profile"], "walking")
+    core = client.get(
+        "/services/json",
+        query_string={"cmd": "optimization", "problem": json.dumps(aliased)},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert core.status_code == 200, core.get_data(as_text=True)[:300]
+    assert core.get_json()["meridiantest"]["response"]["summary"]["cost"] == resp.get_json()["summary"]["cost"]
+    unknown = client.post(
+        "/v1/optimization", json=_with(body, ["vehicles", 2, "profile"], "truck"), headers={"X-API-Key": api_key}
+    )
+    assert unknown.status_code == 400 and unknown.get_json()["parameter"] == "vehicles[2].profile"
+    assert all(name in unknown.get_json()["message"] for name in ("car", "foot", "bicycle", "walking"))
+
+
+def test_openapi_describes_the_vehicles_profile(client):
+    spec = client.get("/api-json").get_json()
+    vehicle = spec["components"]["schemas"]["Vehicle"]
+    assert set(vehicle["properties"]["profile"]["enum"]) == {"car", "foot", "bicycle", "driving", "walking", "cycling"}
 
 
 def _with(body: dict, path: list, value) -> dict:
@@ -83,7 +113,9 @@ def test_quota_one_unit_per_job_and_per_100_cells(client, store, datasets):
 
 @pytest.mark.integration
 def test_larger_problem_through_the_worker_and_as_a_job(client, api_key, celery_worker, datasets):
-    body = problem(connected_points(datasets, "helsinki", 41, seed=41), 3, seed=9)  # above the inline size
+    points = connected_points(datasets, "helsinki", 41, seed=41, profiles=("car", "bicycle"))
+    body = problem(points, 3, seed=9)  # above the inline size
+    body["vehicles"][2]["profile"] = "bicycle"  # the profile travels to the worker too
     headers = {"X-API-Key": api_key}
     for _ in range(3):  # a cold worker (datasets, numba kernels) may exceed the wait: 503, retry shortly
         waited = client.post("/v1/optimization", json=body, headers=headers)
