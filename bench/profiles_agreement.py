@@ -13,8 +13,10 @@ switches the kit to each in turn (bench/peers.py). OSRM is asked on its CH port.
 
 Pairs: seeded random nodes of OSM ways read from the PBF with osmium (not from any engine's
 graph), of the highway classes some engine may use for the profile (:data:`PAIR_HIGHWAYS`),
-excluding ways tagged ``access``/``foot``/``bicycle`` = ``no``/``private``; each engine snaps them
-its own way. A pair agrees when the two distances are within 10 % of each other.
+excluding ways tagged ``access``/``foot``/``bicycle`` = ``no``/``private`` and underground ways
+(``tunnel=yes`` or a negative ``layer``: a coordinate cannot say it means the tunnel under the
+street, and central Helsinki has a service tunnel network under its streets that each engine
+snaps to differently); each engine snaps them its own way. A pair agrees when the two distances are within 10 % of each other.
 
 Speed (foot): ``/v1/routing?profile=foot&steps=true`` on a gunicorn of our own (bench.routing's)
 against Valhalla's ``pedestrian`` route with maneuvers, one keep-alive client each, taking turns,
@@ -93,6 +95,8 @@ class _WayNodes(osmium.SimpleHandler):
         highway = w.tags.get("highway")
         if not highway or any(w.tags.get(k) in CLOSED for k in ("access", "foot", "bicycle")):
             return
+        if w.tags.get("tunnel") == "yes" or w.tags.get("layer", "").startswith("-"):
+            return
         for profile, classes in PAIR_HIGHWAYS.items():
             if highway in classes:
                 self.points[profile].update((round(n.lat, 7), round(n.lon, 7)) for n in w.nodes if n.location.valid())
@@ -162,6 +166,10 @@ def _log_ratio(x: float | None, y: float | None) -> float:
     return abs(math.log(x / y)) if x and y and x > 1 and y > 1 else 0.0
 
 
+def _agree(x: float | None, y: float | None) -> bool:
+    return x is not None and y is not None and (y <= 1 or abs(x / y - 1) <= WITHIN)
+
+
 def measure(registry: DatasetRegistry, region: str, profile: str, todo: list) -> dict:
     osrm, valhalla = Http(*peers.OSRM_CH), Http(*peers.VALHALLA)
     mer, errors, osr, val = [], [], [], []
@@ -176,7 +184,16 @@ def measure(registry: DatasetRegistry, region: str, profile: str, todo: list) ->
         for (a, b), m, o, v, e in zip(todo, mer, osr, val, errors, strict=True)
         if m is None and (o is not None or v is not None)
     ]
-    worst = sorted(range(len(todo)), key=lambda i: -max(_log_ratio(mer[i], val[i]), _log_ratio(mer[i], osr[i])))
+    # the peers agree with each other and Meridian with neither: the clearest defects, listed first
+    lone = [
+        i
+        for i in range(len(todo))
+        if _agree(osr[i], val[i]) and not _agree(mer[i], osr[i]) and not _agree(mer[i], val[i])
+    ]
+    worst = sorted(
+        range(len(todo)),
+        key=lambda i: (i not in lone, -max(_log_ratio(mer[i], val[i]), _log_ratio(mer[i], osr[i]))),
+    )
     return {
         "region": region,
         "profile": profile,
@@ -192,6 +209,7 @@ def measure(registry: DatasetRegistry, region: str, profile: str, todo: list) ->
         "meridian_404_osrm_routes": sum(r["osrm_m"] is not None for r in refused),
         "meridian_404_valhalla_routes": sum(r["valhalla_m"] is not None for r in refused),
         "meridian_404": refused,
+        "peers_agree_meridian_not": len(lone),
         "outliers": [
             {
                 "origin": todo[i][0],
@@ -200,7 +218,7 @@ def measure(registry: DatasetRegistry, region: str, profile: str, todo: list) ->
                 "osrm_m": osr[i],
                 "valhalla_m": val[i],
             }
-            for i in worst[:15]
+            for i in worst[:30]
         ],
     }
 
@@ -215,8 +233,9 @@ def _pcts(values: list[float]) -> dict:
     }
 
 
-def route_speed(url: str, key: str, todo: list, turn: int = 25) -> dict:
+def route_speed(server: tuple[str, str], todo: list, turn: int = 25) -> dict:
     """Foot routes with turn-by-turn steps over HTTP: Meridian and Valhalla take turns."""
+    url, key = server
     host, port = url.rsplit("//", 1)[1].split(":")
     ours, theirs = Http(host, int(port)), Http(*peers.VALHALLA)
     headers = {"X-API-Key": key}
@@ -236,9 +255,13 @@ def route_speed(url: str, key: str, todo: list, turn: int = 25) -> dict:
             dt, status, _ = theirs.request("POST", "/route", valhalla_body(a, b, "foot", True))
             if status == 200:
                 peer.append(dt)
-    out = {"pairs": len(todo), "meridian_ms": _pcts(mine), "valhalla_ms": _pcts(peer)}
-    out["p50_over_valhalla"] = round(out["meridian_ms"]["p50"] / out["valhalla_ms"]["p50"], 2)
-    return out
+    ours_ms, theirs_ms = _pcts(mine), _pcts(peer)
+    return {
+        "pairs": len(todo),
+        "meridian_ms": ours_ms,
+        "valhalla_ms": theirs_ms,
+        "p50_over_valhalla": round(ours_ms["p50"] / theirs_ms["p50"], 2),
+    }
 
 
 def _area_m2(geom, lat0: float) -> float:
@@ -247,8 +270,12 @@ def _area_m2(geom, lat0: float) -> float:
 
 
 def valhalla_isochrone(client: Http, lat: float, lng: float):
-    body = {"locations": [{"lat": lat, "lon": lng}], "costing": "pedestrian", "contours": [{"time": ISO_MINUTES}]}
-    body["polygons"] = True
+    body = {
+        "locations": [{"lat": lat, "lon": lng}],
+        "costing": "pedestrian",
+        "contours": [{"time": ISO_MINUTES}],
+        "polygons": True,
+    }
     dt, status, raw = client.request("POST", "/isochrone", json.dumps(body).encode())
     if status != 200:
         return dt, None
@@ -260,7 +287,7 @@ def isochrones(registry: DatasetRegistry, origins: list) -> dict:
     """10-minute walking isochrone next to Valhalla's; the car's 10-minute isochrone's latency."""
     valhalla = Http(*peers.VALHALLA)
     for profile in ("foot", "car"):  # warm-up
-        isochrone(registry, IsochroneParams(*origins[0], times=(ISO_MINUTES,), profile=profile))
+        isochrone(registry, IsochroneParams(origins[0][0], origins[0][1], times=(ISO_MINUTES,), profile=profile))
     ratios: list[float] = []
     lat_ms: dict[str, list[float]] = {"foot": [], "car": [], "valhalla": []}
     for lat, lng in origins:
@@ -333,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                 print_row(row)
                 rows.append(row)
                 if profile == "foot" and server is not None:
-                    s = {"region": region, "route": route_speed(*server, todo["foot"][: args.speed_pairs])}
+                    s = {"region": region, "route": route_speed(server, todo["foot"][: args.speed_pairs])}
                     origins = [a for a, _ in todo["foot"][: args.isochrones]]
                     s["isochrone_10min"] = isochrones(registry, origins)
                     print(json.dumps(s))
