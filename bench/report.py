@@ -634,6 +634,114 @@ def travel_profiles_section(doc: dict) -> list[str]:
     return lines + [""]
 
 
+def _agreement_cell(row: dict, old: dict | None, key: str) -> str:
+    new = (row.get(key) or {}).get("within_10pct")
+    before = ((old or {}).get(key) or {}).get("within_10pct")
+    text = "" if new is None else f"{new:.3f}"
+    return f"{before:.3f} → {text}" if before is not None and old is not None else text
+
+
+def profiles_agreement_section(doc: dict) -> list[str]:
+    """Foot and bicycle against Valhalla and OSRM (bench/profiles_agreement.py), next to the run
+    before the profile changes (``profiles-agreement-before.json``), and the foot speed table."""
+    before = {(r["region"], r["profile"]): r for r in (_load("profiles-agreement-before.json") or {}).get("rows", [])}
+    lines = [
+        "## Travel profiles: agreement with Valhalla and OSRM",
+        "",
+        f"`{doc.get('command', '?')}`, run {doc.get('when', '?')}. Share of the pairs both engines route whose "
+        "distances are within 10 % (before → after the bicycle rule changes of issue 29; "
+        "`profiles-agreement-before.json`). Pairs: seeded random nodes of the PBF's ways of the profile's "
+        "classes (not underground), the same coordinates sent to every engine; OSRM built with its own "
+        "`foot.lua` / `bicycle.lua`, Valhalla's `pedestrian` / `bicycle` costing.",
+        "",
+    ]
+    rows = []
+    for r in doc["rows"]:
+        old = before.get((r["region"], r["profile"]))
+        rows.append(
+            [
+                r["region"].title(),
+                r["profile"],
+                r["pairs"],
+                _agreement_cell(r, old, "meridian_vs_valhalla"),
+                _agreement_cell(r, old, "meridian_vs_osrm"),
+                _agreement_cell(r, None, "osrm_vs_valhalla"),
+                f"{r['meridian_404_osrm_routes']} / {r['meridian_404_valhalla_routes']}",
+                r.get("peers_agree_meridian_not", ""),
+            ]
+        )
+    lines += _table(
+        [
+            "region",
+            "profile",
+            "pairs",
+            "vs Valhalla",
+            "vs OSRM",
+            "OSRM vs Valhalla",
+            "404 where OSRM / Valhalla route",
+            "peers agree, Meridian with neither",
+        ],
+        rows,
+    )
+    lines += [
+        "Why the rest differ, from the outliers (`rows[].outliers` in the JSON, ways compared by OSM id):",
+        "",
+        "- Bicycle against Valhalla: Valhalla's `bicycle` costing never pushes a bicycle (not along a footway, "
+        "not against a one-way, not up steps), rides `bicycle=use_sidepath` roads and weighs roads by "
+        "its own cycling preferences; OSRM and Meridian push and take the fastest way, so the two peers "
+        "agree on only about 60 % of the pairs and Meridian sits between them.",
+        "- The 404s where Valhalla routes (Monaco, bicycle): points in the A8 motorway's service area "
+        "(158 edges reached only by the motorway); OSRM answers NoRoute as well, Valhalla snaps the "
+        "points 80 m away to the road outside the fence.",
+        "- Foot: Meridian crosses pedestrian squares straight (issue 29's rule, OSRM's `foot_area.lua`); "
+        "the peers walk round their outlines. OSRM also walks railway platforms mapped without a "
+        "`highway` tag (Helsinki's central station), which Meridian and Valhalla do not.",
+        "",
+    ]
+    if doc.get("speed"):
+        lines += [
+            f"Foot speed in the same run (load average {doc['load_average'][0]:.1f} on the 2 shared cores at the "
+            "end: compare ratios). Routes: `/v1/routing?profile=foot&steps=true` on the benchmark's own gunicorn "
+            "(2 workers, key check and quota included) and Valhalla's `pedestrian` route with maneuvers, one "
+            "keep-alive client each, taking turns every 25 pairs after one warm-up pass over all pairs. "
+            "Isochrones: a 10-minute contour from the first 20 pairs' origins; Meridian in process "
+            "(`engine.services.isochrone.run`), Valhalla's `/isochrone` over HTTP; areas in a local metric "
+            "projection.",
+            "",
+        ]
+    for s in doc.get("speed", []):
+        rt, iso = s["route"], s["isochrone_10min"]
+        lines += [
+            f"### Foot speed, {s['region'].title()}",
+            "",
+            *_table(
+                ["measure", "Meridian", "Valhalla", "ratio"],
+                [
+                    [
+                        f"foot route with steps over HTTP, p50 / p95 ms ({rt['pairs']} pairs)",
+                        f"{rt['meridian_ms']['p50']} / {rt['meridian_ms']['p95']}",
+                        f"{rt['valhalla_ms']['p50']} / {rt['valhalla_ms']['p95']}",
+                        f"{rt['p50_over_valhalla']:.2f}x",
+                    ],
+                    [
+                        f"10-minute walking isochrone area, median ratio (p10-p90), {iso['compared']} origins",
+                        "",
+                        "",
+                        f"{iso['area_ratio_median']} ({iso['area_ratio_p10_p90'][0]}-{iso['area_ratio_p10_p90'][1]})",
+                    ],
+                    [
+                        "10-minute isochrone latency p50 / p95 ms: foot (car) in process; Valhalla over HTTP",
+                        f"{iso['foot_ms']['p50']} / {iso['foot_ms']['p95']} "
+                        f"({iso['car_ms']['p50']} / {iso['car_ms']['p95']})",
+                        f"{iso['valhalla_ms']['p50']} / {iso['valhalla_ms']['p95']}",
+                        "",
+                    ],
+                ],
+            ),
+        ]
+    return lines
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -655,6 +763,7 @@ def main() -> None:
         ("load.json", load_section),
         ("scaling-search.json", search_scaling_section),
         ("travel-profiles.json", travel_profiles_section),
+        ("profiles-agreement.json", profiles_agreement_section),
     ):
         doc = _load(name)
         if doc:

@@ -3,32 +3,42 @@
 Pure functions over a tag mapping, as the car profile (:mod:`engine.routing.profile`); the
 choices follow OSRM's ``bicycle.lua`` (the benchmark reference) where it matters for agreement.
 
-Ridden (speeds in km/h, :data:`RIDE_KMH`): ``cycleway`` 15, ``primary``..``tertiary`` (and
-links), ``residential``, ``unclassified``, ``road`` 15, ``track``, ``path`` 12, ``service``,
-``living_street`` 10. ``trunk`` and ``bridleway`` only with ``bicycle=yes|designated|permissive``.
-Pushed at :data:`WALK_KMH` (4 km/h): ``footway`` and ``pedestrian`` (ridden at the path speed when
-``bicycle=yes|designated|permissive``), any way tagged ``bicycle=dismount``; ``steps`` at
-:data:`STEPS_KMH`. Never motorways (nor ``motorroad=yes``). ``route=ferry`` unless ``bicycle=no``.
+Ridden (speeds in km/h, :data:`RIDE_KMH`): ``cycleway``, ``primary``..``tertiary`` (and links),
+``residential``, ``unclassified``, ``road``, ``living_street``, ``service`` 15, ``path`` 13,
+``track`` 12. Any other highway (``footway``, ``pedestrian``, ``trunk``, ``bridleway``, ...) is
+ridden at :data:`DEFAULT_KMH` when the access tags allow it (``bicycle``/``vehicle``/``access`` =
+``yes|designated|permissive``), as OSRM rides an unknown way with a valid access tag. Never
+motorways (nor ``motorroad=yes``), nor ways under construction. ``route=ferry`` unless
+``bicycle=no``. A road whose cycle track is mapped as its own way (``cycleway[:side]=separate``)
+is left to that way unless ``bicycle=yes|designated|permissive|destination``.
+
+Pushed at :data:`WALK_KMH` (4 km/h) when it may not be ridden in a direction, unless ``foot=no``:
+``footway``, ``pedestrian``, ``platform`` (``steps`` at :data:`STEPS_KMH`) both ways; and against
+the one-way of a road otherwise ridden (OSRM's ``bike_push_handler``: a cyclist walks the bicycle
+the wrong way along a one-way street), except where the one-way is implied (roundabouts). Any way
+tagged ``bicycle=dismount`` is pushed both ways.
 
 Access: the first of ``bicycle``, ``vehicle``, ``access`` that is set decides (``:forward`` /
-``:backward`` variants too); :data:`ACCESS_DENIED` excludes.
+``:backward`` variants too); :data:`ACCESS_DENIED` excludes the way (no pushing either).
 
 Direction: the car's ``oneway`` (``yes``/``-1``, implied on roundabouts), then
 ``oneway:bicycle`` overrides it (``no``: both ways, contraflow), and so does a contraflow lane
 (``cycleway=opposite|opposite_lane|opposite_track``, also on ``cycleway:left|right|both``).
 
-Speed: the class's, capped by :data:`SURFACE_KMH` (slower on gravel, sett, cobbles); ``maxspeed``
-is ignored (a cyclist is slower than any limit). Pushing ignores the surface.
+Speed: the class's (or the pushing speed), capped by ``maxspeed`` (``maxspeed:forward`` /
+``:backward``) when lower and by :data:`SURFACE_KMH` (slower on gravel, sett, cobbles).
 
 Nodes: ``bicycle=no`` (or ``access=no|private`` without a ``bicycle`` tag allowing it), solid
 barriers and stiles/turnstiles block; traffic signals cost :data:`SIGNALS_S`. Turns cost OSRM's
-bicycle sigmoid up to :data:`TURN_PENALTY_S`, U-turns :data:`UTURN_S`. Turn restrictions:
-``restriction`` and ``restriction:bicycle`` apply, unless ``except`` names ``bicycle``.
+bicycle.lua quadratic, ``(angle / 90)² * TURN_PENALTY_S``, divided by :data:`TURN_BIAS` to the
+right and multiplied by it to the left, where there is a choice; U-turns :data:`UTURN_S` more;
+turning from a ridden way onto a pushed one weighs :data:`MODE_CHANGE_S` more (not in the time).
+Turn restrictions: ``restriction`` and ``restriction:bicycle`` apply, unless ``except`` names
+``bicycle``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from engine.routing import profile as P
@@ -39,9 +49,11 @@ STEPS_KMH = 2.0
 FERRY_KMH = 5.0
 SIGNALS_S = 2.0
 TURN_PENALTY_S = 6.0
-TURN_BIAS = 1.4
+TURN_BIAS = 1.4  # right-hand traffic: a left turn costs TURN_BIAS² times a right turn
 UTURN_S = 20.0
+MODE_CHANGE_S = 30.0  # routing weight (not time) of getting off to push (profiles.Profile.mode_change_s)
 
+DEFAULT_KMH = 15.0
 RIDE_KMH: dict[str, float] = {
     "cycleway": 15,
     "primary": 15,
@@ -53,59 +65,51 @@ RIDE_KMH: dict[str, float] = {
     "residential": 15,
     "unclassified": 15,
     "road": 15,
+    "living_street": 15,
+    "service": 15,
+    "path": 13,
     "track": 12,
-    "path": 12,
-    "service": 10,
-    "living_street": 10,
-    # only with an explicit bicycle tag
-    "trunk": 15,
-    "trunk_link": 15,
-    "bridleway": 8,
-    "footway": 12,
-    "pedestrian": 12,
 }
-NEEDS_BICYCLE_TAG = frozenset({"trunk", "trunk_link", "bridleway"})
-PUSHED = {"footway": WALK_KMH, "pedestrian": WALK_KMH, "steps": STEPS_KMH}  # unless ridden by tag
+PUSHED = {"footway": WALK_KMH, "pedestrian": WALK_KMH, "platform": WALK_KMH, "steps": STEPS_KMH}
+# classes of the graph (profile.HIGHWAY_CLASSES) for the other highway values a bicycle may use
+CLASS_OF = {"platform": "footway", "corridor": "footway", "elevator": "footway"}
+NEVER = frozenset({"motorway", "motorway_link", "construction", "proposed"})
 SURFACE_KMH: dict[str, float] = {
-    "paving_stones": 12,
-    "cement": 10,
+    "wood": 10,
+    "metal": 10,
+    "cobblestone:flattened": 10,
+    "paving_stones": 10,
     "compacted": 10,
     "fine_gravel": 10,
     "ground": 10,
-    "metal": 10,
-    "bricks": 10,
     "sett": 9,
     "dirt": 8,
-    "grass_paver": 8,
-    "wood": 6,
-    "gravel": 6,
+    "cobblestone": 7,
     "unpaved": 6,
+    "gravel": 6,
     "pebblestone": 6,
-    "cobblestone": 6,
-    "clay": 6,
+    "grass_paver": 6,
     "earth": 6,
-    "stone": 6,
-    "rocky": 6,
     "grass": 6,
-    "tartan": 6,
-    "sand": 3,
+    "laterite": 5,
     "mud": 3,
+    "sand": 3,
+    "woodchips": 3,
 }
 
 ACCESS_HIERARCHY = ("bicycle", "vehicle", "access")
 ACCESS_DENIED = frozenset({"no", "private", "agricultural", "forestry", "military", "delivery", "use_sidepath"})
 ACCESS_RIDE = frozenset({"yes", "designated", "permissive", "official"})
+SEPARATE_OVERRIDE = ACCESS_RIDE | {"destination"}
 CONTRAFLOW = frozenset({"opposite", "opposite_lane", "opposite_track", "opposite_share_busway"})
 BLOCKING_BARRIERS = T.SOLID_BARRIERS | {"stile", "turnstile", "full-height_turnstile"}
 RESTRICTION_KEYS = ("restriction:bicycle", "restriction")
 
 
 def _direction(tags: Mapping[str, str]) -> tuple[bool, bool]:
-    """(forward, backward) for a cyclist: the vehicle one-way, then its bicycle exceptions."""
+    """(forward, backward) a cyclist may ride: the vehicle one-way, then its bicycle exceptions."""
     roundabout = tags.get("junction") in ("roundabout", "circular")
     fwd, bwd = T.oneway(tags.get("oneway")) or ((True, False) if roundabout else (True, True))
-    if (tags.get("oneway") or "").lower() == "reversible":
-        return False, False
     own = T.oneway(tags.get("oneway:bicycle"))
     if own is not None:
         return own
@@ -115,41 +119,82 @@ def _direction(tags: Mapping[str, str]) -> tuple[bool, bool]:
     return fwd, bwd
 
 
-def _speed(highway: str, tags: Mapping[str, str], access: str | None) -> float | None:
-    """Riding or pushing speed on the way, None when a bicycle may not use it."""
+def _separate_cycleway(tags: Mapping[str, str]) -> bool:
+    """The road's cycle track is its own way: ride that one, unless the road says bicycles may."""
+    sides = (tags.get(k) for k in ("cycleway", "cycleway:both", "cycleway:left", "cycleway:right"))
+    return any(v == "separate" for v in sides) and tags.get("bicycle") not in SEPARATE_OVERRIDE
+
+
+def _ride_kmh(highway: str, access: str | None) -> float | None:
+    """Riding speed on the way's class, None when it is not ridden (maybe pushed)."""
     if access == "dismount":
-        return WALK_KMH
-    ridden_by_tag = access in ACCESS_RIDE and tags.get("bicycle") is not None
-    if highway in PUSHED and not (ridden_by_tag and highway != "steps"):
-        return PUSHED[highway]
-    if highway not in RIDE_KMH or (highway in NEEDS_BICYCLE_TAG and not ridden_by_tag):
         return None
-    speed = RIDE_KMH[highway]
-    return min(speed, SURFACE_KMH.get(tags.get("surface") or "", speed))
+    if highway in RIDE_KMH:
+        return RIDE_KMH[highway]
+    return DEFAULT_KMH if access in ACCESS_RIDE else None
+
+
+def _push_kmh(highway: str, tags: Mapping[str, str], ridden: bool) -> float | None:
+    """Pushing speed where the bicycle may not be ridden, None where it may not be pushed either."""
+    if tags.get("foot") == "no":
+        return None
+    if highway in PUSHED:
+        return PUSHED[highway]
+    return WALK_KMH if ridden or tags.get("foot") == "yes" else None
+
+
+def _capped(speed: float, tags: Mapping[str, str], direction: str) -> float:
+    limit = P.parse_maxspeed(tags.get(f"maxspeed:{direction}")) or P.parse_maxspeed(tags.get("maxspeed"))
+    surface = SURFACE_KMH.get(tags.get("surface") or "")
+    return min(speed, limit or speed, surface or speed)
+
+
+def _speeds(highway: str, tags: Mapping[str, str], access: str | None) -> tuple[float | None, float | None]:
+    """Riding or pushing speed forward and backward (None: not that way), before the caps."""
+    if access == "dismount":
+        return WALK_KMH, WALK_KMH
+    ride = _ride_kmh(highway, access)
+    ride_fwd, ride_bwd = _direction(tags) if ride is not None else (False, False)
+    push = _push_kmh(highway, tags, ride is not None)
+    roundabout = tags.get("junction") in ("roundabout", "circular")
+    fwd = ride if ride_fwd else push
+    bwd = ride if ride_bwd else (None if roundabout and ride is not None else push)
+    return fwd, bwd
 
 
 def way_profile(tags: Mapping[str, str]) -> P.WayProfile | None:
     """The cyclist's view of a way, or None when a bicycle may not use it at all."""
     is_ferry = tags.get("route") == "ferry"
     highway = "ferry" if is_ferry else tags.get("highway")
-    if not highway or tags.get("area") == "yes" or T.closed(tags):
+    if (
+        not highway
+        or (highway not in P.CLASS_CODE and highway not in CLASS_OF)
+        or highway in NEVER
+        or tags.get("motorroad") == "yes"
+        or T.closed(tags)
+    ):
         return None
-    if highway in ("motorway", "motorway_link") or tags.get("motorroad") == "yes":
+    if (tags.get("oneway") or "").lower() == "reversible":
         return None
     access = T.first_access(tags, ACCESS_HIERARCHY)
-    if access in ACCESS_DENIED:
+    if access in ACCESS_DENIED or (not is_ferry and _separate_cycleway(tags)):
         return None
-    speed = FERRY_KMH if is_ferry else _speed(highway, tags, access)
-    if speed is None:
-        return None
-    fwd, bwd = _direction(tags)
-    fwd = fwd and T.first_access(tags, ACCESS_HIERARCHY, "forward") not in ACCESS_DENIED
-    bwd = bwd and T.first_access(tags, ACCESS_HIERARCHY, "backward") not in ACCESS_DENIED
+    fwd_kmh: float | None = FERRY_KMH
+    bwd_kmh: float | None = FERRY_KMH
+    if not is_ferry:
+        fwd_kmh, bwd_kmh = _speeds(highway, tags, access)
+        fwd_kmh = fwd_kmh and _capped(fwd_kmh, tags, "forward")
+        bwd_kmh = bwd_kmh and _capped(bwd_kmh, tags, "backward")
+    fwd = fwd_kmh is not None and T.first_access(tags, ACCESS_HIERARCHY, "forward") not in ACCESS_DENIED
+    bwd = bwd_kmh is not None and T.first_access(tags, ACCESS_HIERARCHY, "backward") not in ACCESS_DENIED
     if not (fwd or bwd):
         return None
     flags = T.basic_flags(tags, ferry=is_ferry, forward=fwd, backward=bwd)
     ferry_s = P.parse_duration_s(tags.get("duration")) if is_ferry else None
-    return P.WayProfile(highway, fwd, bwd, speed, speed, 1.0, flags, T.name_of(tags), ferry_s)
+    speed_fwd, speed_bwd = fwd_kmh or bwd_kmh or WALK_KMH, bwd_kmh or fwd_kmh or WALK_KMH
+    return P.WayProfile(
+        CLASS_OF.get(highway, highway), fwd, bwd, speed_fwd, speed_bwd, 1.0, flags, T.name_of(tags), ferry_s
+    )
 
 
 def node_penalty(tags: Mapping[str, str]) -> float | None:
@@ -163,12 +208,12 @@ def node_penalty(tags: Mapping[str, str]) -> float | None:
 
 
 def turn_duration_s(angle_deg: float, *, n_roads: int, uturn: bool, roundabout: bool) -> float:
-    """OSRM's bicycle turn cost: ``angle_deg`` in (-180, 180], positive = right turn; charged only
-    where there is a choice, or for a U-turn."""
+    """OSRM bicycle.lua's turn cost: ``angle_deg`` in (-180, 180], positive = right turn; charged
+    only where there is a choice, or for a U-turn."""
     if n_roads <= 2 and not uturn:
         return 0.0
-    bias = TURN_BIAS if angle_deg < 0 else 1 / TURN_BIAS  # right-hand traffic: left turns cost more
-    cost = TURN_PENALTY_S / (1 + math.exp(-((13 * bias) * abs(angle_deg) / 180 - 6.5 / bias)))
+    bias = 1 / TURN_BIAS if angle_deg >= 0 else TURN_BIAS
+    cost = (angle_deg / 90.0) ** 2 * TURN_PENALTY_S * bias
     return cost + (UTURN_S if uturn else 0.0)
 
 

@@ -535,6 +535,8 @@ class _TurnRules:
         self.deg = _road_degree(a)
         self.by_via = _restrictions_by_via(a, node_osm, roads.restrictions)
         self.removed = 0
+        self.mode_change_s = profile.mode_change_s
+        self.pushed = _pushed_edges(a, profile)
 
     def turns_after(self, e: int) -> list[_Turn]:
         """Every edge leaving ``e``'s head except the U-turn, unless a barrier blocks the node or a
@@ -565,7 +567,20 @@ class _TurnRules:
         rb = bool((flags_e | flags_f) & P.FLAG_ROUNDABOUT)
         cost = self.turn_duration_s(angle, n_roads=int(self.deg[v]), uturn=False, roundabout=rb)
         enters_restricted = (flags_f & P.FLAG_RESTRICTED) and not (flags_e & P.FLAG_RESTRICTED)
-        return _Turn(f, cost + node_penalty_s, P.RESTRICTED_ENTRY_S if enters_restricted else 0.0)
+        extra = P.RESTRICTED_ENTRY_S if enters_restricted else 0.0
+        if self.pushed[f] and not self.pushed[e]:
+            extra += self.mode_change_s
+        return _Turn(f, cost + node_penalty_s, extra)
+
+
+def _pushed_edges(a: Arrays, profile: Profile) -> np.ndarray:
+    """Per edge: travelled at or below the profile's pushing speed (a cyclist walking the bicycle);
+    all False for a profile without a mode change penalty."""
+    if not profile.mode_change_s:
+        return np.zeros(a["edge_head"].shape[0], bool)
+    length, duration = a["edge_length_m"].astype(np.float64), a["edge_duration_s"].astype(np.float64)
+    kmh = np.divide(length, duration, out=np.full(length.shape, np.inf), where=duration > 0) * 3.6
+    return np.asarray(kmh <= profile.pushing_kmh + 0.01)
 
 
 def build_turns(a: Arrays, roads: OsmRoads, node_osm: list[int], profile: Profile = CAR) -> TurnTable:

@@ -35,6 +35,10 @@ class Profile:
     restriction_kind: Callable[[Tags], str | None]
     turn_duration_s: Callable[..., float]
     pedestrian_areas: bool = False  # walk across squares (foot.is_pedestrian_area)
+    # routing weight of a turn from a way ridden onto one travelled at pushing_kmh or slower (a
+    # cyclist getting off to push: OSRM bicycle.lua's mode_change_penalty); 0: no such penalty
+    mode_change_s: float = 0.0
+    pushing_kmh: float = 0.0
 
     @property
     def ways(self) -> str:
@@ -57,6 +61,8 @@ BICYCLE = Profile(
     bicycle.node_penalty,
     bicycle.restriction_kind,
     bicycle.turn_duration_s,
+    mode_change_s=bicycle.MODE_CHANGE_S,
+    pushing_kmh=bicycle.WALK_KMH,
 )
 PROFILES: dict[str, Profile] = {p.name: p for p in (CAR, FOOT, BICYCLE)}
 NAMES: tuple[str, ...] = tuple(PROFILES)

@@ -79,10 +79,10 @@ class Line:
     def both(self, profile: str) -> tuple[bool, bool]:
         return self.forward(profile) is not None, self.backward(profile) is not None
 
-    def kmh_on_bc(self, profile: str, outer_kmh: float) -> float:
+    def kmh_on_bc(self, profile: str, outer_kmh: float, backward: bool = False) -> float:
         """Speed on B-C from the route's duration (outer halves at ``outer_kmh``, no turn costs on
         a line: every node joins two roads)."""
-        r = self.forward(profile)
+        r = self.backward(profile) if backward else self.forward(profile)
         assert r is not None
         outer = 2 * (GRID_M * 5 / 2)
         bc_s = r["duration"] - outer / (outer_kmh / 3.6)
@@ -217,6 +217,11 @@ def test_foot_walks_around_a_concave_area_where_a_straight_line_would_leave_it(t
         ({"highway": "track"}, True),
         ({"highway": "path"}, True),
         ({"highway": "footway"}, True),  # pushed
+        ({"highway": "footway", "foot": "no"}, False),  # neither ridden nor pushed
+        ({"highway": "corridor", "access": "yes"}, True),  # any other highway with a valid access tag
+        ({"highway": "construction", "access": "yes"}, False),
+        ({"highway": "residential", "cycleway": "separate"}, False),  # ride the separate track
+        ({"highway": "residential", "cycleway:right": "separate", "bicycle": "yes"}, True),
         ({"highway": "motorway"}, False),
         ({"highway": "motorway", "bicycle": "yes"}, False),
         ({"highway": "trunk"}, False),
@@ -232,21 +237,32 @@ def test_bicycle_uses_the_ways_it_may(tmp_path, tags, rideable):
     assert Line(tmp_path, **tags).both("bicycle") == (rideable, rideable)
 
 
+RIDE, PUSH = bicycle.RIDE_KMH["residential"], bicycle.WALK_KMH
+
+
 @pytest.mark.parametrize(
-    ("tags", "directions"),
+    ("tags", "forward", "backward"),
     [
-        ({"oneway": "yes"}, (True, False)),
-        ({"oneway": "-1"}, (False, True)),
-        ({"oneway": "yes", "oneway:bicycle": "no"}, (True, True)),
-        ({"oneway": "yes", "cycleway": "opposite"}, (True, True)),
-        ({"oneway": "yes", "cycleway": "opposite_lane"}, (True, True)),
-        ({"oneway": "yes", "cycleway:left": "opposite_track"}, (True, True)),
-        ({"oneway:bicycle": "yes"}, (True, False)),
+        ({}, RIDE, RIDE),
+        ({"oneway": "yes"}, RIDE, PUSH),  # the bicycle is pushed against the one-way
+        ({"oneway": "-1"}, PUSH, RIDE),
+        ({"oneway": "yes", "foot": "no"}, RIDE, None),  # ... unless walking there is forbidden
+        ({"oneway": "yes", "oneway:bicycle": "no"}, RIDE, RIDE),
+        ({"oneway": "yes", "cycleway": "opposite"}, RIDE, RIDE),
+        ({"oneway": "yes", "cycleway": "opposite_lane"}, RIDE, RIDE),
+        ({"oneway": "yes", "cycleway:left": "opposite_track"}, RIDE, RIDE),
+        ({"oneway:bicycle": "yes"}, RIDE, PUSH),
+        ({"junction": "roundabout"}, RIDE, None),  # an implied one-way is not pushed against
     ],
 )
-def test_bicycle_directions(tmp_path, tags, directions):
+def test_bicycle_directions(tmp_path, tags, forward, backward):
     line = Line(tmp_path, highway="residential", **tags)
-    assert line.both("bicycle") == directions
+    for direction, expected in (("forward", forward), ("backward", backward)):
+        if expected is None:
+            assert getattr(line, direction)("bicycle") is None, direction
+        else:
+            kmh = line.kmh_on_bc("bicycle", RIDE, backward=direction == "backward")
+            assert kmh == pytest.approx(expected, rel=0.02), direction
     assert line.both("car") == ((True, False) if tags.get("oneway") == "yes" else line.both("car"))
 
 
@@ -257,14 +273,59 @@ def test_bicycle_speeds_by_class_surface_and_dismount(tmp_path):
         return Line(tmp_path / name, **tags).kmh_on_bc("bicycle", kmh)
 
     assert speed("cycleway", highway="cycleway") == pytest.approx(15.0, rel=0.02)
+    assert speed("service", highway="service") == pytest.approx(15.0, rel=0.02)
+    assert speed("path", highway="path") == pytest.approx(bicycle.RIDE_KMH["path"], rel=0.02)
     assert speed("asphalt", highway="residential", surface="asphalt") == pytest.approx(15.0, rel=0.02)
     gravel = speed("gravel", highway="residential", surface="gravel")
     cobbles = speed("cobbles", highway="residential", surface="cobblestone")
     assert gravel == pytest.approx(bicycle.SURFACE_KMH["gravel"], rel=0.02) and gravel < 15
     assert cobbles == pytest.approx(bicycle.SURFACE_KMH["cobblestone"], rel=0.02)
+    assert speed("maxspeed", highway="residential", maxspeed="10") == pytest.approx(10.0, rel=0.02)
     assert speed("dismount", highway="cycleway", bicycle="dismount") == pytest.approx(bicycle.WALK_KMH, rel=0.02)
     assert speed("footway", highway="footway") == pytest.approx(bicycle.WALK_KMH, rel=0.02)  # pushed
-    assert speed("shared", highway="footway", bicycle="designated") > 10  # ridden
+    assert speed("shared", highway="footway", bicycle="designated") == pytest.approx(bicycle.DEFAULT_KMH, rel=0.02)
+    assert speed("open", highway="pedestrian", access="yes") == pytest.approx(bicycle.DEFAULT_KMH, rel=0.02)
+
+
+@pytest.mark.parametrize(("detour_m", "pushes"), [(250.0, True), (150.0, False)])
+def test_bicycle_rides_around_a_short_push_unless_the_detour_costs_more(tmp_path, detour_m, pushes):
+    """B-C is a footway (100 m pushed: 90 s); B-E-F-C rides around it, E and F ``detour_m`` south
+    of B and C. 250 m: 600 m ridden take 144 s + two right turns, more than pushing and the get-off
+    penalty (:data:`bicycle.MODE_CHANGE_S`): it pushes; 150 m: 400 m take 96 s + the turns, more
+    than pushing alone but less than with the penalty: it rides around."""
+    g = OsmGrid(LINE, grid_m=20.0)
+    g.add_node("E", *g.offset("B", north_m=-detour_m))
+    g.add_node("F", *g.offset("C", north_m=-detour_m))
+    g.way("AB", highway="residential")
+    g.way("BC", highway="footway")
+    g.way("CD", highway="residential")
+    g.way("BEFC", highway="residential")
+    ds = serve(tmp_path, g, profiles=("car", "bicycle"))
+    r = route(ds, g.coord_between("A", "B"), g.coord_between("C", "D"), "bicycle")
+    assert r is not None and passes_near(r, g.coord_between("B", "C")) is pushes
+
+
+CROSS = """
+         N
+         |
+    W----X----E
+         |
+         S
+"""
+
+
+def test_bicycle_turns_cost_more_to_the_left(tmp_path):
+    """OSRM's bicycle turn cost: (angle / 90)² * 6 s, times 1.4 to the left, over 1.4 to the right."""
+    g = OsmGrid(CROSS, grid_m=20.0)
+    g.way("SXN", highway="residential")
+    g.way("WXE", highway="residential")
+    ds = serve(tmp_path, g, profiles=("car", "bicycle"))
+    start = g.coord_between("S", "X")
+    left = route(ds, start, g.coord_between("X", "W"), "bicycle")
+    right = route(ds, start, g.coord_between("X", "E"), "bicycle")
+    assert left is not None and right is not None
+    expected = bicycle.TURN_PENALTY_S * (bicycle.TURN_BIAS - 1 / bicycle.TURN_BIAS)
+    assert left["duration"] - right["duration"] == pytest.approx(expected, abs=0.3)
 
 
 # -- turn restrictions per profile -----------------------------------------------------------------
