@@ -16,9 +16,17 @@ from PIL import Image
 
 from app.portal.console_many import EXAMPLE, SOURCE_COLOUR, VEHICLE_COLOURS, clock, distance_text, duration_text
 from app.portal.services import portal
+from engine.render.staticmap import PIN_HEAD_PX
 from tests.portal.test_pages import make_user
 from tests.portal.test_portal_browser import portal_server  # noqa: F401  (the gunicorn fixture)
-from tests.portal.test_portal_ui_browser import browser, create_key, shoot, signed_in  # noqa: F401
+from tests.portal.test_portal_ui_browser import (  # noqa: F401  (browser: the Chromium fixture)
+    PHONE,
+    browser,
+    create_key,
+    no_page_overflow,
+    shoot,
+    signed_in,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.slow]
 THREE = ((43.7312, 7.4197), (43.7384, 7.4246), (43.7406, 7.4270))
@@ -26,13 +34,13 @@ THREE = ((43.7312, 7.4197), (43.7384, 7.4246), (43.7406, 7.4270))
 
 @pytest.fixture(scope="module")
 def console(browser, portal_server, portal_app):  # noqa: F811
-    """(base URL, a signed-in page, a key) of an account on the standard plan."""
+    """(base URL, a signed-in page, a key, the address) of an account on the standard plan."""
     base, _ = portal_server
     email, account_id = make_user(portal_app)
     with portal_app.app_context():
         portal().users.set_plan(account_id, "standard")
     page = signed_in(browser, base, email)
-    return base, page, create_key(page, base, "console")
+    return base, page, create_key(page, base, "console"), email
 
 
 def send(page, base: str, fn: str, key: str, **fields: str) -> None:
@@ -66,7 +74,7 @@ def near(pixel: tuple[int, ...], colour: str, tolerance: int = 45) -> bool:
 
 
 def test_matrix_table_is_the_apis_answer_and_a_cell_lights_its_two_points(console):
-    base, page, key = console
+    base, page, key, _ = console
     send(page, base, "matrix", key, sources="\n".join(f"{lat},{lng}" for lat, lng in THREE), profile="car")
     assert page.inner_text("#result .status") == "200"
     body = {"sources": [{"lat": lat, "lng": lng} for lat, lng in THREE], "profile": "car"}
@@ -103,10 +111,20 @@ def test_matrix_table_is_the_apis_answer_and_a_cell_lights_its_two_points(consol
     assert page.locator("#map-overlay g.badge.sel text").all_text_contents() == ["1", "3"]
     assert page.locator("#map-overlay g.badge.hl text").all_text_contents() == ["2"]  # the diagonal: one point
     shoot(page, "console-matrix")
+    # a click on the map adds the point under it: on point 2's pin tip, point 2 again
+    overlay.scroll_into_view_if_needed()
+    box, view_width = overlay.bounding_box(), float(overlay.get_attribute("viewBox").split()[2])
+    head = badges.nth(1).locator("circle:not(.halo)")
+    tip = float(head.get_attribute("cx")), float(head.get_attribute("cy")) + float(PIN_HEAD_PX)
+    page.mouse.click(box["x"] + tip[0] * box["width"] / view_width, box["y"] + tip[1] * box["width"] / view_width)
+    added = page.input_value("#p-sources").splitlines()
+    assert len(added) == 4, added
+    lat, lng = (float(v) for v in added[3].split(","))
+    assert abs(lat - THREE[1][0]) < 5e-5 and abs(lng - THREE[1][1]) < 5e-5, added  # within a pixel (~3 m)
 
 
 def test_optimisation_example_draws_a_coloured_route_per_used_vehicle_and_lists_the_steps(console):
-    base, page, key = console
+    base, page, key, _ = console
     page.goto(f"{base}/portal/console?fn=optimization")
     page.click("#load-example")
     assert page.input_value("#p-jobs") == EXAMPLE["jobs"] and page.input_value("#p-vehicles") == EXAMPLE["vehicles"]
@@ -151,7 +169,7 @@ def test_optimisation_example_draws_a_coloured_route_per_used_vehicle_and_lists_
 
 
 def test_a_refused_profile_shows_the_apis_message(console):
-    base, page, key = console
+    base, page, key, _ = console
     send(page, base, "optimization", key, **{**EXAMPLE, "profile": "car"})
     page.evaluate("document.querySelector('#p-profile').add(new Option('hovercraft', 'hovercraft'))")
     page.select_option("#p-profile", "hovercraft")
@@ -173,10 +191,23 @@ WALKS = {
     ("fn", "shot"), [("routing", "console-walking-route"), ("isochrone", "console-walking-isochrone")]
 )
 def test_walking_route_and_isochrone_drawn_in_the_console(console, fn, shot):
-    base, page, key = console
+    base, page, key, _ = console
     send(page, base, fn, key, profile="foot", **WALKS[fn])
     assert page.inner_text("#result .status") == "200", page.inner_text("#result")[:2000]
     assert "profile=foot" in page.inner_text("#result p.mono")
     image = map_image(page)
     assert image.size == (640, 400)
     shoot(page, shot)
+
+
+def test_the_views_fit_a_phone(console, browser):  # noqa: F811
+    base, _, key, email = console
+    page = signed_in(browser, base, email, PHONE)
+    send(page, base, "matrix", key, sources="\n".join(f"{lat},{lng}" for lat, lng in THREE))
+    assert page.locator("#matrix-table td.cell").count() == 9 and no_page_overflow(page)
+    page.goto(f"{base}/portal/console?fn=optimization&example=monaco")
+    page.fill("#key", key)
+    page.click("button[type=submit]:has-text('Send')", no_wait_after=True)
+    page.wait_for_selector("#result", timeout=120_000)
+    assert page.locator("section.route").count() >= 2 and no_page_overflow(page)
+    shoot(page, "console-optimisation")
