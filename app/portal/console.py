@@ -36,7 +36,7 @@ class ConsoleFunction:
     service: str
     title: str
     path: str
-    defaults: dict[str, str]
+    defaults: dict[str, str]  # a POST function's: every field of its form
     # the request's own points drawn first (the red marker "A"), e.g. ("lat,lng",) or ("origin", "destination")
     request_points: tuple[str, ...] = ()
     answer_points: bool = True  # False: the answer's points are many (route steps), its lines say it all
@@ -97,7 +97,7 @@ FUNCTIONS: tuple[ConsoleFunction, ...] = (
         "Optimisation",
         "/v1/optimization",
         {
-            "jobs": "43.7384,7.4246\n43.7406,7.4270\n43.7350,7.4210",
+            "jobs": "43.7384,7.4246 amount=1\n43.7406,7.4270 amount=1\n43.7350,7.4210 amount=1",
             "vehicles": "43.7312,7.4197 capacity=3",
             "profile": "car",
         },

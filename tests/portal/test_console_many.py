@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from app.portal.console import Badge, frame
+from app.portal.console import BY_SERVICE, Badge, frame
 from app.portal.console_many import (
     DEPOT_COLOUR,
     EXAMPLE,
@@ -25,6 +25,7 @@ from app.portal.console_many import (
     optimization_body,
     plan_view,
 )
+from engine.render.overlays import Marker
 from engine.services.staticmap import StaticMapParams, viewport_for
 from tests.portal.test_console import MAP_IMAGE, _console_user, _usage_today
 
@@ -71,6 +72,9 @@ def test_optimization_form_becomes_a_vroom_problem_on_the_chosen_profile():
     with pytest.raises(FormError, match=r"^vehicles: line 1: a start"):
         optimization_body({"jobs": "43.73,7.41", "vehicles": "capacity=4"})
     assert len(optimization_body(EXAMPLE)["jobs"]) == 9
+    # the forms' defaults are bodies too
+    assert len(matrix_body(BY_SERVICE["matrix"].defaults)["sources"]) == 3
+    assert [j["delivery"] for j in optimization_body(BY_SERVICE["optimization"].defaults)["jobs"]] == [[1]] * 3
 
 
 # ---------------------------------------------------------------- answers -> views
@@ -143,9 +147,6 @@ def test_plan_view_colours_each_vehicle_and_numbers_its_stops():
 
 def test_badges_sit_on_the_static_maps_own_projection():
     points = [(43.73, 7.41), (43.75, 7.43)]
-    params = StaticMapParams(width=640, height=400, markers=(), paths=())
-    from engine.render.overlays import Marker
-
     params = StaticMapParams(width=640, height=400, markers=tuple(Marker(*p) for p in points))
     placed = frame(params, [Badge(p, str(i), "#000000", f"s{i}", "") for i, p in enumerate(points)])
     vp = viewport_for(params)
