@@ -1,6 +1,7 @@
-"""The live console: the 11 functions, their ``/v1`` parameters (read from the served OpenAPI
-document, so the forms follow the API), a call through the app with the user's own key, and a map
-of the answer drawn by Meridian's static map function.
+"""The live console: the 13 functions, their ``/v1`` parameters (read from the served OpenAPI
+document, so the forms follow the API; the matrix and optimisation take a JSON body built by
+their own forms, :mod:`app.portal.console_many`), a call through the app with the user's own key,
+and a map of the answer drawn by Meridian's static map function.
 
 Map overlays are found by walking the JSON answer: an object with numeric ``lat`` and ``lng`` is
 a marker (the request's own point too, for isochrones and nearest), a GeoJSON LineString a path,
@@ -25,8 +26,9 @@ from app.runtime import Runtime
 from engine import polyline
 from engine.errors import ErrorKind, MeridianError
 from engine.render.overlays import Marker, Path
+from engine.render.staticmap import PIN_HEAD_PX
 from engine.results import BinaryResult
-from engine.services.staticmap import StaticMapParams, validate
+from engine.services.staticmap import StaticMapParams, validate, viewport_for
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,11 @@ class ConsoleFunction:
     service: str
     title: str
     path: str
-    defaults: dict[str, str]
+    defaults: dict[str, str]  # a POST function's: every field of its form
     # the request's own points drawn first (the red marker "A"), e.g. ("lat,lng",) or ("origin", "destination")
     request_points: tuple[str, ...] = ()
     answer_points: bool = True  # False: the answer's points are many (route steps), its lines say it all
+    method: str = "GET"  # POST: a JSON body from the function's own form (app.portal.console_many)
 
 
 # The defaults are answered by the bundled Monaco and Helsinki samples.
@@ -81,6 +84,24 @@ FUNCTIONS: tuple[ConsoleFunction, ...] = (
     ConsoleFunction("geometry", "Geometry download", "/v1/geoment", {"name": "Monaco"}),
     ConsoleFunction(
         "geofencing", "Geofencing check", "/v1/geofencing", {"lat": "60.1699", "lng": "24.9384"}, ("lat,lng",)
+    ),
+    ConsoleFunction(
+        "matrix",
+        "Matrix",
+        "/v1/matrix",
+        {"sources": "43.7312,7.4197\n43.7384,7.4246\n43.7406,7.4270", "destinations": "", "profile": "car"},
+        method="POST",
+    ),
+    ConsoleFunction(
+        "optimization",
+        "Optimisation",
+        "/v1/optimization",
+        {
+            "jobs": "43.7384,7.4246 amount=1\n43.7406,7.4270 amount=1\n43.7350,7.4210 amount=1",
+            "vehicles": "43.7312,7.4197 capacity=3",
+            "profile": "car",
+        },
+        method="POST",
     ),
 )
 BY_SERVICE = {f.service: f for f in FUNCTIONS}
@@ -202,7 +223,7 @@ def overlays(answer: Any) -> tuple[list[tuple[float, float]], list[list[tuple[fl
     return points, lines
 
 
-def _thin(line: list[tuple[float, float]], budget: int) -> list[tuple[float, float]]:
+def thin(line: list[tuple[float, float]], budget: int) -> list[tuple[float, float]]:
     if len(line) <= budget:
         return line
     step = -(-len(line) // budget)
@@ -227,7 +248,7 @@ def map_params(answer: Any, given: list[tuple[float, float]], answer_points: boo
     if not unique and not lines:
         return None
     budget = max(2, MAX_PATH_POINTS // max(1, len(lines)))
-    paths = tuple(Path(tuple(_thin(line, budget)), PALETTE[i % len(PALETTE)], 4) for i, line in enumerate(lines[:20]))
+    paths = tuple(Path(tuple(thin(line, budget)), PALETTE[i % len(PALETTE)], 4) for i, line in enumerate(lines[:20]))
     markers = tuple(
         Marker(lat, lng, "red" if (lat, lng) in given else "blue", _LABELS[i] if i < len(_LABELS) else None)
         for i, (lat, lng) in enumerate(unique)
@@ -235,6 +256,39 @@ def map_params(answer: Any, given: list[tuple[float, float]], answer_points: boo
     params = StaticMapParams(width=640, height=400, markers=markers, paths=paths)
     validate(params)
     return params
+
+
+@dataclass(frozen=True)
+class Badge:
+    """A numbered point drawn over the map (an SVG over the image: any number, highlighted when a
+    table cell or a step row naming one of its ``ids`` is hovered or selected)."""
+
+    point: tuple[float, float]  # (lat, lng)
+    text: str
+    colour: str  # #RRGGBB
+    ids: str  # space-separated names, e.g. "s0 d0" (source 0, also destination 0)
+    title: str
+
+
+def frame(params: StaticMapParams, badges: list[Badge]) -> dict[str, Any]:
+    """Where the badges go over the map of ``params`` (image pixels, as the static map function
+    places the point), and the map's window for turning a click back into a point: the Mercator
+    x of its left edge, y of its top edge and metres per pixel."""
+    vp = viewport_for(params)
+    minx, _, _, maxy = vp.bounds
+    placed = []
+    for badge in badges:
+        x, y = vp.to_pixel(badge.point[0], badge.point[1])
+        placed.append({"badge": badge, "x": round(float(x) / vp.scale, 1), "y": round(float(y) / vp.scale, 1)})
+    return {
+        "width": vp.width,
+        "height": vp.height,
+        "minx": round(minx, 2),
+        "maxy": round(maxy, 2),
+        "mpp": vp.mpp,
+        "head": PIN_HEAD_PX,
+        "badges": placed,
+    }
 
 
 def render_map(rt: Runtime, key: str, params: StaticMapParams) -> BinaryResult:

@@ -95,7 +95,7 @@ class Viewport:
         (w, e), (s, n) = to_lnglat([minx, maxx], [miny, maxy])
         return (float(w), float(s), float(e), float(n))
 
-    def to_pixel(self, lat, lng):
+    def to_pixel(self, lat: ArrayLike, lng: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """lat/lng -> image pixel (col, row) in device pixels, origin top-left."""
         x, y = to_mercator(lng, lat)
         minx, _, _, maxy = self.bounds

@@ -38,6 +38,7 @@ from engine.render.overlays import Marker, Path, parse_color
 _LOCK = threading.Lock()
 _IDENT = IdentityTransform()
 FORMATS = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg"}
+PIN_HEAD_PX = 23.0  # a marker pin's head: its centre this many CSS pixels above the marked point
 
 # ---------------------------------------------------------------- geometry -> matplotlib paths
 
@@ -455,7 +456,7 @@ def _place_labels(labels: _Labels, feats: Features) -> None:
 
 def _pin_path(size: float) -> MplPath:
     """A map pin with its tip at (0, 0), in device pixels (y up)."""
-    r, d = 9.5 * size, 23.0 * size
+    r, d = 9.5 * size, PIN_HEAD_PX * size
     alpha = math.acos(r / d)
     a0 = -math.pi / 2 + alpha
     a1 = -math.pi / 2 - alpha + 2 * math.pi
@@ -506,7 +507,7 @@ def _draw_markers(c: _Canvas, markers: Sequence[Marker]) -> None:
         )
         lum = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
         ink = "#000000" if lum > 0.6 else "#ffffff"
-        cy = float(dy) + 23.0 * s
+        cy = float(dy) + PIN_HEAD_PX * s
         if m.label:
             c.fig.text(
                 float(dx),

@@ -110,7 +110,10 @@ def start_portal_worker(settings: Settings, env: dict[str, str], log_path: Path,
 @pytest.fixture(scope="session")
 def portal_worker(portal_settings, portal_env, tmp_path_factory):
     proc = start_portal_worker(
-        portal_settings, portal_env, tmp_path_factory.mktemp("logs") / "portal-worker.log", "default,staticmap"
+        portal_settings,
+        portal_env,
+        tmp_path_factory.mktemp("logs") / "portal-worker.log",
+        "default,staticmap,isochrone",  # isochrones: the console draws a walking one
     )
     try:
         wait_worker(portal_settings, proc)

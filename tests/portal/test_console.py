@@ -35,8 +35,8 @@ ISOCHRONE = {
 }
 
 
-def test_eleven_functions_with_their_paths():
-    assert len(FUNCTIONS) == 11 and len({f.path for f in FUNCTIONS}) == 11
+def test_thirteen_functions_with_their_paths():
+    assert len(FUNCTIONS) == 13 and len({f.path for f in FUNCTIONS}) == 13
 
 
 def test_route_map_has_the_line_and_the_request_points_only():
