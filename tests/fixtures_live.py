@@ -262,7 +262,9 @@ def start_worker(
     )
 
 
-def wait_worker(settings: Settings, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def wait_worker(settings: Settings, proc: subprocess.Popen, timeout: float = 180.0) -> None:
+    """Until the worker answers a ping. A worker compiles its numba kernels before it answers (it
+    warms before it takes tasks): a cold kernel cache on a loaded 2-core machine has taken ~70 s."""
     from workers.celery_app import make_celery
 
     celery = make_celery(settings)
