@@ -6,9 +6,11 @@
 For each sample region and each size N (100 and 1,000 by default), N seeded random points of the
 region's box that snap to a road within ``--snap-m``; every run sends the N x N matrix to each
 engine in turn (Meridian, OSRM, Valhalla), after one warm-up round nobody times; p50 over
-``--runs`` (an engine whose warm-up call takes over ``--slow-s`` is timed by that one call: Valhalla
-at 1,000 x 1,000). Meridian's first point moves by k x 1e-7 degrees (1 cm) every call, so that every
-call is computed, never answered from the Redis cache. Meridian is its own stack, started here:
+``--runs``. Valhalla above ``--valhalla-rounds-max`` points (it takes minutes for 1,000 x 1,000)
+is called once, after the others' rounds, so that its work does not load theirs; an answer not
+there within ``--timeout-s`` is reported as such (the server is not waited for again).
+Meridian's first point moves by k x 1e-7 degrees (1 cm) every call, so that every call is
+computed, never answered from the Redis cache. Meridian is its own stack, started here:
 a redis-server of its own, gunicorn (``config/gunicorn.py``, 2 workers) and a Celery worker on
 queue ``matrix`` (concurrency 1; a matrix above ``matrix_inline_cells`` is computed there while
 the request waits), a key whose plan has no quota windows (the quota script still runs). Also
@@ -113,10 +115,10 @@ def osrm(client: Http, points: list[LatLng]) -> Answer:
     return Answer(elapsed, _array(doc["durations"]), _array(doc["distances"]), snapped)
 
 
-def valhalla(client: Http, points: list[LatLng]) -> Answer:
+def valhalla(client: Http, points: list[LatLng], retry: bool = True) -> Answer:
     locations = [{"lat": lat, "lon": lng} for lat, lng in points]
     body = {"sources": locations, "targets": locations, "costing": "auto", "verbose": False}
-    elapsed, status, data = client.request("POST", "/sources_to_targets", body=json.dumps(body).encode())
+    elapsed, status, data = client.request("POST", "/sources_to_targets", body=json.dumps(body).encode(), retry=retry)
     assert status == 200, (status, data[:300])
     doc = json.loads(data)["sources_to_targets"]
     return Answer(elapsed, _array(doc["durations"]), _array(doc["distances"], 1000.0), [])
@@ -235,37 +237,43 @@ def bench_size(
     points = sample_points(dataset, n, seed=args.seed, snap_m=args.snap_m)
     clients = {"meridian": Http("127.0.0.1", port), "osrm": Http(*peers.OSRM_CH), "valhalla": Http(*peers.VALHALLA)}
     for c in clients.values():
-        c.conn.timeout = 600
+        c.conn.timeout = args.timeout_s
     calls = {
         "meridian": lambda k: meridian(clients["meridian"], key, points, k),
         "osrm": lambda k: osrm(clients["osrm"], points),
-        "valhalla": lambda k: valhalla(clients["valhalla"], points),
+        "valhalla": lambda k: valhalla(clients["valhalla"], points, retry=k > 0),
     }
     calls = {name: call for name, call in calls.items() if name in args.engines and (with_peers or name == "meridian")}
+    in_process = in_process_ms(registry, points, args.runs)  # first: this process holds no answers yet
+    once = [name for name in calls if name == "valhalla" and n > args.valhalla_rounds_max]
     times: dict[str, list[float]] = {name: [] for name in calls}
     last: dict[str, Answer] = {}
-    single: list[str] = []  # engines whose warm-up call alone took over --slow-s: timed by that call
     for run in range(args.runs + 1):  # run 0 warms every engine up
         for name, call in calls.items():
-            if name in single:
-                continue
-            last[name] = call(run + 1)
-            if run:
-                times[name].append(last[name].seconds)
-            elif last[name].seconds > args.slow_s:
-                single.append(name)
-                times[name].append(last[name].seconds)
+            if name not in once:
+                last[name] = call(run + 1)
+                if run:
+                    times[name].append(last[name].seconds)
+    timed_out = []
+    for name in once:  # one call, after the others' rounds, so that its minutes load none of theirs
+        try:
+            last[name] = calls[name](0)
+            times[name].append(last[name].seconds)
+        except TimeoutError:
+            timed_out.append(name)
     row: dict[str, Any] = {
         "region": region,
         "n": n,
         "runs": args.runs,
-        "in_process_p50_ms": in_process_ms(registry, points, args.runs),
-        **{f"{name}_p50_ms": p50_ms(t) for name, t in times.items()},
-        **{f"{name}_ms": [round(s * 1000, 1) for s in t] for name, t in times.items()},
-        "single_call": single,
+        "in_process_p50_ms": in_process,
+        **{f"{name}_p50_ms": p50_ms(t) for name, t in times.items() if t},
+        **{f"{name}_ms": [round(s * 1000, 1) for s in t] for name, t in times.items() if t},
+        "single_call": once,
+        "timed_out": timed_out,
+        "timeout_s": args.timeout_s,
     }
     for peer in ("osrm", "valhalla"):
-        if peer in times:
+        if times.get(peer):
             row[f"meridian_over_{peer}"] = round(row["meridian_p50_ms"] / row[f"{peer}_p50_ms"], 2)
     if "osrm" in last:
         row["agreement_vs_osrm"] = agreement(last["meridian"], last["osrm"], passed_over(dataset, points))
@@ -299,11 +307,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
-        "--slow-s",
-        type=float,
-        default=60.0,
-        help="an engine whose warm-up call takes longer is timed by that call alone",
+        "--valhalla-rounds-max",
+        type=int,
+        default=100,
+        help="above this many points Valhalla is called once, after the others' rounds (it takes minutes)",
     )
+    ap.add_argument("--timeout-s", type=float, default=300.0, help="an engine's answer is waited for this long")
     ap.add_argument("--engines", default="meridian,osrm,valhalla", help="which of meridian,osrm,valhalla to time")
     ap.add_argument("--snap-m", type=float, default=250.0, help="points snap to a road within this many metres")
     ap.add_argument("--data-dir", help="a DATA_DIR with the samples imported (default: import into a temporary one)")

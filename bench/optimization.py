@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         "jobs": args.jobs,
         "vehicles": args.vehicles,
         "runs": args.runs,
+        "solve_timeout_s": optimization.SOLVE_TIMEOUT_S,
         "meridian": {
             "p50_s": round(statistics.median(ours), 3),
             "seconds": [round(s, 3) for s in ours],

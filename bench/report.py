@@ -669,8 +669,13 @@ def matrix_section(doc: dict) -> list[str]:
         header.append("Meridian HTTP before")
     rows = []
     for r in doc["results"]:
-        single = set(r.get("single_call", []))
-        cells = [_ms(r.get(key)) + (" (1 call)" if key.split("_")[0] in single else "") for key, _ in MATRIX_ROWS]
+        single, timed_out = set(r.get("single_call", [])), set(r.get("timed_out", []))
+        cells = [
+            f"no answer in {r.get('timeout_s', 0):g} s"
+            if key.split("_")[0] in timed_out
+            else _ms(r.get(key)) + (" (1 call)" if key.split("_")[0] in single else "")
+            for key, _ in MATRIX_ROWS
+        ]
         row = [
             r["region"],
             f"{r['n']:,}",
@@ -717,7 +722,21 @@ def matrix_section(doc: dict) -> list[str]:
                 for a in [r["agreement_vs_osrm"]]
             ],
         )
+        lines += [
+            "Within 5 % among the cells not explained by a point snapped apart: "
+            + "; ".join(
+                f"{r['region']} {r['n']:,} x {r['n']:,} {_same_snap_share(r['agreement_vs_osrm']):.1%}"
+                for r in agreements
+            )
+            + ".",
+            "",
+        ]
     return lines
+
+
+def _same_snap_share(agr: dict) -> float:
+    apart = sum(v for k, v in agr["others"].items() if "snapped" in k)
+    return agr["within_5pct"] / max(1, agr["cells"] - apart)
 
 
 def optimization_section(doc: dict) -> list[str]:
@@ -759,7 +778,9 @@ def optimization_section(doc: dict) -> list[str]:
             ],
         ],
     )
-    return lines + [f"Meridian / VROOM + OSRM: {doc['meridian_over_vroom_osrm']}x.", ""]
+    timeout = doc.get("solve_timeout_s")
+    bound = f" VROOM's search is bounded by {timeout:g} s in both (`SOLVE_TIMEOUT_S`)." if timeout else ""
+    return lines + [f"Meridian / VROOM + OSRM: {doc['meridian_over_vroom_osrm']}x.{bound}", ""]
 
 
 def _kept_sections(generated: list[str]) -> list[str]:
