@@ -39,13 +39,11 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +52,7 @@ import numpy as np
 from bench import peers
 from bench.http_client import Http
 from bench.peers import peers_region, start_peers
+from bench.record import run_record
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
 from engine.geo import haversine_m
@@ -339,14 +338,7 @@ def main(argv: list[str] | None = None) -> None:
                 print({k: v for k, v in row.items() if not k.endswith("_ms") or "p50" in k}, flush=True)
     doc = {
         "benchmark": "matrix",
-        "command": "python -m bench.matrix " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "run_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True
-        ).stdout.strip(),
-        "cores": os.cpu_count(),
-        "load_start": round(load_start, 2),
-        "load_end": round(os.getloadavg()[0], 2),
+        **run_record("bench.matrix", argv, load_start),
         "results": rows,
     }
     out = Path(args.out)

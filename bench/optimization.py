@@ -24,11 +24,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,7 @@ from bench import peers
 from bench.http_client import Http
 from bench.matrix import RESULTS, SAMPLES, meridian_stack
 from bench.peers import peers_region, start_peers
-from config.settings import PROJECT_ROOT
+from bench.record import run_record
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
 from engine.services import optimization
@@ -177,14 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     doc = {
         "benchmark": "optimization",
-        "command": "python -m bench.optimization " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "run_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True
-        ).stdout.strip(),
-        "cores": os.cpu_count(),
-        "load_start": round(load_start, 2),
-        "load_end": round(os.getloadavg()[0], 2),
+        **run_record("bench.optimization", argv, load_start),
         "region": args.region,
         "jobs": args.jobs,
         "vehicles": args.vehicles,
