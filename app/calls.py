@@ -86,10 +86,11 @@ def gateway_answer(function: Function, params: Any) -> Response:
         return rt.backend.call(function, args, getattr(g, "request_id", None))
 
     def render(result: Any) -> Response:
-        data = result.data if isinstance(result, JsonText) else result
-        if function.empty_key is not None and not data.get(function.empty_key):
-            raise NotFound(function.empty_message)
-        if isinstance(result, JsonText):  # a cached document, sent as stored
+        if function.empty_key is not None:  # only then is a stored document parsed (a matrix's is MBs)
+            data = result.data if isinstance(result, JsonText) else result
+            if not data.get(function.empty_key):
+                raise NotFound(function.empty_message)
+        if isinstance(result, JsonText):  # a stored document, sent as it is
             return Response(result.body, mimetype="application/json")
         return json_body(result)
 

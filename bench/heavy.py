@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from bench import peers
 from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
 from bench.peers import peers_region, start_peers
+from bench.record import run_record
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
@@ -217,14 +217,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(20)
     doc = {
-        "command": "python -m bench.heavy " + " ".join(sys.argv[1:]),
-        "run_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True
-        ).stdout.strip(),
-        "cores": os.cpu_count(),
-        "load_start": round(load_start, 2),
-        "load_end": round(os.getloadavg()[0], 2),
+        **run_record("bench.heavy", sys.argv[1:], load_start),
         "minutes": list(minutes),
         "n": args.n,
         "regions": results,

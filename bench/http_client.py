@@ -15,7 +15,10 @@ class Http:
         self.host, self.port = host, port
         self.conn = http.client.HTTPConnection(host, port, timeout=30)
 
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict | None = None, retry: bool = True
+    ):
+        """``retry``: once more on a new connection after a connection error or timeout."""
         hdrs = {"Connection": "keep-alive"}
         if body is not None:
             hdrs["Content-Type"] = "application/json"
@@ -30,6 +33,6 @@ class Http:
             except (http.client.HTTPException, OSError):
                 self.conn.close()
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-                if attempt:
+                if attempt or not retry:
                     raise
         raise RuntimeError("unreachable")

@@ -1,5 +1,6 @@
-"""Writes docs/benchmarks.md from the routing, throughput, map matching, scaling and load results
-in bench/results/.
+"""Writes docs/benchmarks.md from the routing, throughput, map matching, scaling, load, matrix and
+optimisation results in bench/results/; a section of the current file that no result file writes
+(a one-off measurement written by hand) is kept, after the generated ones.
 
 The tables are only as fresh as the JSON: each section names the command that rewrites its
 file. Re-run the benchmarks, then this:
@@ -742,6 +743,170 @@ def profiles_agreement_section(doc: dict) -> list[str]:
     return lines
 
 
+MATRIX_ROWS = (
+    ("in_process_p50_ms", "Meridian in process"),
+    ("meridian_p50_ms", "Meridian `POST /v1/matrix`"),
+    ("osrm_p50_ms", "OSRM CH `/table`"),
+    ("valhalla_p50_ms", "Valhalla `/sources_to_targets`"),
+)
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def matrix_section(doc: dict) -> list[str]:
+    """bench.matrix: N x N car matrices over HTTP next to OSRM CH and Valhalla, the agreement
+    with OSRM, and Meridian before a change (``matrix-before.json``, when kept)."""
+    before = {(r["region"], r["n"]): r for r in (_load("matrix-before.json") or {}).get("results", [])}
+    lines = [
+        "## Matrix (many-to-many CH) next to OSRM and Valhalla",
+        "",
+        f"`{doc['command']}`, run {doc['run_at']} at {doc.get('commit', '?')} on {doc.get('cores')} cores (load "
+        f"average {doc.get('load_start')} at the start, {doc.get('load_end')} at the end). Car, N x N seeded random "
+        "points of the region that snap to a road; every run sends the matrix to each engine in turn with the same "
+        "client (one keep-alive `http.client` connection per server, timed to the last byte); p50 in ms after a "
+        "warm-up round. Meridian: gunicorn (2 workers) with a Celery worker on `matrix` (1,000 x 1,000 is computed "
+        "there while the request waits), key check and quota included, each call moved 1 cm so that none is "
+        "answered from the cache. Targets (issue 30): 100 x 100 <= 2x OSRM CH and <= 0.5x Valhalla; "
+        "1,000 x 1,000 <= 1x OSRM CH.",
+        "",
+    ]
+    header = ["region", "N x N", *(label for _, label in MATRIX_ROWS), "/ OSRM", "/ Valhalla"]
+    if before:
+        header.append("Meridian HTTP before")
+    rows = []
+    for r in doc["results"]:
+        single, timed_out = set(r.get("single_call", [])), set(r.get("timed_out", []))
+        cells = [
+            f"no answer in {r.get('timeout_s', 0):g} s"
+            if key.split("_")[0] in timed_out
+            else _ms(r.get(key)) + (" (1 call)" if key.split("_")[0] in single else "")
+            for key, _ in MATRIX_ROWS
+        ]
+        row = [
+            r["region"],
+            f"{r['n']:,}",
+            *cells,
+            _ratio(r.get("meridian_p50_ms"), r.get("osrm_p50_ms")),
+            _ratio(r.get("meridian_p50_ms"), r.get("valhalla_p50_ms")),
+        ]
+        if before:
+            old = before.get((r["region"], r["n"]), {})
+            row.append(
+                f"{_ms(old.get('meridian_p50_ms'))} ({_ratio(old.get('meridian_p50_ms'), old.get('osrm_p50_ms'))} OSRM)"
+                if old
+                else ""
+            )
+        rows.append(row)
+    lines += _table(header, rows)
+    if before:
+        b = _load("matrix-before.json") or {}
+        lines += [
+            f"Before: `{b.get('command')}` at {b.get('commit', '?')}, run {b.get('run_at')} (load average "
+            f"{b.get('load_start')} -> {b.get('load_end')}), OSRM timed in the same run.",
+            "",
+        ]
+    agreements = [r for r in doc["results"] if r.get("agreement_vs_osrm")]
+    if agreements:
+        classes = list(agreements[0]["agreement_vs_osrm"]["others"])
+        lines += [
+            "Agreement with OSRM (the last run's answers; target: >= 0.85 of the cells within 5 % of OSRM's "
+            "distance). The other cells, each counted in the first class that explains it:",
+            "",
+        ]
+        lines += _table(
+            ["region", "N x N", "within 5 %", "within 10 %", "median distance ratio", *classes],
+            [
+                [
+                    r["region"],
+                    f"{r['n']:,}",
+                    f"{a['share_within_5pct']:.1%}",
+                    f"{a['share_within_10pct']:.1%}",
+                    a["median_distance_ratio"],
+                    *(f"{a['others'][c]:,}" for c in classes),
+                ]
+                for r in agreements
+                for a in [r["agreement_vs_osrm"]]
+            ],
+        )
+        lines += [
+            "Within 5 % among the cells not explained by a point snapped apart: "
+            + "; ".join(
+                f"{r['region']} {r['n']:,} x {r['n']:,} {_same_snap_share(r['agreement_vs_osrm']):.1%}"
+                for r in agreements
+            )
+            + ".",
+            "",
+        ]
+    return lines
+
+
+def _same_snap_share(agr: dict) -> float:
+    apart = sum(v for k, v in agr["others"].items() if "snapped" in k)
+    return agr["within_5pct"] / max(1, agr["cells"] - apart)
+
+
+def optimization_section(doc: dict) -> list[str]:
+    """bench.optimization: Meridian's ``POST /v1/optimization`` end to end next to VROOM over OSRM."""
+    m, v = doc["meridian"], doc["vroom_osrm"]
+    lines = [
+        "## Route optimisation next to VROOM + OSRM",
+        "",
+        f"`{doc['command']}`, run {doc['run_at']} at {doc.get('commit', '?')} on {doc.get('cores')} cores (load "
+        f"average {doc.get('load_start')} -> {doc.get('load_end')}). {doc['region'].title()} sample, {doc['jobs']} "
+        f"jobs with 1-hour time windows in an 8-hour day, {doc['vehicles']} vehicles of capacity 60 from one depot "
+        "(`tests/engine/optimization_check.py` builds it); p50 of "
+        f"{doc['runs']} runs taking turns after a warm-up. Meridian: gunicorn, the `optimization` queue and its worker, "
+        "every answer checked by the tests' independent checker (time windows, capacities, each job once, by "
+        "Meridian's own matrix). VROOM + OSRM: `pyvroom` in the benchmark's process over OSRM CH's `/table` fetched "
+        "in the same run, the same exploration level and threads, then each route's line from OSRM's `/route` "
+        "(what `vroom -g` does). Target (issue 30): Meridian <= 10 s and no slower than VROOM + OSRM.",
+        "",
+    ]
+    lines += _table(
+        ["", "p50 s", "runs s", "served", "routes", "cost (s)"],
+        [
+            [
+                "Meridian `POST /v1/optimization`, end to end",
+                m["p50_s"],
+                " / ".join(map(str, m["seconds"])),
+                f"{m['served']} / {doc['jobs']}",
+                m["routes"],
+                m["cost"],
+            ],
+            [
+                f"VROOM + OSRM: `/table` {v['p50_table_s']} s + solve {v['p50_solve_s']} s + `/route` lines "
+                f"{v['p50_geometry_s']} s",
+                v["p50_seconds"],
+                " / ".join(map(str, v["seconds"])),
+                f"{v['served']} / {doc['jobs']}",
+                v["routes"],
+                v["cost"],
+            ],
+        ],
+    )
+    timeout = doc.get("solve_timeout_s")
+    bound = f" VROOM's search is bounded by {timeout:g} s in both (`SOLVE_TIMEOUT_S`)." if timeout else ""
+    return lines + [f"Meridian / VROOM + OSRM: {doc['meridian_over_vroom_osrm']}x.{bound}", ""]
+
+
+def _kept_sections(generated: list[str]) -> list[str]:
+    """The sections of the current docs/benchmarks.md that no result file writes (measurements
+    written by hand, e.g. a one-off run), kept as they are after the generated ones."""
+    if not OUT.exists():
+        return []
+    titles = {line for line in generated if line.startswith("## ")}
+    kept: list[str] = []
+    keep = False
+    for line in OUT.read_text().splitlines():
+        if line.startswith("## "):
+            keep = line not in titles
+        if keep:
+            kept.append(line)
+    return kept
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -764,10 +929,13 @@ def main() -> None:
         ("scaling-search.json", search_scaling_section),
         ("travel-profiles.json", travel_profiles_section),
         ("profiles-agreement.json", profiles_agreement_section),
+        ("matrix.json", matrix_section),
+        ("optimization.json", optimization_section),
     ):
         doc = _load(name)
         if doc:
             lines += section(doc)
+    lines += _kept_sections(lines)
     OUT.write_text("\n".join(lines))
     print(f"written {OUT}")
 

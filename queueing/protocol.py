@@ -42,7 +42,6 @@ No Flask and no Celery here: the web sends tasks through any object with Celery'
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -195,7 +194,7 @@ class JsonText:
     @property
     def data(self) -> Any:
         if self._data is None:
-            self._data = json.loads(self.body)
+            self._data = orjson.loads(self.body)
         return self._data
 
 

@@ -17,6 +17,10 @@ $PY -m bench.routing --regions "$REGIONS" --serve "${PEERS[@]}"
 $PY -m bench.matching --regions "$REGIONS" "${PEERS[@]}"
 $PY -m bench.isochrone --regions "$REGIONS" "${PEERS[@]}"
 $PY -m bench.heavy --regions "$REGIONS" "${PEERS[@]}"
+$PY -m bench.matrix --regions "$REGIONS" "${PEERS[@]}"
+if [ ${#PEERS[@]} -gt 0 ]; then  # next to VROOM over OSRM: needs the kit
+  $PY -m bench.optimization "${PEERS[@]}"
+fi
 $PY -m bench.geofence_http
 $PY -m bench.overhead
 if command -v wrk >/dev/null; then  # Debian's wrk: the servers' own latency and throughput

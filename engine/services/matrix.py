@@ -172,10 +172,15 @@ def _escaped_cells(
 
 
 def _rows(values: np.ndarray, none: np.ndarray) -> list[list[float | None]]:
+    """The cells as lists of rows, rounded to 0.1, None where ``none``; the None are set by numpy in
+    an object array (a row with one unreachable destination is not rebuilt in Python)."""
     rounded = np.round(values, 1)
-    rows: list[list[float | None]] = rounded.tolist()
-    for i in np.flatnonzero(none.any(axis=1)).tolist():
-        rows[i] = [None if missing else v for v, missing in zip(rows[i], none[i].tolist(), strict=True)]
+    if not none.any():
+        rows: list[list[float | None]] = rounded.tolist()
+        return rows
+    cells = rounded.astype(object)
+    cells[none] = None
+    rows = cells.tolist()
     return rows
 
 

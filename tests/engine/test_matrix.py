@@ -151,6 +151,31 @@ def test_the_profile_picks_its_ways_and_the_region_must_have_it(tmp_path):
     assert far.value.parameter == "destinations" and "walkable" in str(far.value)
 
 
+# The square again, and a road of its own 2 km east: farther than a point on it may be moved
+# to reach the square (FRAGMENT_ESCAPE), so no route joins the two.
+ISLAND = """
+    A----B                    X-Y
+    |    |
+    D----C
+"""
+
+
+def test_no_route_cells_are_null_in_rows_with_routes(tmp_path):
+    g = OsmGrid(ISLAND, grid_m=100)
+    for way in ("AB", "BC", "CD", "DA", "XY"):
+        g.way(way, highway="residential")
+    ds = serve(tmp_path, g)
+    points = [g.coord_between("A", "B", 0.3), g.coord_between("C", "D", 0.6), g.coord_between("X", "Y", 0.5)]
+    out = assert_cells_equal_routes(ds, points, points, [(i, j) for i in range(3) for j in range(3)])
+    for values in (out["durations"], out["distances"]):
+        assert [[v is None for v in row] for row in values] == [
+            [False, False, True],
+            [False, False, True],
+            [True, True, False],
+        ]
+        assert all(isinstance(v, float) for row in values for v in row if v is not None)
+
+
 def test_limits_name_the_parameter(datasets):
     point = snappable_points(datasets.get("monaco"), 1, seed=1)[0]
     small = Limits(matrix_locations=3, matrix_cells=6)

@@ -1,0 +1,218 @@
+"""Route optimisation next to VROOM + OSRM: the same problem (``--jobs`` jobs with 1-hour time
+windows in an 8-hour day, 60-300 s of service, deliveries of 1-3; ``--vehicles`` vans of capacity
+60 from one depot; ``tests/engine/optimization_check.py`` builds it) solved
+
+(a) end to end by Meridian: ``POST /v1/optimization`` over gunicorn (2 workers), its
+    ``optimization`` queue and a Celery worker (concurrency 1), a redis-server of its own
+    (``bench.matrix.meridian_stack``); every answer checked by the tests' independent checker
+    (arrival times from Meridian's matrix, time windows, capacities, each job once);
+(b) by VROOM (``pyvroom``) over OSRM CH in the same run, as VROOM's own ``-g`` run would do it:
+    ``GET /table/v1/driving/...?annotations=duration,distance`` for the locations, the solve
+    (the same exploration level and threads as Meridian's, ``engine.services.optimization``),
+    then each route's geometry from ``GET /route/v1/driving/...?overview=full``.
+
+Runs take turns (a, b, a, b, ...) after one warm-up of each; p50 over ``--runs``. Meridian's depot
+moves by k x 1e-7 degrees (1 cm) every call, so that no call is answered from the Redis cache.
+
+    PEERS_DIR=... OSRM_CH_PORT=... python -m bench.optimization [--region helsinki] [--jobs 200]
+        [--vehicles 10] [--runs 3] [--data-dir DIR] [--start-peers] [--out bench/results/optimization.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import vroom
+
+from bench import peers
+from bench.http_client import Http
+from bench.matrix import RESULTS, SAMPLES, meridian_stack
+from bench.peers import peers_region, start_peers
+from bench.record import run_record
+from engine.dataset import DatasetRegistry
+from engine.ingest.pipeline import import_pbf
+from engine.services import optimization
+from tests.engine.optimization_check import check_solution, connected_points, problem
+
+
+def moved(body: dict[str, Any], call: int) -> dict[str, Any]:
+    """``body`` with the depot (every vehicle's start and end) moved by ``call`` x 1e-7 degrees."""
+    depot = [body["vehicles"][0]["start"][0], body["vehicles"][0]["start"][1] + call * 1e-7]
+    return {**body, "vehicles": [{**v, "start": depot, "end": depot} for v in body["vehicles"]]}
+
+
+def meridian(client: Http, key: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    elapsed, status, data = client.request(
+        "POST", "/v1/optimization", body=json.dumps(body).encode(), headers={"X-API-Key": key}
+    )
+    assert status == 200, (status, data[:300])
+    return elapsed, json.loads(data)
+
+
+def _locations(body: dict[str, Any]) -> list[list[float]]:
+    """The problem's distinct locations ``[lng, lat]``: the depot first, then the jobs'."""
+    out: list[list[float]] = []
+    for loc in [body["vehicles"][0]["start"], *(j["location"] for j in body["jobs"])]:
+        if loc not in out:
+            out.append(loc)
+    return out
+
+
+def vroom_osrm(osrm: Http, body: dict[str, Any]) -> dict[str, Any]:
+    """(b): OSRM's table, VROOM's solve over its durations, OSRM's route lines; seconds of each."""
+    locations = _locations(body)
+    index = {tuple(loc): i for i, loc in enumerate(locations)}
+    coords = ";".join(f"{lng},{lat}" for lng, lat in locations)
+    t0 = time.perf_counter()
+    status, data = osrm.request("GET", f"/table/v1/driving/{coords}?annotations=duration,distance")[1:]
+    assert status == 200, (status, data[:300])
+    table = json.loads(data)
+    durations = np.rint(np.array(table["durations"], dtype=np.float64)).astype(np.uint32)
+    t1 = time.perf_counter()
+    solution = solve(body, index, durations)
+    t2 = time.perf_counter()
+    routes = solution.routes
+    for _vehicle, rows in routes.groupby("vehicle_id", sort=False, observed=True):
+        stops = ";".join(coords.split(";")[i] for i in rows["location_index"].astype(int))
+        status = osrm.request("GET", f"/route/v1/driving/{stops}?overview=full&geometries=polyline")[1]
+        assert status == 200
+    t3 = time.perf_counter()
+    served = int((routes["type"] == "job").sum())
+    return {
+        "seconds": t3 - t0,
+        "table_s": t1 - t0,
+        "solve_s": t2 - t1,
+        "geometry_s": t3 - t2,
+        "served": served,
+        "unassigned": len(body["jobs"]) - served,
+        "routes": int(routes["vehicle_id"].nunique()),
+        "cost": int(solution.summary.cost),
+    }
+
+
+def solve(body: dict[str, Any], index: dict[tuple[float, ...], int], durations: np.ndarray) -> Any:
+    """VROOM over ``durations``, with Meridian's search settings for a problem of this size."""
+    problem_ = vroom.Input()
+    problem_.set_durations_matrix("car", durations)
+    for v in body["vehicles"]:
+        problem_.add_vehicle(
+            vroom.Vehicle(
+                v["id"],
+                start=index[tuple(v["start"])],
+                end=index[tuple(v["end"])],
+                capacity=v["capacity"],
+                time_window=vroom.TimeWindow(*v["time_window"]),
+            )
+        )
+    for j in body["jobs"]:
+        problem_.add_job(
+            vroom.Job(
+                j["id"],
+                location=index[tuple(j["location"])],
+                default_service=j["service"],
+                delivery=vroom.Amount(j["delivery"]),
+                time_windows=[vroom.TimeWindow(*w) for w in j["time_windows"]],
+            )
+        )
+    tasks = len(body["jobs"])
+    level = optimization.EXPLORATION_LEVEL if tasks <= optimization.LARGE else optimization.LARGE_EXPLORATION_LEVEL
+    threads = max(1, min(optimization.MAX_THREADS, os.cpu_count() or 1))
+    return problem_.solve(
+        exploration_level=level, nb_threads=threads, timeout=timedelta(seconds=optimization.SOLVE_TIMEOUT_S)
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--region", default="helsinki")
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--vehicles", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--data-dir", help="a DATA_DIR with the samples imported (default: import into a temporary one)")
+    ap.add_argument("--start-peers", action="store_true", help="switch the peers kit to the region first")
+    ap.add_argument("--out", default=str(RESULTS / "optimization.json"))
+    args = ap.parse_args(argv)
+    data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="meridian-opt-")) / "data"
+    import_pbf(SAMPLES / f"{args.region}.osm.pbf", data_dir, args.region)
+    registry = DatasetRegistry(data_dir)
+    body = problem(
+        connected_points(registry, args.region, args.jobs + 1, seed=200),
+        args.vehicles,
+        seed=200,
+        horizon=8 * 3600,
+        capacity=60,
+    )
+    if args.start_peers:
+        start_peers(args.region)
+    if peers_region() != args.region:
+        raise SystemExit(f"the peers kit does not serve {args.region} (--start-peers)")
+    load_start = os.getloadavg()[0]
+    ours: list[float] = []
+    theirs: list[dict[str, Any]] = []
+    with meridian_stack(data_dir, "optimization") as (port, key):
+        client, osrm = Http("127.0.0.1", port), Http(*peers.OSRM_CH)
+        for c in (client, osrm):
+            c.conn.timeout = 120
+        for run in range(args.runs + 1):  # run 0 warms both up
+            sent = moved(body, run + 1)
+            elapsed, answer = meridian(client, key, sent)
+            checked = check_solution(registry, sent, answer)
+            other = vroom_osrm(osrm, body)
+            if run:
+                ours.append(elapsed)
+                theirs.append(other)
+    p50 = {
+        k: round(statistics.median(r[k] for r in theirs), 3) for k in ("seconds", "table_s", "solve_s", "geometry_s")
+    }
+    doc = {
+        "benchmark": "optimization",
+        **run_record("bench.optimization", argv, load_start),
+        "region": args.region,
+        "jobs": args.jobs,
+        "vehicles": args.vehicles,
+        "runs": args.runs,
+        "solve_timeout_s": optimization.SOLVE_TIMEOUT_S,
+        "meridian": {
+            "p50_s": round(statistics.median(ours), 3),
+            "seconds": [round(s, 3) for s in ours],
+            **checked,
+            "cost": answer["summary"]["cost"],
+        },
+        "vroom_osrm": {
+            **{f"p50_{k}": v for k, v in p50.items()},
+            "seconds": [round(r["seconds"], 3) for r in theirs],
+            **{k: theirs[-1][k] for k in ("served", "unassigned", "routes", "cost")},
+        },
+    }
+    doc["meridian_over_vroom_osrm"] = round(doc["meridian"]["p50_s"] / p50["seconds"], 2)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1))
+    m, v = doc["meridian"], doc["vroom_osrm"]
+    print(f"\n{args.region}: {args.jobs} jobs with time windows, {args.vehicles} vehicles, p50 of {args.runs} runs")
+    print(f"{'':<44}{'p50 s':>8}{'served':>8}{'routes':>8}{'cost':>8}")
+    print(
+        f"{'Meridian POST /v1/optimization (end to end)':<44}{m['p50_s']:>8}{m['served']:>8}{m['routes']:>8}{m['cost']:>8}"
+    )
+    print(
+        f"{'VROOM + OSRM (table + solve + route lines)':<44}{v['p50_seconds']:>8}{v['served']:>8}{v['routes']:>8}{v['cost']:>8}"
+    )
+    print(
+        f"  of which OSRM /table {v['p50_table_s']} s, solve {v['p50_solve_s']} s, /route lines {v['p50_geometry_s']} s"
+    )
+    print(
+        f"Meridian / VROOM+OSRM: {doc['meridian_over_vroom_osrm']}x; load {doc['load_start']} -> {doc['load_end']}; wrote {out}"
+    )
+
+
+if __name__ == "__main__":
+    main()
