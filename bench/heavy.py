@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from accounts.store import AccountStore
+from bench import peers
 from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
-from bench import peers
 from bench.peers import peers_region, start_peers
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
@@ -137,6 +137,41 @@ def bench_region(
     return rows
 
 
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants so far (Linux /proc)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(c) for c in children)
+    return total
+
+
+def settle(port: int, procs: list[subprocess.Popen], timeout_s: float = 300.0) -> float:
+    """Wait until the stack is ready and idle; returns the seconds waited. Each web process and each
+    worker pool process warms in a background thread after it starts (engine/warmup.py: every
+    service once on every dataset); measured during that, a request shares the CPU with it. Ready: ``/v1/health/ready`` answers 200 (the web
+    processes are warm, a worker answers). Idle: the stack's processes use less than 5 % of a
+    core over a second (the pool processes have warmed too)."""
+    t0 = time.monotonic()
+    client = Http("127.0.0.1", port)
+    while time.monotonic() - t0 < timeout_s and client.request("GET", "/v1/health/ready")[1] != 200:
+        time.sleep(0.5)
+    before = sum(_tree_cpu_s(p.pid) for p in procs)
+    while time.monotonic() - t0 < timeout_s:
+        time.sleep(1.0)
+        now = sum(_tree_cpu_s(p.pid) for p in procs)
+        if now - before < 0.05:
+            break
+        before = now
+    return round(time.monotonic() - t0, 1)
+
+
 def warm(port: int, key: str, point: tuple[float, float]) -> None:
     """A few requests nobody times: a fresh worker process opens the datasets on its first tasks."""
     client = Http("127.0.0.1", port)
@@ -203,6 +238,7 @@ def main() -> None:
     worker = start_worker(env)
     web = start_gunicorn(env, port)
     results = {}
+    settled_s = settle(port, [web, worker])
     load_start = os.getloadavg()[0]
     try:
         for region in regions:
@@ -225,6 +261,7 @@ def main() -> None:
         "cores": os.cpu_count(),
         "load_start": round(load_start, 2),
         "load_end": round(os.getloadavg()[0], 2),
+        "settled_s": settled_s,
         "minutes": list(minutes),
         "n": args.n,
         "regions": results,
