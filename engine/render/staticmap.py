@@ -84,6 +84,24 @@ def _line_path(geoms: np.ndarray) -> MplPath | None:
     return MplPath(coords, codes)
 
 
+_FIGURES: dict[tuple[int, int, int], tuple[Figure, FigureCanvasAgg]] = {}
+_FIGURES_KEPT = 4  # sizes whose figure is kept between renders
+
+
+def _figure(width: int, height: int, scale: int) -> tuple[Figure, FigureCanvasAgg]:
+    """The process's figure and canvas of this size, reused from one map to the next (under
+    ``_LOCK``): the canvas keeps its Agg renderer, and with it matplotlib's text metrics cache
+    (keyed by renderer), so a street name measured on one map is not laid out again on the next."""
+    key = (width, height, scale)
+    found = _FIGURES.get(key)
+    if found is None:
+        if len(_FIGURES) >= _FIGURES_KEPT:
+            _FIGURES.clear()
+        fig = Figure(figsize=(width / 72.0, height / 72.0), dpi=72.0 * scale)
+        found = _FIGURES[key] = (fig, FigureCanvasAgg(fig))
+    return found
+
+
 class _Canvas:
     """A figure without axes: the base map's artists are the figure's own, drawn through one
     affine transform from the viewport's Mercator metres to device pixels (what an axes filling
@@ -91,8 +109,8 @@ class _Canvas:
 
     def __init__(self, vp: Viewport) -> None:
         self.vp = vp
-        self.fig = Figure(figsize=(vp.width / 72.0, vp.height / 72.0), dpi=72.0 * vp.scale)
-        self.canvas = FigureCanvasAgg(self.fig)
+        self.fig, self.canvas = _figure(vp.width, vp.height, vp.scale)
+        self.fig.clear()
         self.fig.patch.set_facecolor(S.NEUTRAL)
         minx, miny, _, _ = vp.bounds
         k = vp.scale / vp.mpp  # device pixels per metre
@@ -381,6 +399,9 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         cls = S.ROAD_ORDER[len(S.ROAD_ORDER) - 1 - rank[name]]
         size = S.ROADS[cls].label_size
         w, _ = labels.measure(name, size)
+        need = w * 1.15 + 10 * s
+        if shapely.length(by_name[name]).sum() * k < need:
+            continue  # no merged and clipped piece can be longer than all the pieces together
         merged = shapely.line_merge(shapely.union_all(by_name[name]))
         clipped = shapely.clip_by_rect(merged, minx, miny, maxx, maxy)
         lines = shapely.get_parts(clipped)
@@ -393,7 +414,7 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         placed = 0
         for i in np.argsort(-lengths):
             line, L = px[i], lengths[i]
-            if w * 1.15 + 10 * s > L:
+            if need > L:
                 break
             n_try = max(1, int(L // (300 * s)))
             for j in range(n_try):
