@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,18 @@ def start_worker(env: dict) -> subprocess.Popen:
     while time.monotonic() < deadline and not celery.control.ping(timeout=0.5):
         pass
     return proc
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """Stop a server this benchmark started (in a session of its own): SIGTERM, then SIGKILL to its
+    whole process group past ``grace_s``, so that no worker outlives the run and goes on taking
+    tasks from the queues of the next one on the same Redis."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(grace_s)
 
 
 def origins(registry: DatasetRegistry, region: str, n: int, seed: int = 7) -> list[tuple[float, float]]:
@@ -250,8 +263,7 @@ def main() -> None:
             results[region] = bench_region(port, key, points[1:], with_valhalla, minutes)
     finally:
         for proc in (web, worker):
-            proc.terminate()
-            proc.wait(20)
+            stop(proc)
     doc = {
         "command": "python -m bench.heavy " + " ".join(sys.argv[1:]),
         "run_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),

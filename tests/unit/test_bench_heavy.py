@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench.heavy import _tree_cpu_s, settle
+from bench.heavy import _tree_cpu_s, settle, stop
 
 # a parent shell whose child burns CPU for ``seconds``, then both exit
 SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {seconds}: pass\n"
@@ -77,3 +77,21 @@ def test_settle_returns_soon_for_an_idle_stack(ready_server):
     finally:
         idle.kill()
         idle.wait()
+
+
+def test_stop_kills_a_server_that_ignores_sigterm():
+    """A server that does not exit on SIGTERM within the grace time is killed, with its children."""
+    code = "import signal, subprocess, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    time.sleep(1.0)
+    children = open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()
+    assert children
+    stop(proc, grace_s=1.0)
+    assert proc.returncode == -9
+    time.sleep(0.5)
+    for child in children:  # killed with the group (or reaped: gone either way)
+        try:
+            state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        assert state == "Z"
