@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,18 @@ def start_worker(env: dict) -> subprocess.Popen:
     while time.monotonic() < deadline and not celery.control.ping(timeout=0.5):
         pass
     return proc
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """Stop a server this benchmark started (in a session of its own): SIGTERM, then SIGKILL to its
+    whole process group past ``grace_s``, so that no worker outlives the run and goes on taking
+    tasks from the queues of the next one on the same Redis."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(grace_s)
 
 
 def origins(registry: DatasetRegistry, region: str, n: int, seed: int = 7) -> list[tuple[float, float]]:
@@ -135,6 +148,41 @@ def bench_region(
     if "valhalla" in rows:
         rows["iso_over_valhalla_p50"] = round(rows["iso_first"]["p50_ms"] / rows["valhalla"]["p50_ms"], 3)
     return rows
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants so far (Linux /proc)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(c) for c in children)
+    return total
+
+
+def settle(port: int, procs: list[subprocess.Popen], timeout_s: float = 300.0) -> float:
+    """Wait until the stack is ready and idle; returns the seconds waited. Each web process and each
+    worker pool process warms in a background thread after it starts (engine/warmup.py: every
+    service once on every dataset); measured during that, a request shares the CPU with it. Ready: ``/v1/health/ready`` answers 200 (the web
+    processes are warm, a worker answers). Idle: the stack's processes use less than 5 % of a
+    core over a second (the pool processes have warmed too)."""
+    t0 = time.monotonic()
+    client = Http("127.0.0.1", port)
+    while time.monotonic() - t0 < timeout_s and client.request("GET", "/v1/health/ready")[1] != 200:
+        time.sleep(0.5)
+    before = sum(_tree_cpu_s(p.pid) for p in procs)
+    while time.monotonic() - t0 < timeout_s:
+        time.sleep(1.0)
+        now = sum(_tree_cpu_s(p.pid) for p in procs)
+        if now - before < 0.05:
+            break
+        before = now
+    return round(time.monotonic() - t0, 1)
 
 
 def warm(port: int, key: str, point: tuple[float, float]) -> None:
@@ -203,6 +251,7 @@ def main() -> None:
     worker = start_worker(env)
     web = start_gunicorn(env, port)
     results = {}
+    settled_s = settle(port, [web, worker])
     load_start = os.getloadavg()[0]
     try:
         for region in regions:
@@ -214,10 +263,10 @@ def main() -> None:
             results[region] = bench_region(port, key, points[1:], with_valhalla, minutes)
     finally:
         for proc in (web, worker):
-            proc.terminate()
-            proc.wait(20)
+            stop(proc)
     doc = {
         **run_record("bench.heavy", sys.argv[1:], load_start),
+        "settled_s": settled_s,
         "minutes": list(minutes),
         "n": args.n,
         "regions": results,

@@ -1,9 +1,11 @@
 """The static map renderer: matplotlib ``Figure`` + Agg canvas, never pyplot.
 
-The axes cover the whole figure and use Web Mercator metres as data coordinates, so every layer
-is drawn straight from the stored geometries. The figure is ``width/72`` x ``height/72`` inches
-at ``72 * scale`` dpi: one point is one CSS pixel, so the style's pixel widths and font sizes
-are point sizes and ``scale=2`` doubles every device pixel without changing what is shown.
+The figure has no axes: every base-map artist is the figure's own, with one affine transform from
+Web Mercator metres to device pixels, so every layer is drawn straight from the stored geometries
+(an axes would add ticks, spines and a clip path to build and apply per map, for nothing drawn).
+The figure is ``width/72`` x ``height/72`` inches at ``72 * scale`` dpi: one point is one CSS
+pixel, so the style's pixel widths and font sizes are point sizes and ``scale=2`` doubles every
+device pixel without changing what is shown.
 
 Speed: one R*Tree window query per dataset, geometry simplified to half a pixel below zoom 16,
 and one matplotlib artist per style (all polygons of a class are one compound ``Path``; all lines
@@ -22,12 +24,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import shapely
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import PathPatch, Rectangle
 from matplotlib.path import Path as MplPath
 from matplotlib.patheffects import withStroke
-from matplotlib.transforms import IdentityTransform
+from matplotlib.transforms import Affine2D, IdentityTransform
 from PIL import Image
 
 from engine.render import style as S
@@ -82,22 +85,43 @@ def _line_path(geoms: np.ndarray) -> MplPath | None:
     return MplPath(coords, codes)
 
 
+_FIGURES: dict[tuple[int, int, int], tuple[Figure, FigureCanvasAgg]] = {}
+_FIGURES_KEPT = 4  # sizes whose figure is kept between renders
+
+
+def _figure(width: int, height: int, scale: int) -> tuple[Figure, FigureCanvasAgg]:
+    """The process's figure and canvas of this size, reused from one map to the next (under
+    ``_LOCK``): the canvas keeps its Agg renderer, and with it matplotlib's text metrics cache
+    (keyed by renderer), so a street name measured on one map is not laid out again on the next."""
+    key = (width, height, scale)
+    found = _FIGURES.get(key)
+    if found is None:
+        if len(_FIGURES) >= _FIGURES_KEPT:
+            _FIGURES.clear()
+        fig = Figure(figsize=(width / 72.0, height / 72.0), dpi=72.0 * scale)
+        found = _FIGURES[key] = (fig, FigureCanvasAgg(fig))
+    return found
+
+
 class _Canvas:
-    """A figure whose single axes show the viewport in Mercator metres."""
+    """A figure without axes: the base map's artists are the figure's own, drawn through one
+    affine transform from the viewport's Mercator metres to device pixels (what an axes filling
+    the figure would apply, without building the axes' ticks, spines and clip paths per map)."""
 
     def __init__(self, vp: Viewport) -> None:
         self.vp = vp
-        self.fig = Figure(figsize=(vp.width / 72.0, vp.height / 72.0), dpi=72.0 * vp.scale)
-        self.canvas = FigureCanvasAgg(self.fig)
+        self.fig, self.canvas = _figure(vp.width, vp.height, vp.scale)
+        self.fig.clear()
         self.fig.patch.set_facecolor(S.NEUTRAL)
-        ax = self.fig.add_axes((0.0, 0.0, 1.0, 1.0))
-        ax.set_axis_off()
-        ax.set_autoscale_on(False)
-        minx, miny, maxx, maxy = vp.bounds
-        ax.set_xlim(minx, maxx)
-        ax.set_ylim(miny, maxy)
-        self.ax = ax
+        minx, miny, _, _ = vp.bounds
+        k = vp.scale / vp.mpp  # device pixels per metre
+        self.data = Affine2D.from_values(k, 0.0, 0.0, k, -minx * k, -miny * k)
         self.z = 0  # artists' zorder, increasing in draw order
+
+    def add(self, artist: Artist) -> None:
+        """A base-map artist, in Mercator metres."""
+        artist.set_transform(self.data)
+        self.fig.add_artist(artist)
 
     def _next(self) -> int:
         self.z += 1
@@ -106,8 +130,7 @@ class _Canvas:
     def fill(self, path: MplPath | None, colour, edge=None, edge_px: float = 0.0, alpha: float = 1.0) -> None:
         if path is None:
             return
-        # add_artist, not add_patch: no data-limit update (it walks every vertex in Python)
-        self.ax.add_artist(
+        self.add(
             PathPatch(
                 path,
                 facecolor=colour,
@@ -128,7 +151,7 @@ class _Canvas:
         if dash is not None:
             kw["linestyle"] = (0, (dash[0] / width_px, dash[1] / width_px))
             cap = "butt"
-        self.ax.add_artist(
+        self.add(
             PathPatch(
                 path,
                 facecolor="none",
@@ -178,20 +201,27 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
     z = c.vp.zoom
     if store.coverage is not None:
         x0, y0, x1, y1 = store.coverage
-        c.ax.add_artist(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none", zorder=c._next()))
+        c.add(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=S.LAND, edgecolor="none", zorder=c._next()))
     layer, cls = feats.layer, feats.cls
+    # per layer once: its features' indices and classes (comparing strings in object arrays is
+    # what costs, and the map selects ~60 times from a few layers)
+    by_layer: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def sel(
         layer_name: str, class_name: str | None = None, flags_mask: int | None = None, flags_none: int | None = None
     ) -> np.ndarray:
-        m = layer == layer_name
+        if layer_name not in by_layer:
+            at = np.flatnonzero(layer == layer_name)
+            by_layer[layer_name] = (at, cls[at])
+        at, at_cls = by_layer[layer_name]
+        m = np.ones(len(at), dtype=bool)
         if class_name is not None:
-            m &= cls == class_name
+            m &= at_cls == class_name
         if flags_mask is not None:
-            m &= (feats.flags & flags_mask) != 0
+            m &= (feats.flags[at] & flags_mask) != 0
         if flags_none is not None:
-            m &= (feats.flags & flags_none) == 0
-        return feats.geom[m]
+            m &= (feats.flags[at] & flags_none) == 0
+        return feats.geom[at[m]]
 
     for name, colour in S.LANDUSE_FILL.items():
         c.fill(_polygon_path(sel("landuse", name)), colour)
@@ -247,7 +277,7 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
     # admin borders, dashed
     for level in sorted({int(v) for v in cls[layer == "admin"]}, reverse=True):
         bucket = S.admin_bucket(level)
-        g = feats.geom[(layer == "admin") & (cls == str(level))]
+        g = sel("admin", str(level))
         w = S.interp(S.ADMIN_WIDTH[bucket], z)
         if bucket == 2 and z >= 10:
             c.stroke(_line_path(g), S.ADMIN_COLOUR, w * 3.5, alpha=0.15, cap="butt")
@@ -370,6 +400,9 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         cls = S.ROAD_ORDER[len(S.ROAD_ORDER) - 1 - rank[name]]
         size = S.ROADS[cls].label_size
         w, _ = labels.measure(name, size)
+        need = w * 1.15 + 10 * s
+        if shapely.length(by_name[name]).sum() * k < need:
+            continue  # no merged and clipped piece can be longer than all the pieces together
         merged = shapely.line_merge(shapely.union_all(by_name[name]))
         clipped = shapely.clip_by_rect(merged, minx, miny, maxx, maxy)
         lines = shapely.get_parts(clipped)
@@ -382,7 +415,7 @@ def _street_labels(labels: _Labels, feats: Features) -> None:
         placed = 0
         for i in np.argsort(-lengths):
             line, L = px[i], lengths[i]
-            if w * 1.15 + 10 * s > L:
+            if need > L:
                 break
             n_try = max(1, int(L // (300 * s)))
             for j in range(n_try):

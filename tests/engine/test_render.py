@@ -323,3 +323,25 @@ def test_concurrent_renders_are_identical_to_serial(datasets):
     with ThreadPoolExecutor(max_workers=4) as pool:
         parallel = list(pool.map(lambda p: run(datasets, p).body, params * 2))
     assert parallel == serial * 2
+
+
+def test_a_kept_figure_draws_what_a_new_one_does(datasets):
+    """The figure of a size is kept from one map to the next: nothing of a map (its layers,
+    labels, markers, text metrics) shows on the next. 333x222 is a size no other test draws, so
+    the first map below is drawn on a new figure."""
+    a = StaticMapParams(center=MONACO, zoom=16, width=333, height=222, markers=(Marker(*MONACO, label="A"),))
+    b = StaticMapParams(
+        center=HELSINKI,
+        zoom=15,
+        width=333,
+        height=222,
+        markers=(Marker(*HELSINKI, color="0x00ff00"),),
+        paths=(Path((HELSINKI, (60.1720, 24.9500)), color="0xff00ffff", weight=6),),
+    )
+    first = run(datasets, a).body
+    other = run(datasets, b).body
+    assert run(datasets, a).body == first
+    assert run(datasets, b).body == other != first
+    for w in (101, 102, 103, 104, 105):  # more sizes than are kept: 333x222's figure is new again
+        run(datasets, StaticMapParams(center=MONACO, zoom=15, width=w, height=80))
+    assert run(datasets, a).body == first
