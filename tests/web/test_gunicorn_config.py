@@ -167,3 +167,40 @@ def test_back_to_back_requests_are_not_handed_back_to_the_main_thread(tmp_path, 
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+CORK_APP = """
+import socket
+
+
+def app(environ, start_response):
+    sock = environ["gunicorn.socket"]
+    corked = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK)
+    body = str(corked).encode()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+def test_an_answer_is_corked_while_written_and_sent_when_done(tmp_path):
+    """The app sees its socket corked (headers and body leave together), and each answer is sent
+    as soon as the request is done: left corked, every small answer would wait for the kernel's
+    200 ms ceiling."""
+    (tmp_path / "cork_app.py").write_text(CORK_APP)
+    port = free_port()
+    cmd = [sys.executable, "-m", "gunicorn", "-k", "config.gunicorn_worker.LingeringThreadWorker", "--threads", "2"]
+    cmd += ["-w", "1", "-b", f"127.0.0.1:{port}", "cork_app:app"]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", proc=proc)
+        conn = _conn(f"http://127.0.0.1:{port}")
+        t0 = time.monotonic()
+        for _ in range(20):
+            conn.request("GET", "/")
+            assert conn.getresponse().read() == b"1"
+        assert time.monotonic() - t0 < 2.0  # 20 x 200 ms if the answers waited for the ceiling
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(20)
