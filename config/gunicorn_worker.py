@@ -30,7 +30,6 @@ the proxy.)
 
 from __future__ import annotations
 
-import ctypes
 import select
 import socket
 import threading
@@ -119,7 +118,7 @@ class LingeringThreadWorker(ThreadWorker):
         return self.pool
 
     def handle(self, conn: Any) -> Any:
-        keepalive = self._handle_corked(conn)
+        keepalive = super().handle(conn)
         while (
             keepalive is True
             and self.alive
@@ -127,22 +126,8 @@ class LingeringThreadWorker(ThreadWorker):
             and _readable_soon(conn.sock)
             and _next_request_arrived(conn, self.pool.limits)
         ):
-            keepalive = self._handle_corked(conn)
+            keepalive = super().handle(conn)
         return keepalive
-
-    def _handle_corked(self, conn: Any) -> Any:
-        """One request, its answer leaving in as few segments as its size allows: gunicorn writes
-        the status line and headers with one ``sendall`` and the body with another, and on a
-        TCP_NODELAY socket each goes out at once, waking the client twice (two reads, and on a
-        loaded machine two context switches) for a small answer. Corked, the kernel holds the
-        header bytes until the body joins them or the socket is uncorked after the request, which
-        sends whatever is left (``tcp(7)``)."""
-        cork = conn.sock.family in (socket.AF_INET, socket.AF_INET6) and _set_cork(conn.sock, True)
-        try:
-            return super().handle(conn)
-        finally:
-            if cork:
-                _set_cork(conn.sock, False)
 
 
 def gate_limits(settings: Settings) -> GateLimits:
@@ -191,23 +176,6 @@ def _copy_result(source: Future[Any], target: Future[Any]) -> None:
         target.set_exception(error)
     else:
         target.set_result(source.result())
-
-
-def _set_cork(sock: Any, on: bool) -> bool:
-    """TCP_CORK on or off (Linux); False when the socket refuses it (closed meanwhile).
-
-    Through libc's ``setsockopt`` by ctypes, which releases the GIL during the call (``ctypes``:
-    functions of a ``CDLL`` run without it), where ``socket.setsockopt`` holds it: uncorking
-    sends the answer, and the TCP transmission and the client's wake-up in that call held the GIL
-    of the whole process (16 % of its GIL time in a py-spy profile of the lookup mix)."""
-    fd = sock.fileno()
-    return fd >= 0 and _LIBC_SETSOCKOPT(fd, socket.IPPROTO_TCP, socket.TCP_CORK, ctypes.byref(_CORK[on]), 4) == 0
-
-
-_LIBC_SETSOCKOPT = ctypes.CDLL(None, use_errno=True).setsockopt
-_LIBC_SETSOCKOPT.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32]
-_LIBC_SETSOCKOPT.restype = ctypes.c_int
-_CORK = {True: ctypes.c_int(1), False: ctypes.c_int(0)}
 
 
 def _readable_soon(sock: Any) -> bool:
