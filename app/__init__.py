@@ -16,6 +16,7 @@ from accounts.quota_headers import rate_limit_headers
 from app import bodies, core, docs, errors, health, logs, metrics
 from app.after_response import AfterResponse, FinishedRequest
 from app.gateway.base import GatewayDocsPlugin
+from app.json_provider import OrjsonProvider
 from app.portal import init_portal
 from app.runtime import Runtime
 from config.settings import Settings
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         JSON_SORT_KEYS=False,
         **_openapi_config(settings),
     )
+    app.json = OrjsonProvider(app)  # jsonify, flask-smorest's responses, request.get_json
     rt = runtime or Runtime.build(settings)
     app.extensions["meridian"] = rt
     app.extensions["celery"] = rt.celery

@@ -23,6 +23,7 @@ ROUTING_CMD = (
     "PEERS_DIR=... .venv/bin/python -m bench.routing --regions monaco,helsinki --pairs 1000 --serve --start-peers"
 )
 THROUGHPUT_CMD = "PEERS_DIR=... .venv/bin/python -m bench.throughput --start-peers"
+MIX_CMD = THROUGHPUT_CMD + " --mix --rounds 2"
 MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
 LOAD_CMD = ".venv/bin/python -m bench.load --data-dir DIR --hold 300"
@@ -242,6 +243,63 @@ def throughput_section(doc: dict) -> list[str]:
     if single:
         lines += [_steps_ratios(doc["results"]), ""]
     return lines
+
+
+def mix_section(doc: dict) -> list[str]:
+    """``bench.throughput --mix``: route with steps and the lookup mix, Meridian next to OSRM CH."""
+    load = doc.get("load_average") or {}
+    lines = [
+        "## Lookup mix and route throughput next to OSRM CH",
+        "",
+        f"`{doc.get('command') or MIX_CMD}`, run {doc['when']} on {doc.get('cpus', '?')} cores "
+        f"(load average {', '.join(str(x) for x in load.get('start', []))} at the start, "
+        f"{', '.join(str(x) for x in load.get('end', []))} at the end): `wrk`, {doc['seconds']} s per row "
+        f"and engine, {doc['rounds']} round(s), the engines taking turns; the medians of the rounds. "
+        f"Meridian under its own gunicorn ({doc['meridian_workers']} workers), key check and quota "
+        "included. `mix`: Meridian cycles through geocoding, reverse geocoding, suggest and route "
+        "with steps (one of each in turn, the quality sets' queries), OSRM through the part it has "
+        "(the same routes, and `/nearest` at the reverse-geocoding points); region `both` is "
+        "Meridian's mix of both samples. Non-2xx counts every answer that is not 2xx (a geocoding "
+        "query may answer 404), 5xx the failures. `/ OSRM`: Meridian's requests/s and p50 over "
+        "OSRM's in the same row.",
+        "",
+    ]
+    by = {(r["region"], r["kind"], r["connections"], r["engine"]): r for r in doc["results"]}
+    rows = []
+    for r in doc["results"]:
+        osrm = by.get((r["region"], r["kind"], r["connections"], "osrm"))
+        versus = osrm if osrm is not None and r["engine"] != "osrm" else {}
+        rows.append(
+            [
+                r["region"],
+                r["kind"],
+                r["connections"],
+                r["engine"],
+                f"{r['requests_per_s']:.0f}",
+                _ratio(r["requests_per_s"], versus.get("requests_per_s")),
+                r["p50_ms"],
+                _ratio(r["p50_ms"], versus.get("p50_ms")),
+                r["p99_ms"],
+                r["non_2xx"],
+                r["status_5xx"],
+            ]
+        )
+    return lines + _table(
+        [
+            "region",
+            "load",
+            "connections",
+            "engine",
+            "requests/s",
+            "/ OSRM",
+            "p50 ms",
+            "/ OSRM",
+            "p99 ms",
+            "non-2xx",
+            "5xx",
+        ],
+        rows,
+    )
 
 
 def _steps_ratios(results: list[dict]) -> str:
@@ -923,6 +981,7 @@ def main() -> None:
         ("heavy.json", heavy_section),
         ("latency-wrk.json", throughput_section),
         ("throughput.json", throughput_section),
+        ("throughput-mix.json", mix_section),
         ("matching.json", matching_section),
         ("scaling.json", scaling_section),
         ("load.json", load_section),

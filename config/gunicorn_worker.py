@@ -45,6 +45,8 @@ from config.settings import Settings
 LINGER_S = 0.002
 HEAD_FIELDS_BYTES = 32 * 1024  # the header fields of a request, besides its request line
 BODY_BUFFER_BYTES = 1024 * 1024  # a body is read this far before a thread takes the request
+# socket's flags are enum.IntFlag members, whose ``|`` runs Python code: combined once, not per request
+PEEK_NOW = int(socket.MSG_PEEK | socket.MSG_DONTWAIT)
 
 
 class CountingThreadPool(ThreadPoolExecutor):
@@ -155,7 +157,7 @@ def _next_request_arrived(conn: Any, limits: GateLimits) -> bool:
     buffered = _take_buffered(conn)
     conn.parser.unreader.unread(buffered)
     try:
-        waiting = conn.sock.recv(READ_CHUNK, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        waiting = conn.sock.recv(READ_CHUNK, PEEK_NOW)
     except OSError:
         return False
     probe = PendingRequest(conn.sock, limits, buffered + waiting)
