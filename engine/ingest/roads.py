@@ -32,7 +32,7 @@ CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
 
 def run(ctx: ImportContext) -> dict[str, int]:
     profiles = tuple(PROFILES[name] for name in ctx.profiles)
-    built = build_graphs(ctx.pbf_path, profiles, log=ctx.log)
+    built = build_graphs(ctx.pbf_path, profiles, log=ctx.log, progress=ctx.progress)
     counts: dict[str, int] = {}
     for name, (graph, graph_counts) in built.items():
         if graph.n_edges == 0:
