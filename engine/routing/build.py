@@ -29,7 +29,7 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -667,25 +667,34 @@ def _profile_graph(
     return graph, counts
 
 
-def build_graphs(
+def iter_graphs(
     path: Path,
     profiles: tuple[Profile, ...] = (CAR,),
     *,
     with_ch: bool = True,
     log: logging.Logger | None = None,
     progress: ImportProgress | None = None,
-) -> dict[str, tuple[RoadGraph, dict[str, int]]]:
-    """Each profile's road graph of an OSM file (one reading pass) and its counts for the manifest."""
+) -> Iterator[tuple[str, RoadGraph, dict[str, int]]]:
+    """Each profile's road graph of an OSM file (one reading pass) and its counts for the
+    manifest, one profile at a time: a caller that writes each graph and lets it go holds one
+    profile's graph and contraction at a time, not all of them."""
     progress = progress or ImportProgress.silent()
     t0 = time.perf_counter()
     roads = read_osm(path, profiles, progress)
     t_read = time.perf_counter() - t0
-    out = {}
     for p in profiles:
-        out[p.name] = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress)
+        graph, counts = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress)
         if log:
-            log.info("roads (%s): %s", p.name, out[p.name][0].meta)
-    return out
+            log.info("roads (%s): %s", p.name, graph.meta)
+        yield p.name, graph, counts
+        del graph  # before the next profile's is built
+
+
+def build_graphs(
+    path: Path, profiles: tuple[Profile, ...] = (CAR,), *, with_ch: bool = True, log: logging.Logger | None = None
+) -> dict[str, tuple[RoadGraph, dict[str, int]]]:
+    """Each profile's road graph of an OSM file and its counts, all in memory (see :func:`iter_graphs`)."""
+    return {name: (graph, counts) for name, graph, counts in iter_graphs(path, profiles, with_ch=with_ch, log=log)}
 
 
 def build_graph(
