@@ -25,6 +25,7 @@ bench.report`` writes the table into docs/benchmarks.md.
 
     .venv/bin/python -m bench.country --nodes 1000000 [--profiles car] [--queries 200] [--osrm]
         [--reuse-import]   # keep an earlier run's import of the same size (its figures too)
+        [--osrm-only]      # only OSRM's build, added to a size measured before
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ import psutil  # type: ignore[import-untyped]
 import requests
 
 from bench.load_deploy import Deployment
+from bench.peers import KIT as PEERS_KIT
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "country.json"
 WORK = Path(os.environ.get("MERIDIAN_COUNTRY_DIR", "/tmp/meridian-country"))
 REGION = "country"
-PEERS_KIT = PROJECT_ROOT.parent / "shared" / "peers"
 WEB_PROCESS, WORKER_PROCESSES = "web", ("worker", "mapworker", "isoworker", "matrixworker", "optimworker")
 
 
@@ -137,8 +138,11 @@ def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
         raise RuntimeError(f"import failed: see {log}")
     version = data_dir / "regions" / REGION / "current"
     manifest = json.loads((version / "manifest.json").read_text())
+    # each stage resets the process's peak (engine.progress): time -v sees the last stage's only
+    timed["time_v_peak_rss_mb"] = timed.pop("peak_rss_mb")
     return {
         **timed,
+        "peak_rss_mb": manifest["peak_rss_mb"],
         "profiles": manifest.get("profiles"),
         "stages": {
             name: {"seconds": report["seconds"], "peak_rss_mb": report.get("peak_rss_mb")}
@@ -369,12 +373,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse-import", action="store_true", help="keep an earlier run's import of a size")
     parser.add_argument("--osrm", action="store_true", help="OSRM MLD build of the same PBF (peers kit)")
     parser.add_argument("--osrm-max-gb", type=float, default=8.0)
+    parser.add_argument("--osrm-only", action="store_true", help="add OSRM's build to a size measured before")
     args = parser.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     done = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"sizes": []}
     for nodes in (int(n) for n in args.nodes.split(",") if n):
-        entry = measure(nodes, args)
-        entry["profiles_arg"] = args.profiles
+        if args.osrm_only:
+            entry = next(e for e in done["sizes"] if e["nodes"] == nodes)
+            entry["osrm_mld"] = osrm_mld(WORK / f"country-{nodes}.osm.pbf", f"country{nodes}", args.osrm_max_gb)
+        else:
+            entry = measure(nodes, args)
+            entry["profiles_arg"] = args.profiles
         done["sizes"] = sorted([e for e in done["sizes"] if e["nodes"] != nodes] + [entry], key=lambda e: e["nodes"])
         done["machine"] = {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)}
         RESULTS.write_text(json.dumps(done, indent=2) + "\n")

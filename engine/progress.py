@@ -18,7 +18,10 @@ kernel writes (``Step.watch``), polled by a thread while the kernel (``nogil``) 
 Peak memory per stage: the process's peak resident set (``VmHWM`` of ``/proc/self/status``) is
 reset at each stage's start (``/proc/self/clear_refs``, value 5) and read at its end, so a stage's
 figure is the process's peak while that stage ran (what earlier stages still hold included).
-Where the kernel lacks these files, the figure is the process's peak so far (``ru_maxrss``).
+Where the kernel lacks these files, the figure is the process's peak so far (``ru_maxrss``). The
+reset also restarts what ``getrusage`` (``ru_maxrss``) and ``/usr/bin/time`` report for the
+process: after an import they show the last stage's peak only; the import's own peak is the
+manifest's ``peak_rss_mb``, the largest of its stages'.
 """
 
 from __future__ import annotations

@@ -198,6 +198,9 @@ def _manifest(
         "profiles": list(ctx.profiles),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "build_seconds": round(time.perf_counter() - started, 3),
+        # the import's peak: each stage's window resets the process's peak (engine.progress), so
+        # getrusage's ru_maxrss and /usr/bin/time see only the last stage's
+        "peak_rss_mb": max((r["peak_rss_mb"] for r in run.reports.values()), default=None),
         "attribution": "© OpenStreetMap contributors, ODbL 1.0",
     }
 
