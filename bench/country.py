@@ -350,6 +350,7 @@ def measure(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     pbf = WORK / f"country-{nodes}.osm.pbf"
     data_dir, log = work / "data", work / "import.log"
     entry: dict[str, Any] = {"nodes": nodes, "addresses": addresses, "generate_s": generate(nodes, addresses, pbf)}
+    entry["load_average_at_start"] = round(os.getloadavg()[0], 1)  # the machine is shared: read times with it
     if not (args.reuse_import and log.exists() and (data_dir / "regions" / REGION / "current").exists()):
         shutil.rmtree(data_dir, ignore_errors=True)
         run_import(pbf, data_dir, log, args.profiles)

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from accounts.store import AccountStore
+from bench import peers
 from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
-from bench import peers
 from bench.peers import peers_region, start_peers
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry

@@ -23,8 +23,8 @@ import numpy as np
 import shapely
 import shapely.geometry
 
-from bench.matching import RESULTS, load_registry
 from bench import peers
+from bench.matching import RESULTS, load_registry
 from bench.peers import start_peers
 from engine.services.isochrone import IsochroneParams, run
 

@@ -26,7 +26,7 @@ MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
 LOAD_CMD = ".venv/bin/python -m bench.load --data-dir DIR --hold 300"
 SEARCH_SCALING_CMD = ".venv/bin/python -m bench.scaling_search --addresses 100000,1000000,5000000 --fences 10000,100000"
-COUNTRY_CMD = "PEERS_DIR=... .venv/bin/python -m bench.country --nodes 1000000 --osrm"
+COUNTRY_CMD = "PEERS_DIR=... .venv/bin/python -m bench.country --nodes 100000,1000000 --osrm"
 WORKER_MEMORY_CMD = ".venv/bin/python -m bench.scaling_search --addresses '' --fences '' --worker-memory DATA_DIR"
 
 
@@ -702,7 +702,11 @@ def country_section(doc: dict) -> list[str]:
         "publish / pull",
         "OSRM MLD",
     ]
-    return lines + _table(header, rows)
+    notes = [
+        f"- {e['nodes']:,} nodes: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}"
+        for e in doc["sizes"]
+    ]
+    return lines + _table(header, rows) + ["The machine's load during each run (times stretch with it):", *notes, ""]
 
 
 def main() -> None:

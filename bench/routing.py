@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench import peers  # noqa: E402
 from bench.http_client import Http  # noqa: E402
-from bench.peers import peers_region, start_peers  # noqa: E402
 from bench.outliers import explain as explain_outliers  # noqa: E402
+from bench.peers import peers_region, start_peers  # noqa: E402
 from engine import layout  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
 from engine.errors import MeridianError  # noqa: E402
