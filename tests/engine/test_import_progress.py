@@ -145,3 +145,27 @@ def test_cli_import_off_a_terminal_prints_stage_lines(tmp_path):
         "[done]",
     ]
     assert "\r" not in proc.stderr and "ETA" not in proc.stderr
+
+
+def test_roads_stage_builds_profiles_one_at_a_time_and_keeps_only_mapped_graphs(tmp_path):
+    from engine import layout
+    from engine.ingest import roads
+    from engine.ingest.context import ImportContext
+    from engine.routing.build import iter_graphs
+    from engine.routing.profiles import PROFILES
+
+    pbf = _town(tmp_path)
+    built = iter_graphs(pbf, (PROFILES["car"], PROFILES["foot"]))
+    name, graph, _ = next(built)  # the car's graph, written and dropped by the caller before the next
+    assert name == "car" and graph.n_edges > 0
+
+    out = tmp_path / "version"
+    out.mkdir()
+    ctx = ImportContext(pbf_path=pbf, region="town", out_dir=out, profiles=("car", "foot"))
+    counts = roads.run(ctx)
+    assert counts["road_edges"] > 0 and counts["foot_road_edges"] > 0
+    for profile in ("car", "foot"):
+        assert (out / layout.profile_graph_dir(profile) / "meta.json").exists()
+    kept = ctx.shared["road_graph"]  # what later stages may read: the written car graph, mapped
+    assert kept.path == out / layout.profile_graph_dir("car")
+    assert not kept.edge_weight.flags.writeable
