@@ -28,6 +28,7 @@ MATCHING_CMD = "PEERS_DIR=... .venv/bin/python -m bench.matching --start-peers"
 SCALING_CMD = ".venv/bin/python -m bench.scaling --sizes 10000,100000,1000000 --pairs 200"
 LOAD_CMD = ".venv/bin/python -m bench.load --data-dir DIR --hold 300"
 SEARCH_SCALING_CMD = ".venv/bin/python -m bench.scaling_search --addresses 100000,1000000,5000000 --fences 10000,100000"
+COUNTRY_CMD = "PEERS_DIR=... .venv/bin/python -m bench.country --nodes 100000,1000000 --osrm"
 WORKER_MEMORY_CMD = ".venv/bin/python -m bench.scaling_search --addresses '' --fences '' --worker-memory DATA_DIR"
 
 
@@ -965,6 +966,80 @@ def _kept_sections(generated: list[str]) -> list[str]:
     return kept
 
 
+def _mb(value: float | None) -> str:
+    return "" if value is None else f"{value / 1024:.1f} GB" if value >= 1024 else f"{value:.0f} MB"
+
+
+def _stages_peak(stages: dict) -> str:
+    return ", ".join(f"{name} {_mb(s.get('peak_rss_mb'))} / {s['seconds']:.0f} s" for name, s in stages.items())
+
+
+def _osrm(entry: dict) -> str:
+    osrm = entry.get("osrm_mld")
+    if not osrm:
+        return "not run"
+    if not osrm.get("fits"):
+        return f"did not fit ({osrm.get('note', 'failed')}, {osrm['wall_s']:.0f} s)"
+    peak = max((s["peak_rss_mb"] for s in osrm["steps"].values()), default=None)
+    return f"{osrm['wall_s']:.0f} s, peak {_mb(peak)}, {_mb(osrm['data_mb'])} on disk"
+
+
+def country_section(doc: dict) -> list[str]:
+    lines = [
+        "## A country on one machine (synthetic, bench/country.py)",
+        "",
+        f"`{COUNTRY_CMD}`",
+        "",
+        "The synthetic city of `bench/synthetic.py` at country size (2.5 addresses and POIs per "
+        "road node: 10M nodes, 25M addresses), imported by `meridian import` under "
+        "`/usr/bin/time -v`, served by the Procfile's processes (gunicorn as config/gunicorn.py "
+        "starts it, the Celery workers), asked over HTTP one request at a time; private memory is "
+        "each process's USS after the queries. 'start' is from the processes' start: ready, first "
+        "route, first isochrone. OSRM: the peers kit's MLD build (extract, partition, customize) "
+        "of the same PBF.",
+        "",
+    ]
+    rows = []
+    for e in doc["sizes"]:
+        imp, serve = e["import"], e["serve"]
+        ms, mem, start = serve["ms"], serve["memory"], serve["start"]
+        rows.append(
+            [
+                f"{e['nodes']:,} / {e['addresses']:,}",
+                ",".join(imp.get("profiles") or []),
+                f"{imp['wall_s'] / 60:.1f} min",
+                _mb(imp["peak_rss_mb"]),
+                _stages_peak(imp["stages"]),
+                _mb(imp["dataset_mb"]),
+                f"{start['ready_s']:.0f} / {start['first_route_s']:.0f} / {start['first_isochrone_s']:.0f} s",
+                "; ".join(_p(ms.get(k)) for k in ("route", "isochrone", "geocode", "suggest", "reverse")),
+                _mb(max(mem["web_private_mb"])),
+                _mb(mem["worker_private_total_mb"]),
+                f"{e['replicate']['publish_s']:.0f} / {e['replicate']['pull_s']:.0f} s",
+                _osrm(e),
+            ]
+        )
+    header = [
+        "nodes / addresses",
+        "profiles",
+        "import",
+        "import peak",
+        "per stage: peak / time",
+        "dataset",
+        "start: ready / route / iso",
+        "ms, p50 / p95: route with steps; isochrone; geocode; suggest; reverse",
+        "web worker private",
+        "all workers private",
+        "publish / pull",
+        "OSRM MLD",
+    ]
+    notes = [
+        f"- {e['nodes']:,} nodes: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}"
+        for e in doc["sizes"]
+    ]
+    return lines + _table(header, rows) + ["The machine's load during each run (times stretch with it):", *notes, ""]
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -990,6 +1065,7 @@ def main() -> None:
         ("profiles-agreement.json", profiles_agreement_section),
         ("matrix.json", matrix_section),
         ("optimization.json", optimization_section),
+        ("country.json", country_section),
     ):
         doc = _load(name)
         if doc:

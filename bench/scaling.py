@@ -52,7 +52,8 @@ def child_import(pbf: str, data: str) -> None:
         "seconds": round(time.perf_counter() - t0, 2),
         "stages": {k: v["seconds"] for k, v in res.manifest["stages"].items()},
         "counts": res.manifest["counts"],
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # the manifest's: each stage resets the process's peak (engine.progress)
+        "peak_rss_mb": res.manifest["peak_rss_mb"],
     }
     print(json.dumps(out))
 

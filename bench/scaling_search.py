@@ -101,7 +101,8 @@ def child_import(pbf: str, data: str) -> dict[str, Any]:
         "search_s": res.manifest["stages"]["search"]["seconds"],
         "counts": res.manifest["counts"],
         "search_db_mb": round((res.path / "search.sqlite").stat().st_size / 1e6, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # the manifest's: each stage resets the process's peak (engine.progress)
+        "peak_rss_mb": res.manifest["peak_rss_mb"],
         "cpu_s": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1),  # less inflated by load
         "load": load_average(),
     }

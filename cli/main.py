@@ -67,11 +67,19 @@ def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> Non
     from app.logs import configure
     from engine.errors import DatasetError
     from engine.ingest.pipeline import import_pbf
+    from engine.progress import ImportProgress
 
     settings = _settings()
     configure(settings.log_format, settings.debug)
     try:
-        result = import_pbf(pbf, settings.data_dir, region, force=force, profiles=tuple(profiles.split(",")))
+        result = import_pbf(
+            pbf,
+            settings.data_dir,
+            region,
+            force=force,
+            profiles=tuple(profiles.split(",")),
+            progress=ImportProgress.terminal(),
+        )
     except DatasetError as exc:
         raise click.ClickException(f"import failed: {exc}") from exc
     m = result.manifest

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.progress import ImportProgress
+
 
 @dataclass
 class ImportContext:
@@ -16,5 +18,7 @@ class ImportContext:
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("meridian.ingest"))
     # the travel profiles the roads stage builds (engine.routing.profiles.NAMES order)
     profiles: tuple[str, ...] = ("car", "foot", "bicycle")
+    # what the stages report of their long steps (the CLI's shows them on the terminal)
+    progress: ImportProgress = field(default_factory=ImportProgress.silent)
     # Results later stages may reuse, e.g. shared["admin_areas"] (see engine.ingest.admin).
     shared: dict[str, Any] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from pathlib import Path
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
 from engine.ingest.context import ImportContext
+from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
 
@@ -141,18 +142,26 @@ class StageRun:
 
 
 def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
+    """Run the stages in order; each one's report has its seconds and its peak memory (the
+    process's peak resident set while it ran, :mod:`engine.progress`)."""
     run = StageRun()
-    for stage in stages:
+    for number, stage in enumerate(stages, 1):
         t0 = time.perf_counter()
         log.info("region %s: stage %s", ctx.region, stage.name)
+        ctx.progress.stage_started(stage.name, number, len(stages))
+        reset_peak_rss()
         try:
             stage_counts = stage.load()(ctx)
         except DatasetError:
             raise
         except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
             raise DatasetError(f"stage {stage.name} failed on {ctx.pbf_path.name}: {exc}") from exc
+        seconds = time.perf_counter() - t0
+        peak = peak_rss_mb()
+        ctx.progress.stage_finished(stage.name, seconds, peak)
         run.reports[stage.name] = {
-            "seconds": round(time.perf_counter() - t0, 3),
+            "seconds": round(seconds, 3),
+            "peak_rss_mb": round(peak, 1),
             "writes": [w for w in stage.writes if (ctx.out_dir / w).exists()],
             "counts": stage_counts,
         }
@@ -189,6 +198,9 @@ def _manifest(
         "profiles": list(ctx.profiles),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "build_seconds": round(time.perf_counter() - started, 3),
+        # the import's peak: each stage's window resets the process's peak (engine.progress), so
+        # getrusage's ru_maxrss and /usr/bin/time see only the last stage's
+        "peak_rss_mb": max((r["peak_rss_mb"] for r in run.reports.values()), default=None),
         "attribution": "© OpenStreetMap contributors, ODbL 1.0",
     }
 
@@ -201,10 +213,12 @@ def import_pbf(
     force: bool = False,
     stages: tuple[Stage, ...] = STAGES,
     profiles: tuple[str, ...] = PROFILE_NAMES,
+    progress: ImportProgress | None = None,
 ) -> ImportResult:
     """Import a PBF as a new version of ``region`` and make it current; a no-op when the current
     version was built from the same file by the same code for the same travel ``profiles``
-    (unless ``force``)."""
+    (unless ``force``). ``progress`` shows the stages and their long steps (the CLI passes
+    :meth:`ImportProgress.terminal`); by default nothing is shown."""
     pbf_path = Path(pbf_path).resolve()
     region = region or region_name_for(pbf_path)
     _check_region_name(region)
@@ -226,7 +240,14 @@ def import_pbf(
     building = versions / f".building-{version}-{os.getpid()}"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
-    ctx = ImportContext(pbf_path=pbf_path, region=region, out_dir=building, log=log, profiles=profiles)
+    ctx = ImportContext(
+        pbf_path=pbf_path,
+        region=region,
+        out_dir=building,
+        log=log,
+        profiles=profiles,
+        progress=progress or ImportProgress.silent(),
+    )
     try:
         run = _run_stages(stages, ctx)
         manifest = _manifest(ctx, version, source_hash, fingerprint, stages, run, started)

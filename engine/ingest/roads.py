@@ -17,7 +17,7 @@ from engine import layout
 from engine.errors import DatasetError
 from engine.ingest.context import ImportContext
 from engine.matching.network import NETWORK_ARRAYS
-from engine.routing.build import build_graphs
+from engine.routing.build import iter_graphs
 from engine.routing.ch import ARC_TAILS
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 from engine.routing.graph import RoadGraph
@@ -31,10 +31,13 @@ CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
 
 
 def run(ctx: ImportContext) -> dict[str, int]:
+    """Each profile's graph is written, and let go, before the next one is built: the stage holds
+    one profile's graph and contraction at a time."""
     profiles = tuple(PROFILES[name] for name in ctx.profiles)
-    built = build_graphs(ctx.pbf_path, profiles, log=ctx.log)
     counts: dict[str, int] = {}
-    for name, (graph, graph_counts) in built.items():
+    written: list[Path] = []
+    boxes = []
+    for name, graph, graph_counts in iter_graphs(ctx.pbf_path, profiles, log=ctx.log, progress=ctx.progress):
         if graph.n_edges == 0:
             ctx.log.warning("roads: no %s road in %s", PROFILES[name].adjective, ctx.pbf_path.name)
         out = ctx.out_dir / layout.profile_graph_dir(name)
@@ -45,11 +48,15 @@ def run(ctx: ImportContext) -> dict[str, int]:
             raise DatasetError(f"cannot write the {name} road graph to {out}: {exc}") from exc
         prefix = "" if name == "car" else f"{name}_"
         counts.update({prefix + key: value for key, value in graph_counts.items()})
-    first, (graph, _) = next(iter(built.items()))
-    ctx.shared["road_graph"] = built["car"][0] if "car" in built else graph
-    if graph.n_edges:  # the kernels are the same for every profile: compiling once is enough
-        _warm_up(ctx.out_dir / layout.profile_graph_dir(first))
-    boxes = [g.meta["bbox"] for g, _ in built.values() if g.meta.get("bbox")]
+        written.append(out)
+        if graph.meta.get("bbox"):
+            boxes.append(graph.meta["bbox"])
+        del graph
+    car = ctx.out_dir / layout.profile_graph_dir("car")
+    first = RoadGraph.open(written[0])
+    ctx.shared["road_graph"] = RoadGraph.open(car) if car in written else first  # memory-mapped
+    if first.n_edges:  # the kernels are the same for every profile: compiling once is enough
+        _warm_up(written[0])
     if boxes and not ctx.shared.get("bbox"):  # when no earlier stage set the region's bbox
         ctx.shared["bbox"] = [
             min(b[0] for b in boxes),

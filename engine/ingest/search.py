@@ -64,6 +64,7 @@ from engine.ingest.search_addresses import (
     fill_postcodes,
     street_postcodes,
 )
+from engine.progress import ImportProgress
 from engine.search import vocabulary
 from engine.search.context import context_text, context_words
 from engine.search.normalize import normalize, normalize_housenumber, tokens
@@ -339,7 +340,7 @@ def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom
     col.take(TaggedObject("relation", area.orig_id(), dict(area.tags), c.y, c.x, geom if geom.is_valid else None))
 
 
-def collect(pbf_path: Path | str, proj: LocalProjection) -> _Collector:
+def collect(pbf_path: Path | str, proj: LocalProjection, progress: ImportProgress | None = None) -> _Collector:
     """One pass over the PBF: addresses, street pieces, places and POIs."""
     from engine.categories import POI_KEYS  # noqa: PLC0415
 
@@ -350,14 +351,16 @@ def collect(pbf_path: Path | str, proj: LocalProjection) -> _Collector:
     )
     keep = osmium.filter.KeyFilter("addr:housenumber", "place", "name", *POI_KEYS)
     fp = osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter).with_filter(keep)
-    for o in fp:
-        if isinstance(o, osmium.osm.Node):
-            if o.location.valid():
-                col.take(TaggedObject("node", o.id, dict(o.tags), o.location.lat, o.location.lon))
-        elif isinstance(o, osmium.osm.Way):
-            _take_way(col, o)
-        elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
-            _take_relation_area(col, o, wkb)
+    with (progress or ImportProgress.silent()).step("search: reading", unit="tagged objects") as step:
+        for o in fp:
+            step.advance()
+            if isinstance(o, osmium.osm.Node):
+                if o.location.valid():
+                    col.take(TaggedObject("node", o.id, dict(o.tags), o.location.lat, o.location.lon))
+            elif isinstance(o, osmium.osm.Way):
+                _take_way(col, o)
+            elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
+                _take_relation_area(col, o, wkb)
     return col
 
 
@@ -729,15 +732,21 @@ def _add_address(writer: _IndexWriter, a: AddressRecord) -> None:
 
 
 def _add_addresses(
-    writer: _IndexWriter, table: AddressTable, streets: list[IndexedStreet], proj: LocalProjection
+    writer: _IndexWriter,
+    table: AddressTable,
+    streets: list[IndexedStreet],
+    proj: LocalProjection,
+    progress: ImportProgress,
 ) -> None:
     """Addresses after their clean-up: orphans adopted, duplicates dropped, postcodes filled, each
     tied to a street (a street made from the addresses when none has the name)."""
     rows = dedupe(table, adopt_orphans(table, streets, proj))
     fill_postcodes(table, rows, proj)
     _add_address_streets(writer, table, assign_streets(table, rows, streets, proj))
-    for address in table.records(rows):
-        _add_address(writer, address)
+    with progress.step("search: addresses", total=len(rows), unit="addresses") as step:
+        for address in table.records(rows):
+            _add_address(writer, address)
+            step.advance()
     writer.set_street_postcodes(street_postcodes(table, rows))
 
 
@@ -950,18 +959,23 @@ def _projection(bbox: list[float] | None) -> LocalProjection:
 
 
 def build(
-    pbf_path: Path | str, out_path: Path | str, admin_areas: list[AdminArea] | None, bbox: list[float] | None
+    pbf_path: Path | str,
+    out_path: Path | str,
+    admin_areas: list[AdminArea] | None,
+    bbox: list[float] | None,
+    progress: ImportProgress | None = None,
 ) -> dict[str, int]:
     """Build search.sqlite; feature ids follow the order streets, addresses, places, POIs."""
+    progress = progress or ImportProgress.silent()
     proj = _projection(bbox)
-    col = collect(pbf_path, proj)
+    col = collect(pbf_path, proj, progress)
     conn = sqlite3.connect(out_path)
     try:
         _create_index(conn)
         writer = _IndexWriter(conn, AdminIndex(admin_areas or []))
         streets = _add_streets(writer, col.streets, proj)
         col.streets.clear()  # the pieces are in the streets' lines now
-        _add_addresses(writer, col.addresses.table(), streets, proj)
+        _add_addresses(writer, col.addresses.table(), streets, proj, progress)
         _add_places(writer, col.places)
         _add_admin_places(writer, admin_areas or [], col.places)
         _add_pois(writer, col.pois, proj)
@@ -982,4 +996,5 @@ def run(ctx: ImportContext) -> dict[str, int]:
         ctx.out_dir / layout.SEARCH_DB,
         ctx.shared.get("admin_areas"),
         ctx.shared.get("bbox"),
+        ctx.progress,
     )

@@ -29,7 +29,7 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,6 +40,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.geo import haversine_m_np
+from engine.progress import ImportProgress
 from engine.routing import ch, foot
 from engine.routing import profile as P
 from engine.routing.graph import RoadGraph
@@ -86,27 +87,42 @@ class OsmRoads:
     skipped: dict[str, int] = field(default_factory=lambda: {"restrictions_via_way": 0, "ways_missing_nodes": 0})
 
 
-def read_osm(path: Path, profiles: tuple[Profile, ...] = (CAR,)) -> dict[str, OsmRoads]:
+def read_osm(
+    path: Path, profiles: tuple[Profile, ...] = (CAR,), progress: ImportProgress | None = None
+) -> dict[str, OsmRoads]:
     """Per profile: its ways, node penalties and via-node restrictions from an OSM file (PBF or
     XML), in one pass. A way's node lists are shared by the profiles that use it."""
     roads = {p.name: OsmRoads() for p in profiles}
     areas: list[RoadWay] = []  # pedestrian areas (outlines), for the profiles that cross them
     fp = osmium.FileProcessor(str(path)).with_locations().with_filter(osmium.filter.KeyFilter(*OSM_KEYS))
-    for obj in fp:
-        if isinstance(obj, osmium.osm.Node):
-            tags = {t.k: t.v for t in obj.tags}
-            for p in profiles:
-                pen = p.node_penalty(tags)
-                if pen is None or pen > 0:
-                    roads[p.name].node_penalty[obj.id] = pen
-        elif isinstance(obj, osmium.osm.Way):
-            _read_way(roads, profiles, obj, areas)
-        elif isinstance(obj, osmium.osm.Relation):
-            _read_restriction(roads, profiles, obj)
+    with (progress or ImportProgress.silent()).step("roads: reading", unit="tagged objects") as step:
+        for obj in fp:
+            step.advance()
+            _read_object(roads, profiles, obj, areas)
     for p in profiles:
         if p.pedestrian_areas:
             roads[p.name].ways.extend(pedestrian_area_ways(areas, roads[p.name].ways))
     return roads
+
+
+def _read_object(
+    roads: dict[str, OsmRoads],
+    profiles: tuple[Profile, ...],
+    obj: osmium.osm.Node | osmium.osm.Way | osmium.osm.Relation | osmium.osm.Area | osmium.osm.Changeset,
+    areas: list[RoadWay],
+) -> None:
+    """What one object of the reading pass gives each profile: a node's penalty (barriers,
+    signals), a way, a turn restriction."""
+    if isinstance(obj, osmium.osm.Node):
+        tags = {t.k: t.v for t in obj.tags}
+        for p in profiles:
+            pen = p.node_penalty(tags)
+            if pen is None or pen > 0:
+                roads[p.name].node_penalty[obj.id] = pen
+    elif isinstance(obj, osmium.osm.Way):
+        _read_way(roads, profiles, obj, areas)
+    elif isinstance(obj, osmium.osm.Relation):
+        _read_restriction(roads, profiles, obj)
 
 
 def _node_runs(way: osmium.osm.Way) -> tuple[list[tuple[list[int], list[float], list[float]]], bool]:
@@ -625,9 +641,11 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
     }
 
 
-def _add_contraction_hierarchy(graph: RoadGraph) -> None:
+def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
-    ch_arrays = ch.build(graph)
+    label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
+    with progress.step(label, total=graph.n_edges, unit="turn-graph nodes") as step:
+        ch_arrays = ch.build(graph, progress=step)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
     for k, v in ch_arrays.items():
         setattr(graph, k, v)
@@ -638,7 +656,7 @@ def _add_contraction_hierarchy(graph: RoadGraph) -> None:
 
 
 def _profile_graph(
-    path: Path, roads: OsmRoads, profile: Profile, t_read: float, with_ch: bool
+    path: Path, roads: OsmRoads, profile: Profile, t_read: float, with_ch: bool, progress: ImportProgress
 ) -> tuple[RoadGraph, dict[str, int]]:
     """One profile's graph from what the reading pass kept for it."""
     nodes, edges = _split_ways(roads.ways, _graph_node_refs(roads.ways, roads.node_penalty))
@@ -654,7 +672,7 @@ def _profile_graph(
         meta["profile"] = profile.name
     graph = RoadGraph(arrays, edges.name_list(), meta)
     if with_ch and graph.n_edges:
-        _add_contraction_hierarchy(graph)
+        _add_contraction_hierarchy(graph, progress)
     counts = {
         "road_nodes": graph.n_nodes,
         "road_edges": graph.n_edges,
@@ -664,19 +682,34 @@ def _profile_graph(
     return graph, counts
 
 
+def iter_graphs(
+    path: Path,
+    profiles: tuple[Profile, ...] = (CAR,),
+    *,
+    with_ch: bool = True,
+    log: logging.Logger | None = None,
+    progress: ImportProgress | None = None,
+) -> Iterator[tuple[str, RoadGraph, dict[str, int]]]:
+    """Each profile's road graph of an OSM file (one reading pass) and its counts for the
+    manifest, one profile at a time: a caller that writes each graph and lets it go holds one
+    profile's graph and contraction at a time, not all of them."""
+    progress = progress or ImportProgress.silent()
+    t0 = time.perf_counter()
+    roads = read_osm(path, profiles, progress)
+    t_read = time.perf_counter() - t0
+    for p in profiles:
+        graph, counts = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress)
+        if log:
+            log.info("roads (%s): %s", p.name, graph.meta)
+        yield p.name, graph, counts
+        del graph  # before the next profile's is built
+
+
 def build_graphs(
     path: Path, profiles: tuple[Profile, ...] = (CAR,), *, with_ch: bool = True, log: logging.Logger | None = None
 ) -> dict[str, tuple[RoadGraph, dict[str, int]]]:
-    """Each profile's road graph of an OSM file (one reading pass) and its counts for the manifest."""
-    t0 = time.perf_counter()
-    roads = read_osm(path, profiles)
-    t_read = time.perf_counter() - t0
-    out = {}
-    for p in profiles:
-        out[p.name] = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch)
-        if log:
-            log.info("roads (%s): %s", p.name, out[p.name][0].meta)
-    return out
+    """Each profile's road graph of an OSM file and its counts, all in memory (see :func:`iter_graphs`)."""
+    return {name: (graph, counts) for name, graph, counts in iter_graphs(path, profiles, with_ch=with_ch, log=log)}
 
 
 def build_graph(

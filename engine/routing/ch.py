@@ -49,6 +49,7 @@ Arrays (CH node = directed edge id of the road graph):
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numba
@@ -56,6 +57,7 @@ import numpy as np
 from numba import njit
 
 from engine.arrays import grown
+from engine.progress import Step
 from engine.routing import heap
 from engine.routing.contraction import PRIORITY, contract
 from engine.routing.derived import DerivedArrays
@@ -88,8 +90,10 @@ def build(
     core_shortcuts: int = 4096,
     front: float = 0.05,
     priority: tuple[float, float, float, float, float] = PRIORITY,
+    progress: Step | None = None,
 ) -> dict[str, np.ndarray]:
-    """Contract the turn graph (the parameters' measured effect: ``docs/engineering-history.md``).
+    """Contract the turn graph (the parameters' measured effect: ``docs/engineering-history.md``);
+    ``progress`` (a step of the import's progress) counts the turn-graph nodes contracted.
 
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
@@ -98,18 +102,21 @@ def build(
     """
     n = graph.n_edges
     first, to, w = turn_arcs(graph)
-    rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
-        n,
-        first,
-        to,
-        w,
-        sim_limit,
-        settle_limit,
-        core_shortcuts,
-        np.asarray(priority, np.float64),
-        front,
-        numba.get_num_threads(),
-    )
+    done = np.zeros(1, np.int64)
+    with progress.watch(done) if progress is not None else nullcontext():
+        rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
+            n,
+            first,
+            to,
+            w,
+            sim_limit,
+            settle_limit,
+            core_shortcuts,
+            np.asarray(priority, np.float64),
+            front,
+            numba.get_num_threads(),
+            done,
+        )
     uf, ut, uw, um = _csr(n, ua, ut, uw, um)
     df, dt, dw, dm = _csr(n, da, dt, dw, dm)
     return {

@@ -526,11 +526,13 @@ def _still_remaining(remaining, n_rem, rank):
     return kept
 
 
-@njit(cache=True)
-def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads):
+@njit(cache=True, nogil=True)
+def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done):
     """Contract the CSR graph; returns (rank, core size, upward (at, to, w, mid), downward (at, to,
     w, mid)). Nodes that would need more than ``core_shortcuts`` shortcuts are never contracted
-    and when only those remain, they form the core: ranked last, their arcs in both outputs."""
+    and when only those remain, they form the core: ranked last, their arcs in both outputs.
+    ``done[0]`` counts the nodes contracted so far (read by the import's progress line while this
+    runs without the GIL)."""
     out, inn = _dynamic_graph(n, first, to, w)
     wss = _workspaces(threads, n)
     deleted = np.zeros(n, np.float64)
@@ -577,6 +579,7 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
             nn = _retire(v, out, inn, up, down, nbr)
             _after(v, nbr, nn, deleted, level, dirty)
         n_rem = _still_remaining(remaining, n_rem, rank)
+        done[0] = r
     for i in range(n_rem):  # the core
         v = remaining[i]
         rank[v] = r
@@ -587,6 +590,7 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
         for k in range(out[0][v], out[0][v] + deg):
             _emit(up, v, out[3][k], out[4][k], out[5][k])
             _emit(down, out[3][k], v, out[4][k], out[5][k])
+    done[0] = r
     nu = up[4][0]
     nd = down[4][0]
     return (

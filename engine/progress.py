@@ -1,0 +1,193 @@
+"""Import progress on the terminal, and each stage's peak memory.
+
+``meridian import`` of a country runs for tens of minutes: the user sees which stage runs
+(``[3/4] roads``), and on a terminal one live line per long step with its items, rate and, when
+the step knows its total, percentage and ETA::
+
+    [3/4] roads
+      roads: contraction (car)  412,000/1,167,848 turn nodes  35%  2,310/s  ETA 5:27
+
+The live line is redrawn in place at most every ``interval`` seconds and ends with a newline
+when the step ends. Written to something that is not a terminal (a log file, CI), only the stage
+lines appear (start, then seconds and peak memory), so logs stay short.
+
+A step's count is either advanced by the Python loop that does the work (``Step.advance``), or,
+for a numba kernel that runs for minutes without coming back, read from a one-element array the
+kernel writes (``Step.watch``), polled by a thread while the kernel (``nogil``) runs.
+
+Peak memory per stage: the process's peak resident set (``VmHWM`` of ``/proc/self/status``) is
+reset at each stage's start (``/proc/self/clear_refs``, value 5) and read at its end, so a stage's
+figure is the process's peak while that stage ran (what earlier stages still hold included).
+Where the kernel lacks these files, the figure is the process's peak so far (``ru_maxrss``). The
+reset also restarts what ``getrusage`` (``ru_maxrss``) and ``/usr/bin/time`` report for the
+process: after an import they show the last stage's peak only; the import's own peak is the
+manifest's ``peak_rss_mb``, the largest of its stages'.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak-RSS window for this process; False when the kernel cannot."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set in MB since the last :func:`reset_peak_rss` (or its start)."""
+    try:
+        found = _HWM.search(_STATUS.read_text())
+    except OSError:
+        found = None
+    if found is not None:
+        return int(found.group(1)) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class Step:
+    """One long step of a stage: a count of items done, out of ``total`` when known."""
+
+    def __init__(self, progress: ImportProgress, label: str, total: int | None, unit: str) -> None:
+        self._progress = progress
+        self.label = label
+        self.total = total
+        self.unit = unit
+        self.done = 0
+        self.started = progress.clock()
+        self._shown = self.started
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = self._progress.clock()
+        if now - self._shown >= self._progress.interval:
+            self._shown = now
+            self._progress.show(self.line(now))
+
+    def set(self, done: int) -> None:
+        self.advance(done - self.done)
+
+    def line(self, now: float) -> str:
+        elapsed = max(now - self.started, 1e-9)
+        rate = self.done / elapsed
+        parts = [f"  {self.label}  {_count(self.done)}"]
+        if self.total:
+            parts[0] += f"/{_count(self.total)}"
+        parts[0] += f" {self.unit}"
+        if self.total:
+            parts.append(f"{min(100.0, 100.0 * self.done / self.total):3.0f}%")
+        parts.append(f"{_count(rate)}/s")
+        if self.total and rate > 0 and self.done < self.total:
+            parts.append(f"ETA {_duration((self.total - self.done) / rate)}")
+        elif not self.total or self.done >= self.total:
+            parts.append(_duration(elapsed))
+        return "  ".join(parts)
+
+    @contextmanager
+    def watch(self, counter: np.ndarray) -> Iterator[None]:
+        """Poll ``counter[0]`` (items done, written by a kernel that releases the GIL) while the
+        block runs."""
+        stop = threading.Event()
+
+        def poll() -> None:
+            while not stop.wait(self._progress.interval):
+                self.set(int(counter[0]))
+
+        thread = threading.Thread(target=poll, name="import-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self.set(int(counter[0]))
+
+
+class ImportProgress:
+    """Stage lines always; live step lines only when ``live`` (default: the stream is a terminal).
+    ``ImportProgress.silent()`` writes nothing (imports run by tests and benchmarks)."""
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        live: bool | None = None,
+        interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream = stream
+        self.live = bool(stream is not None and (stream.isatty() if live is None else live))
+        self.interval = interval
+        self.clock = clock
+        self._width = 0
+
+    @classmethod
+    def silent(cls) -> ImportProgress:
+        return cls(None)
+
+    @classmethod
+    def terminal(cls) -> ImportProgress:
+        return cls(sys.stderr)
+
+    def _write(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def show(self, line: str) -> None:
+        """Redraw the live line (nothing when not live)."""
+        if self.live:
+            self._write("\r" + line.ljust(self._width))
+            self._width = len(line)
+
+    def _end_line(self) -> None:
+        if self._width:
+            self._write("\n")
+            self._width = 0
+
+    def stage_started(self, name: str, number: int, count: int) -> None:
+        self._end_line()
+        self._write(f"[{number}/{count}] {name}\n")
+
+    def stage_finished(self, name: str, seconds: float, peak_mb: float) -> None:
+        self._end_line()
+        self._write(f"[done] {name} in {_duration(seconds)}, peak memory {peak_mb:,.0f} MB\n")
+
+    @contextmanager
+    def step(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Step]:
+        """A long step: advance (or watch) the yielded :class:`Step`; its last line stays."""
+        step = Step(self, label, total, unit)
+        try:
+            yield step
+        finally:
+            if self.live and step.done:
+                self.show(step.line(self.clock()))
+            self._end_line()
