@@ -7,12 +7,17 @@ compact separators, a newline after a response body, dates as RFC 822 strings, `
 ``UUID`` as strings, dataclasses as dicts, ``__html__`` objects as their HTML. Two documented
 differences: text outside ASCII is written as UTF-8 rather than ``\\uXXXX`` escapes (the same JSON
 value), and numpy scalars and arrays are numbers and lists rather than a ``TypeError``.
+
+Integers beyond 64 bits, which orjson refuses to write and reads as floats (a client's id of
+2**64 + 5 would lose its digits), take the standard library's path: parsing stays exact, so the
+schema can name the field that is out of range.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import decimal
+import json
 import uuid
 from datetime import date
 from typing import Any
@@ -54,10 +59,22 @@ class OrjsonProvider(JSONProvider):
         return self.dump_bytes(obj).decode()
 
     def dump_bytes(self, obj: Any, indent: bool = False) -> bytes:
-        return orjson.dumps(obj, default=_default, option=OPTIONS | (orjson.OPT_INDENT_2 if indent else 0))
+        try:
+            return orjson.dumps(obj, default=_default, option=OPTIONS | (orjson.OPT_INDENT_2 if indent else 0))
+        except orjson.JSONEncodeError:
+            # an integer beyond 64 bits: the standard library writes it exactly
+            text = json.dumps(
+                obj,
+                default=_default,
+                sort_keys=True,
+                ensure_ascii=False,
+                indent=2 if indent else None,
+                separators=(",", ": ") if indent else (",", ":"),
+            )
+            return text.encode()
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return orjson.loads(s)
+        return json.loads(s)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
         """``jsonify``: one value, several as a list, or keyword arguments as a dict."""

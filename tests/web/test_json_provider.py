@@ -89,3 +89,10 @@ def test_numpy_values_and_unknown_types():
 
 def test_the_app_uses_it(app):
     assert isinstance(app.json, OrjsonProvider)
+
+
+def test_integers_beyond_64_bits_are_written_and_read_exactly():
+    provider = OrjsonProvider(Flask(__name__))
+    big = 2**64 + 5
+    assert provider.dumps({"id": big, "b": "é"}) == '{"b":"é","id":18446744073709551621}'
+    assert provider.loads('{"id": 18446744073709551621}') == {"id": big}
