@@ -47,6 +47,7 @@ import numpy as np
 import psutil  # type: ignore[import-untyped]
 import requests
 
+from bench import peers
 from bench.load_deploy import Deployment
 from bench.peers import KIT as PEERS_KIT
 from config.settings import PROJECT_ROOT
@@ -311,7 +312,7 @@ def _tree_rss(proc: psutil.Process) -> int:
 
 def osrm_mld(pbf: Path, name: str, max_gb: float) -> dict[str, Any]:
     """The peers kit's OSRM MLD build (``OSRM_CH=0 ENGINES=osrm build.sh``), stopped past ``max_gb``."""
-    peers_dir = Path(os.environ.get("PEERS_DIR", Path.home() / ".cache" / "meridian-peers"))
+    peers_dir = Path(peers.PEERS_DIR)
     env = dict(os.environ, OSRM_CH="0", ENGINES="osrm", PEERS_DIR=str(peers_dir))
     t0 = time.perf_counter()
     proc = subprocess.Popen(

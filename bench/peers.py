@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 KIT = Path(os.environ.get("PEERS_KIT", "/work/shared/peers"))
-PEERS_DIR = os.environ.get("PEERS_DIR", "/var/tmp/meridian-peers")
+PEERS_DIR = os.environ.get("PEERS_DIR", str(Path.home() / ".cache" / "meridian-peers"))  # the kit's own default
 HOST = "127.0.0.1"
 
 

@@ -684,13 +684,13 @@ def travel_profiles_section(doc: dict) -> list[str]:
         )
     lines += [
         "",
-        "Process holding both samples, every component warmed, one route per profile (MiB):",
+        "A fresh process holding the dataset, every component warmed, each service run once (MiB):",
         "",
-        "| profiles | RSS | anonymous (private) | mapped files (page cache, shared between workers) |",
-        "|---|---|---|---|",
+        "| region | profiles | RSS | private (USS) | anonymous |",
+        "|---|---|---|---|---|",
     ]
     for m in doc["process_memory_mib"]:
-        lines.append(f"| {m['profiles']} | {m['rss']} | {m['anonymous']} | {m['private_clean_mapped']} |")
+        lines.append(f"| {m['region']} | {m['profiles']} | {m['rss']} | {m['private']} | {m['anonymous']} |")
     return lines + [""]
 
 

@@ -25,9 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import peers
 from bench.quality import PROJECT_ROOT, RESULTS, open_datasets, print_table, run_meridian, summarize
 
-PEERS_DIR = Path(os.environ.get("PEERS_DIR", "/var/tmp/meridian-peers"))
+PEERS_DIR = Path(peers.PEERS_DIR)
 
 # Runs inside the kit's Nominatim virtualenv: {"project", "mode", "items"} on argv[1] (a file),
 # answers (the bench.quality answer format) as JSON on stdout.

@@ -1,0 +1,153 @@
+"""What the foot and bicycle profiles cost: each region imported twice, car alone and car + foot +
+bicycle, then opened in a fresh process that warms every component and routes once per profile.
+
+    python -m bench.profiles_cost [--regions monaco,helsinki] [--synthetic 1000000] [--keep-synthetic]
+
+Each import runs in a child process (``engine.ingest.pipeline.import_pbf`` with ``force``): its
+wall time, roads-stage time, the manifest's peak RSS (the largest stage's, engine.progress) and
+the dataset's size on disk. The serving child opens the dataset as a web process does
+(``engine.warmup.warm_dataset``) and reads its own ``/proc/self/smaps_rollup``: anonymous memory
+is private to the process, ``private`` (USS) is what the process alone holds. ``--synthetic N`` adds bench/synthetic.py's city of N nodes (its all-profile dataset is kept
+in ``$MERIDIAN_SCALING_DIR/data-N``, where bench.matrix_job finds it, with ``--keep-synthetic``).
+Results: bench/results/travel-profiles.json (the section "Travel profiles" of docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.record import run_record
+from config.settings import PROJECT_ROOT
+
+RESULTS = PROJECT_ROOT / "bench" / "results" / "travel-profiles.json"
+SAMPLES = PROJECT_ROOT / "data" / "samples"
+SCALING = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
+VARIANTS = ("car", "car,foot,bicycle")
+
+
+def _tree_mb(path: Path) -> float:
+    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6, 2)
+
+
+def child_import(pbf: str, data: str, region: str, profiles: str) -> dict[str, Any]:
+    from engine.ingest.pipeline import import_pbf
+
+    t0 = time.perf_counter()
+    res = import_pbf(Path(pbf), Path(data), region, force=True, profiles=tuple(profiles.split(",")))
+    graphs = [d for d in res.path.iterdir() if d.is_dir() and d.name.startswith("graph")]
+    return {
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "roads_stage_s": round(res.manifest["stages"]["roads"]["seconds"], 1),
+        "peak_rss_mib": round(res.manifest["peak_rss_mb"]),
+        "dataset_mb": _tree_mb(res.path),
+        "graph_mb": round(sum(_tree_mb(d) for d in graphs), 2),
+    }
+
+
+def child_serve(data: str, region: str) -> dict[str, Any]:
+    from engine.dataset import DatasetRegistry
+    from engine.warmup import warm_dataset
+
+    ds = DatasetRegistry(Path(data)).require(region)
+    warm_dataset(ds)
+    fields: dict[str, float] = {}
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
+        name, value, *_ = line.split()
+        fields[name.rstrip(":")] = int(value) / 1024
+    return {
+        "rss": round(fields["Rss"], 1),
+        "anonymous": round(fields["Anonymous"], 1),
+        "private": round(fields["Private_Clean"] + fields["Private_Dirty"], 1),
+    }
+
+
+def _child(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.profiles_cost", "--child", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PROJECT_ROOT,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _measure(region: str, pbf: Path, data_for: dict[str, Path]) -> tuple[list[dict], list[dict]]:
+    imports, memory = [], []
+    for profiles in VARIANTS:
+        data = data_for[profiles]
+        row = _child("import", str(pbf), str(data), region, profiles)
+        imports.append({"region": region, "profiles": profiles, **row})
+        memory.append({"region": region, "profiles": profiles, **_child("serve", str(data), region)})
+        print(json.dumps(imports[-1]), json.dumps(memory[-1]), flush=True)
+    return imports, memory
+
+
+def _synthetic_pbf(nodes: int) -> Path:
+    from bench.synthetic import generate, write_pbf
+
+    SCALING.mkdir(parents=True, exist_ok=True)
+    pbf = SCALING / f"synthetic-{nodes}.osm.pbf"
+    if not pbf.exists():
+        write_pbf(generate(nodes, 1), pbf)
+    return pbf
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--regions", default="monaco,helsinki", help="samples of data/samples")
+    ap.add_argument("--synthetic", type=int, default=0, help="also bench/synthetic.py's city of this many nodes")
+    ap.add_argument("--keep-synthetic", action="store_true", help="keep its all-profile dataset for bench.matrix_job")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        kind, *rest = args.child
+        print(json.dumps(child_import(*rest) if kind == "import" else child_serve(*rest)))
+        return
+    load_start = os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="meridian-profiles-cost-"))
+    imports, memory = [], []
+    for region in (r for r in args.regions.split(",") if r):
+        dirs = {p: tmp / region / p.replace(",", "-") for p in VARIANTS}
+        found = _measure(region, SAMPLES / f"{region}.osm.pbf", dirs)
+        imports += found[0]
+        memory += found[1]
+    if args.synthetic:
+        every = SCALING / f"data-{args.synthetic}"
+        if every.exists():
+            shutil.rmtree(every)
+        dirs = {"car": tmp / "synthetic-car", VARIANTS[1]: every}
+        found = _measure("synthetic", _synthetic_pbf(args.synthetic), dirs)
+        for row in (*found[0], *found[1]):
+            row["region"] = f"synthetic {args.synthetic:,} nodes"
+        imports += found[0]
+        memory += found[1]
+        if not args.keep_synthetic:
+            shutil.rmtree(every, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    doc = {
+        **run_record("bench.profiles_cost", argv, load_start),
+        "what": "each region imported car alone and car+foot+bicycle (`meridian import --profiles`, numba "
+        "cache warm), then one fresh process per dataset that warms every component and routes once per "
+        "profile (/proc/self/smaps_rollup)",
+        "machine_note": f"2 shared cores, load average {load_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end",
+        "imports": imports,
+        "process_memory_mib": memory,
+    }
+    RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"written {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
