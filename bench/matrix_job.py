@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from bench.child import json_child
 from bench.matching import RESULTS
 
 WORK = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
@@ -66,15 +67,7 @@ def child_job(data: str, points_file: str, rows: int) -> None:
 
 
 def _child(args: list[str], timeout: float) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.matrix_job", "--child", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return json_child("bench.matrix_job", ["--child", *args], timeout)
 
 
 def main() -> None:

@@ -18,13 +18,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.child import json_child
 from bench.record import run_record
 from config.settings import PROJECT_ROOT
 
@@ -71,15 +70,7 @@ def child_serve(data: str, region: str) -> dict[str, Any]:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.profiles_cost", "--child", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=PROJECT_ROOT,
-    )
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return json_child("bench.profiles_cost", ["--child", *args])
 
 
 def _measure(region: str, pbf: Path, data_for: dict[str, Path]) -> tuple[list[dict], list[dict]]:

@@ -30,15 +30,14 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.child import json_child
 from bench.matching import RESULTS
-from config.settings import PROJECT_ROOT
 
 WORK = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
 
@@ -198,16 +197,7 @@ def child_engine_only(size: int, seed: int, n: int) -> None:
 
 
 def run_child(args: list[str], timeout: float) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.scaling", *args],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_child("bench.scaling", args, timeout)
 
 
 def main(argv: list[str] | None = None) -> None:

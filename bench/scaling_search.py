@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.child import json_child
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
@@ -313,18 +314,7 @@ def city_bbox(nodes: int) -> tuple[float, float, float, float]:
 
 
 def run_child(args: list[str], timeout: float) -> dict[str, Any]:
-    proc = subprocess.run(
-        ["nice", sys.executable, "-m", "bench.scaling_search", "--child", *args],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-2000:])
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return json_child("bench.scaling_search", ["--child", *args], timeout, nice=True)
 
 
 def write_layer(city: Any, path: Path) -> None:
