@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import peers  # noqa: E402
 from bench.http_client import Http  # noqa: E402
+from bench.make_queries import CAR_HIGHWAYS  # noqa: E402
 from engine.dataset import DatasetRegistry  # noqa: E402
 from engine.errors import MeridianError  # noqa: E402
 from engine.services.isochrone import IsochroneParams  # noqa: E402
@@ -56,22 +57,10 @@ from engine.services.routing import RoutingParams, run  # noqa: E402
 
 SAMPLES = ROOT / "data" / "samples"
 COSTING = {"foot": "pedestrian", "bicycle": "bicycle"}
-ROADS = frozenset(
-    {
-        "primary",
-        "primary_link",
-        "secondary",
-        "secondary_link",
-        "tertiary",
-        "tertiary_link",
-        "unclassified",
-        "residential",
-        "living_street",
-        "service",
-        "track",
-        "path",
-    }
-)
+# the roads people walk and ride on: OSRM car.lua's classes (bench.make_queries) without the
+# motorways and trunk roads, plus tracks and paths
+MOTOR_ROADS = frozenset({"motorway", "motorway_link", "trunk", "trunk_link"})
+ROADS = (CAR_HIGHWAYS - MOTOR_ROADS) | {"track", "path"}
 PAIR_HIGHWAYS = {
     "foot": ROADS | {"footway", "pedestrian", "steps"},
     "bicycle": ROADS | {"cycleway"},
