@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,15 +74,14 @@ def _child(*args: str) -> dict[str, Any]:
     return json_child("bench.profiles_cost", ["--child", *args])
 
 
-def _measure(region: str, pbf: Path, data_for: dict[str, Path]) -> tuple[list[dict], list[dict]]:
-    imports, memory = [], []
+def _measure(region: str, label: str, pbf: Path, data_for: dict[str, Path]) -> Iterator[tuple[dict, dict]]:
+    """Each variant's import row and serving-memory row, as soon as it is measured."""
     for profiles in VARIANTS:
         data = data_for[profiles]
-        row = _child("import", str(pbf), str(data), region, profiles)
-        imports.append({"region": region, "profiles": profiles, **row})
-        memory.append({"region": region, "profiles": profiles, **_child("serve", str(data), region)})
-        print(json.dumps(imports[-1]), json.dumps(memory[-1]), flush=True)
-    return imports, memory
+        imported = {"region": label, "profiles": profiles, **_child("import", str(pbf), str(data), region, profiles)}
+        served = {"region": label, "profiles": profiles, **_child("serve", str(data), region)}
+        print(json.dumps(imported), json.dumps(served), flush=True)
+        yield imported, served
 
 
 def _synthetic_pbf(nodes: int) -> Path:
@@ -107,37 +107,41 @@ def main(argv: list[str] | None = None) -> None:
         return
     load_start = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="meridian-profiles-cost-"))
-    imports, memory = [], []
-    for region in (r for r in args.regions.split(",") if r):
-        dirs = {p: tmp / region / p.replace(",", "-") for p in VARIANTS}
-        found = _measure(region, SAMPLES / f"{region}.osm.pbf", dirs)
-        imports += found[0]
-        memory += found[1]
+    runs = [
+        (r, r, SAMPLES / f"{r}.osm.pbf", {p: tmp / r / p.replace(",", "-") for p in VARIANTS})
+        for r in args.regions.split(",")
+        if r
+    ]
+    every = SCALING / f"data-{args.synthetic}"
     if args.synthetic:
-        every = SCALING / f"data-{args.synthetic}"
-        if every.exists():
-            shutil.rmtree(every)
+        shutil.rmtree(every, ignore_errors=True)
         dirs = {"car": tmp / "synthetic-car", VARIANTS[1]: every}
-        found = _measure("synthetic", _synthetic_pbf(args.synthetic), dirs)
-        for row in (*found[0], *found[1]):
-            row["region"] = f"synthetic {args.synthetic:,} nodes"
-        imports += found[0]
-        memory += found[1]
-        if not args.keep_synthetic:
-            shutil.rmtree(every, ignore_errors=True)
+        runs.append(("synthetic", f"synthetic {args.synthetic:,} nodes", _synthetic_pbf(args.synthetic), dirs))
+    imports: list[dict] = []
+    memory: list[dict] = []
+    for region, label, pbf, dirs in runs:
+        for imported, served in _measure(region, label, pbf, dirs):
+            imports.append(imported)
+            memory.append(served)
+            _write(argv, load_start, imports, memory)  # a run stopped later keeps what it measured
+    if args.synthetic and not args.keep_synthetic:
+        shutil.rmtree(every, ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
+    print(f"written {RESULTS}")
+
+
+def _write(argv: list[str] | None, load_start: float, imports: list[dict], memory: list[dict]) -> None:
     doc = {
         **run_record("bench.profiles_cost", argv, load_start),
         "what": "each region imported car alone and car+foot+bicycle (`meridian import --profiles`, numba "
-        "cache warm), then one fresh process per dataset that warms every component and routes once per "
-        "profile (/proc/self/smaps_rollup)",
+        "cache warm), then one fresh process per dataset that warms every component and runs each service once "
+        "(/proc/self/smaps_rollup)",
         "machine_note": f"2 shared cores, load average {load_start:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end",
+        f"{os.getloadavg()[0]:.1f} at the last write",
         "imports": imports,
         "process_memory_mib": memory,
     }
     RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"written {RESULTS}")
 
 
 if __name__ == "__main__":
