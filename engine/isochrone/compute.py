@@ -24,7 +24,6 @@ numba-compiled.
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
 from typing import cast
@@ -37,6 +36,9 @@ from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
 from engine.matching.network import RoadNetwork
+from engine.routing.heap import new_heap
+from engine.routing.heap import pop as heap_pop
+from engine.routing.heap import push as heap_push
 
 
 @dataclass
@@ -75,12 +77,14 @@ def plain_turns(net: RoadNetwork) -> TurnGraph:
 @numba.njit(cache=True)
 def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_edges, start_entry, limit):
     """Entry cost of every edge (inf if not entered below ``limit``). Start edges are entered at
-    ``start_entry`` (negative: the origin lies inside the edge)."""
+    ``start_entry`` (negative: the origin lies inside the edge). The queue is the routing
+    searches' indexed heap (an edge is in it once, its key lowered): a quarter faster than
+    ``heapq`` with stale entries on a 20-minute isochrone."""
     n = edge_cost.size
     entry = np.full(n, np.inf)
     done = np.full(n, np.inf)  # cost at the end of the edge
-    heap = [(0.0, np.int64(0))]
-    heap.pop()
+    hk, hv, pos = new_heap(n)
+    size = 0
     for i in range(start_edges.size):
         e = start_edges[i]
         if start_entry[i] < entry[e]:
@@ -88,11 +92,9 @@ def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_
             end = start_entry[i] + edge_cost[e]
             if end < done[e]:
                 done[e] = end
-                heapq.heappush(heap, (end, np.int64(e)))
-    while heap:
-        d, e = heapq.heappop(heap)
-        if d > done[e]:
-            continue
+                size = heap_push(hk, hv, pos, size, end, np.int64(e))
+    while size > 0:
+        d, e, size = heap_pop(hk, hv, pos, size)
         if d >= limit:
             break
         for t in range(turn_first_out[e], turn_first_out[e + 1]):
@@ -105,7 +107,7 @@ def _search(turn_first_out, turn_to, turn_cost, use_turn_cost, edge_cost, start_
             end = c_in + edge_cost[f]
             if end < done[f]:
                 done[f] = end
-                heapq.heappush(heap, (end, np.int64(f)))
+                size = heap_push(hk, hv, pos, size, end, np.int64(f))
     return entry
 
 
@@ -126,6 +128,7 @@ def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y
     """Grid (ny, nx) of the cheapest road point within the disk of every cell."""
     seed = np.full((ny, nx), np.inf)
     step = cell * 0.5
+    inv_cell = 1.0 / cell
     for e in reached:
         c0 = entry[e]
         if not c0 < limit:
@@ -141,6 +144,8 @@ def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y
         s_to = total
         if w > 0 and c0 + w > limit:
             s_to = max(s_from, (limit - c0) / w * total)
+        per_m = w / total if total > 0 else 0.0
+        last = -1.0  # where the previous segment's last sample lay (a shared vertex is stamped once)
         for i in range(a, b - 1):
             l0, l1 = gcum[i], gcum[i + 1]
             if l1 < s_from or l0 > s_to:
@@ -149,18 +154,21 @@ def _rasterize(entry, reached, edge_cost, limit, geom_first, gx, gy, gcum, x0, y
             lo = max(l0, s_from)
             hi = min(l1, s_to)
             k = int((hi - lo) / step) + 1
-            for j in range(k + 1):
-                s = lo + (hi - lo) * j / k
-                t = (s - l0) / seg if seg > 0 else 0.0
-                px = gx[i] + t * (gx[i + 1] - gx[i])
-                py = gy[i] + t * (gy[i + 1] - gy[i])
-                cost = c0 + (s / total) * w if total > 0 else c0
+            ax, ay = gx[i], gy[i]
+            dx, dy = gx[i + 1] - ax, gy[i + 1] - ay
+            inv_seg = 1.0 / seg if seg > 0 else 0.0
+            ds = (hi - lo) / k
+            for j in range(1 if lo == last else 0, k + 1):
+                s = lo + ds * j
+                t = (s - l0) * inv_seg
+                cost = c0 + s * per_m
                 if cost < 0:
                     cost = 0.0
-                cx = int((px - x0) / cell)
-                cy = int((py - y0) / cell)
+                cx = int((ax + t * dx - x0) * inv_cell)
+                cy = int((ay + t * dy - y0) * inv_cell)
                 if 0 <= cx < nx and 0 <= cy < ny and cost < seed[cy, cx]:
                     seed[cy, cx] = cost
+            last = hi
     out = seed.copy()
     for cy in range(ny):
         for cx in range(nx):
@@ -257,25 +265,65 @@ def contours(
     )
     big = limit * 2.0 + 1.0
     z = np.minimum(grid, big)
-    gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.OuterOffset)
+    gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.ChunkCombinedOffsetOffset, chunk_size=0)
     out = []
     for budget in budgets:
-        # FillType.OuterOffset: the points and the ring offsets of each polygon
-        points, offsets = cast("tuple[list[NDArray[np.float64]], list[NDArray[np.uint32]]]", gen.filled(-1.0, budget))
-        polys = []
-        for pts, offs in zip(points, offsets, strict=False):
-            # grid indices -> local metres (cell centres)
-            pts = np.column_stack([gx0 + (pts[:, 0] + 0.5) * cell, gy0 + (pts[:, 1] + 0.5) * cell])
-            rings = [pts[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
-            holes = [
-                h
-                for h in rings[1:]
-                if options.min_hole_m2 <= 0 or shapely.area(shapely.Polygon(h)) >= options.min_hole_m2
-            ]
-            polys.append(shapely.Polygon(rings[0], holes))
-        geom = shapely.MultiPolygon(polys) if len(polys) > 1 else (polys[0] if polys else shapely.Polygon())
+        # one chunk: every ring's points, the ring offsets, and the offsets of each polygon's rings
+        points, ring_offsets, outer_offsets = cast(
+            "tuple[list[NDArray[np.float64] | None], list[NDArray[np.uint32] | None], list[NDArray[np.uint32] | None]]",
+            gen.filled(-1.0, budget),
+        )
+        geom = _polygons(points[0], ring_offsets[0], outer_offsets[0], gx0, gy0, cell, options.min_hole_m2)
         simple = shapely.simplify(geom, cell * options.simplify_cells, preserve_topology=False)
         if not simple.is_valid or simple.is_empty != geom.is_empty:
             simple = shapely.make_valid(simple) if not simple.is_empty else geom
         out.append(simple)
     return out
+
+
+def _ring_areas(xy: NDArray[np.float64], ring_offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Area of every closed ring ``xy[ring_offsets[i]:ring_offsets[i + 1]]`` (shoelace, all rings
+    in one pass; grid units keep the sums small)."""
+    x, y = xy[:, 0], xy[:, 1]
+    cross = np.concatenate([[0.0], np.cumsum(x[:-1] * y[1:] - x[1:] * y[:-1])])
+    # a ring's terms run from its first point to its last (closing) one, not into the next ring
+    return np.abs(cross[ring_offsets[1:] - 1] - cross[ring_offsets[:-1]]) * 0.5
+
+
+def _polygons(
+    points: NDArray[np.float64] | None,
+    ring_offsets: NDArray[np.uint32] | None,
+    outer_offsets: NDArray[np.uint32] | None,
+    gx0: float,
+    gy0: float,
+    cell: float,
+    min_hole_m2: float,
+) -> BaseGeometry:
+    """contourpy's filled rings (grid indices; every polygon's outer ring, then its holes) as one
+    (Multi)Polygon in local metres, holes under ``min_hole_m2`` left out, built in one shapely call."""
+    if points is None or ring_offsets is None or outer_offsets is None or len(outer_offsets) < 2:
+        return shapely.Polygon()
+    # grid indices -> local metres (cell centres)
+    xy = np.column_stack([gx0 + (points[:, 0] + 0.5) * cell, gy0 + (points[:, 1] + 0.5) * cell])
+    rings = ring_offsets.astype(np.int64)
+    outers = outer_offsets.astype(np.int64)
+    keep = np.ones(rings.size - 1, dtype=bool)
+    if min_hole_m2 > 0:
+        keep = _ring_areas(points, rings) * (cell * cell) >= min_hole_m2
+        keep[outers[:-1]] = True  # outer rings stay whatever their size
+    lengths = np.diff(rings)
+    if not keep.all():
+        xy = xy[np.repeat(keep, lengths)]
+        lengths = lengths[keep]
+    kept_before = np.concatenate([[0], np.cumsum(keep)])
+    ring_ends = np.concatenate([[0], np.cumsum(lengths)])
+    polygon_ends = kept_before[outers]
+    count = outers.size - 1
+    if count == 1:
+        return cast(
+            BaseGeometry, shapely.from_ragged_array(shapely.GeometryType.POLYGON, xy, (ring_ends, polygon_ends))[0]
+        )
+    multi = shapely.from_ragged_array(
+        shapely.GeometryType.MULTIPOLYGON, xy, (ring_ends, polygon_ends, np.array([0, count]))
+    )
+    return cast(BaseGeometry, multi[0])

@@ -3,6 +3,7 @@ service on the Monaco sample."""
 
 from __future__ import annotations
 
+import contourpy
 import numpy as np
 import pytest
 import shapely
@@ -11,7 +12,16 @@ from scipy.sparse.csgraph import dijkstra
 
 from bench.synthetic import generate
 from engine.errors import InvalidParameter
-from engine.isochrone.compute import IsoOptions, TurnGraph, _search, contours, plain_turns, reach
+from engine.isochrone.compute import (
+    IsoOptions,
+    TurnGraph,
+    _polygons,
+    _rasterize,
+    _search,
+    contours,
+    plain_turns,
+    reach,
+)
 from engine.matching.network import from_ways
 
 
@@ -114,6 +124,93 @@ def test_holes_where_nothing_is_reachable():
     hole = shapely.Polygon(poly.interiors[0])
     assert 0.7e6 < hole.area < 1.0e6  # the inside of the ring, minus the road buffers
     assert 0.35e6 < poly.area < 0.5e6  # a ~1 km x 100 m band along each side
+
+
+def _raster_oracle(entry, reached, cost, limit, net, x0, y0, cell, nx, ny, radius_cells):
+    """The raster as the module docstring states it, in plain Python: every reached edge sampled
+    every half cell from where it is entered to where the budget runs out, each sample's cost
+    stamped on its cell, then every cell takes the cheapest sample within the buffer's disk."""
+    seed = np.full((ny, nx), np.inf)
+    for e in reached:
+        c0, w = float(entry[e]), float(cost[e])
+        a, b = int(net.geom_first[e]), int(net.geom_first[e + 1])
+        total = float(net.geom_cum[b - 1])
+        s_from = min(total, -c0 / w * total) if c0 < 0 and w > 0 else 0.0
+        s_to = max(s_from, (limit - c0) / w * total) if w > 0 and c0 + w > limit else total
+        for i in range(a, b - 1):
+            l0, l1 = float(net.geom_cum[i]), float(net.geom_cum[i + 1])
+            if l1 < s_from or l0 > s_to:
+                continue
+            lo, hi = max(l0, s_from), min(l1, s_to)
+            k = int((hi - lo) / (cell / 2)) + 1
+            for s in np.linspace(lo, hi, k + 1):
+                t = (s - l0) / (l1 - l0) if l1 > l0 else 0.0
+                px = net.geom_x[i] + t * (net.geom_x[i + 1] - net.geom_x[i])
+                py = net.geom_y[i] + t * (net.geom_y[i + 1] - net.geom_y[i])
+                cx, cy = int((px - x0) / cell), int((py - y0) / cell)
+                if 0 <= cx < nx and 0 <= cy < ny:
+                    seed[cy, cx] = min(seed[cy, cx], max(0.0, c0 + s / total * w if total > 0 else c0))
+    out = seed.copy()
+    for dy in range(-radius_cells, radius_cells + 1):
+        for dx in range(-radius_cells, radius_cells + 1):
+            if dx * dx + dy * dy > radius_cells * radius_cells:
+                continue
+            shifted = np.full_like(seed, np.inf)
+            shifted[max(dy, 0) : ny + min(dy, 0), max(dx, 0) : nx + min(dx, 0)] = seed[
+                max(-dy, 0) : ny + min(-dy, 0), max(-dx, 0) : nx + min(-dx, 0)
+            ]
+            out = np.minimum(out, shifted)
+    return out
+
+
+def test_raster_matches_its_definition(city_net):
+    """The numba raster (which stamps a vertex shared by two segments once) against the plain
+    sampling it stands for."""
+    net = city_net
+    e, off, twin = _origin(net, net.node_x.mean(), net.node_y.mean())
+    limit, cell, radius_cells = 240.0, 50.0, 2
+    entry = reach(net, plain_turns(net), net.duration, True, e, off, twin, limit)
+    reached = np.flatnonzero(entry < limit)
+    x0, y0 = float(net.geom_x.min()) - 200, float(net.geom_y.min()) - 200
+    nx = int((net.geom_x.max() + 200 - x0) / cell) + 1
+    ny = int((net.geom_y.max() + 200 - y0) / cell) + 1
+    dy, dx = np.mgrid[-radius_cells : radius_cells + 1, -radius_cells : radius_cells + 1]
+    disk = dx * dx + dy * dy <= radius_cells * radius_cells
+    args = (net.geom_first, net.geom_x, net.geom_y, net.geom_cum, x0, y0, cell, nx, ny)
+    grid = _rasterize(entry, reached, net.duration, limit, *args, dx[disk].astype(np.int64), dy[disk].astype(np.int64))
+    expect = _raster_oracle(entry, reached, net.duration, limit, net, x0, y0, cell, nx, ny, radius_cells)
+    assert np.isfinite(expect).sum() > 100
+    assert np.array_equal(np.isfinite(grid), np.isfinite(expect))
+    assert np.allclose(grid[np.isfinite(grid)], expect[np.isfinite(expect)], rtol=0, atol=1e-9)
+
+
+def test_polygons_match_ring_by_ring_construction():
+    """``_polygons`` builds every polygon of a contour in one shapely call; the same rings made
+    one polygon at a time, small holes dropped by their shapely area, are the same geometry."""
+    rng = np.random.default_rng(3)
+    z = np.full((60, 80), 10.0)
+    z[5:55, 5:75] = rng.random((50, 70)) * 4  # islands and holes of every size
+    z[20:40, 30:50] = 10.0  # one large hole
+    gx0, gy0, cell, min_hole = 1000.0, -500.0, 50.0, 10_000.0
+    gen = contourpy.contour_generator(z=z, fill_type=contourpy.FillType.OuterOffset)
+    built = 0
+    for level in (0.5, 2.0, 3.9):
+        points, ring_offsets, outer_offsets = contourpy.contour_generator(
+            z=z, fill_type=contourpy.FillType.ChunkCombinedOffsetOffset, chunk_size=0
+        ).filled(-1.0, level)
+        geom = _polygons(points[0], ring_offsets[0], outer_offsets[0], gx0, gy0, cell, min_hole)
+        polys = []
+        for pts, offs in zip(*gen.filled(-1.0, level), strict=True):
+            xy = np.column_stack([gx0 + (pts[:, 0] + 0.5) * cell, gy0 + (pts[:, 1] + 0.5) * cell])
+            rings = [xy[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+            holes = [h for h in rings[1:] if shapely.Polygon(h).area >= min_hole]
+            polys.append(shapely.Polygon(rings[0], holes))
+        expect = shapely.MultiPolygon(polys) if len(polys) > 1 else polys[0]
+        assert geom.geom_type == expect.geom_type
+        assert geom.equals_exact(expect, 1e-9), level
+        built += len(polys)
+    assert built > 3
+    assert _polygons(None, None, None, gx0, gy0, cell, min_hole).is_empty
 
 
 # ------------------------------------------------------------------ service on the samples
