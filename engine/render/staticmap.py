@@ -349,6 +349,7 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
 METATILE_PX = 512  # side of a kept base-map piece, device pixels
 BASE_CACHE_BYTES = 64 * 2**20  # the pieces kept per process, at most (RGB, 768 KiB a piece)
 PIECE_BUFFER = 24  # CSS pixels drawn around a piece and cut off: more than half the widest line
+ASKED_KEPT = 65_536  # missing pieces whose maps are counted (then the counts start again)
 
 
 def _snapped(vp: Viewport) -> tuple[Viewport, int, int]:
@@ -373,7 +374,8 @@ def _piece_viewport(zoom: int, scale: int, col: int, row: int) -> Viewport:
 
 
 def _draw_piece(stores: Sequence[LayerStore], vp: Viewport) -> np.ndarray:
-    """One piece's base map (no labels, no overlays) as RGB rows top to bottom.
+    """The base map (no labels, no overlays) of a piece or of a whole map, as RGB rows top to
+    bottom.
 
     Drawn on a canvas PIECE_BUFFER CSS pixels wider on every side, then cut out: Agg clips a
     line's centre line just outside the canvas before stroking it, which leaves a notch in a wide
@@ -387,15 +389,20 @@ def _draw_piece(stores: Sequence[LayerStore], vp: Viewport) -> np.ndarray:
         if st.intersects(window):
             _draw_base(c, st, _simplify(st.query(window, vp.zoom), vp.zoom, vp.mpp))
     c.canvas.draw()
-    b, m = PIECE_BUFFER * vp.scale, METATILE_PX
-    return np.asarray(c.canvas.buffer_rgba())[b : b + m, b : b + m, :3].copy()
+    b, w, h = PIECE_BUFFER * vp.scale, vp.width * vp.scale, vp.height * vp.scale
+    return np.asarray(c.canvas.buffer_rgba())[b : b + h, b : b + w, :3].copy()
 
 
 class _Pieces:
     """Base-map pieces drawn once and kept, least recently used first out, within
     BASE_CACHE_BYTES. This is how tile servers keep metatiles: a map is cut out of the pieces it
     meets, then only its labels, paths, markers and attribution are drawn on it. The pieces belong
-    to one set of dataset versions (the layer files' paths): when it changes, all are dropped."""
+    to one set of dataset versions (the layer files' paths): when it changes, all are dropped.
+
+    A piece is drawn the second time a map needs it, not the first (``admit``): a piece has ~4x
+    a 600x400 map's area, so drawing the pieces of a map nobody asks for again would cost 2-3x
+    drawing the map alone; a map whose pieces are not all kept and asked for before is drawn
+    whole, as before the pieces, and looks the same."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -403,22 +410,39 @@ class _Pieces:
         self.kept: OrderedDict[tuple[int, int, int, int], np.ndarray] = OrderedDict()
         self.versions: tuple[str, ...] = ()
         self.drawn = 0  # pieces drawn so far (tests, benchmarks)
+        self.asked: dict[tuple[int, int, int, int], int] = {}  # missing pieces: maps that needed them
 
     def clear(self) -> None:
         self.kept.clear()
+        self.asked.clear()
         self.nbytes = 0
 
-    def get(self, stores: Sequence[LayerStore], zoom: int, scale: int, col: int, row: int) -> np.ndarray:
+    def _check_versions(self, stores: Sequence[LayerStore]) -> None:
         versions = tuple(str(st.path) for st in stores)
         if versions != self.versions:
             self.clear()
             self.versions = versions
+
+    def admit(self, stores: Sequence[LayerStore], keys: Sequence[tuple[int, int, int, int]]) -> bool:
+        """Is a map needing these pieces cut out of them? Yes when each is kept or was needed by
+        an earlier map (it is then drawn now); this map's need is counted either way."""
+        self._check_versions(stores)
+        missing = [k for k in keys if k not in self.kept]
+        if len(self.asked) + len(missing) > ASKED_KEPT:
+            self.asked.clear()
+        for k in missing:
+            self.asked[k] = self.asked.get(k, 0) + 1
+        return all(self.asked[k] >= 2 for k in missing)
+
+    def get(self, stores: Sequence[LayerStore], zoom: int, scale: int, col: int, row: int) -> np.ndarray:
+        self._check_versions(stores)
         key = (zoom, scale, col, row)
         piece = self.kept.get(key)
         if piece is not None:
             self.kept.move_to_end(key)
             return piece
         piece = _draw_piece(stores, _piece_viewport(zoom, scale, col, row))
+        self.asked.pop(key, None)
         self.drawn += 1
         self.kept[key] = piece
         self.nbytes += piece.nbytes
@@ -433,22 +457,29 @@ _NEUTRAL_RGB = np.array([int(S.NEUTRAL[i : i + 2], 16) for i in (1, 3, 5)], dtyp
 
 
 def _compose(stores: Sequence[LayerStore], vp: Viewport, x0: int, y0: int) -> np.ndarray:
-    """The map's base (RGBA, rows top to bottom) cut out of the pieces it meets; ``vp`` is
-    snapped, ``(x0, y0)`` its top-left device pixel on the zoom's grid. A piece no dataset
-    covers is the neutral background, drawn without being kept."""
+    """The map's base (RGBA, rows top to bottom) cut out of the pieces it meets, or drawn whole
+    when they are not admitted (see ``_Pieces``); ``vp`` is snapped, ``(x0, y0)`` its top-left
+    device pixel on the zoom's grid. A piece no dataset covers is the neutral background, drawn
+    without being kept."""
     m, s = METATILE_PX, vp.scale
     w, h = vp.width * s, vp.height * s
     out = np.empty((h, w, 4), dtype=np.uint8)
     out[:, :, 3] = 255
-    for row in range(y0 // m, (y0 + h - 1) // m + 1):
-        for col in range(x0 // m, (x0 + w - 1) // m + 1):
-            ax0, ax1 = max(x0, col * m), min(x0 + w, (col + 1) * m)
-            ay0, ay1 = max(y0, row * m), min(y0 + h, (row + 1) * m)
-            dst = out[ay0 - y0 : ay1 - y0, ax0 - x0 : ax1 - x0, :3]
-            piece_vp = _piece_viewport(vp.zoom, s, col, row)
-            if not any(st.intersects(_window(piece_vp)) for st in stores):
-                dst[:] = _NEUTRAL_RGB
-                continue
+    cells = [
+        (col, row, any(st.intersects(_window(_piece_viewport(vp.zoom, s, col, row))) for st in stores))
+        for row in range(y0 // m, (y0 + h - 1) // m + 1)
+        for col in range(x0 // m, (x0 + w - 1) // m + 1)
+    ]
+    if not PIECES.admit(stores, [(vp.zoom, s, col, row) for col, row, covered in cells if covered]):
+        out[:, :, :3] = _draw_piece(stores, vp)
+        return out
+    for col, row, covered in cells:
+        ax0, ax1 = max(x0, col * m), min(x0 + w, (col + 1) * m)
+        ay0, ay1 = max(y0, row * m), min(y0 + h, (row + 1) * m)
+        dst = out[ay0 - y0 : ay1 - y0, ax0 - x0 : ax1 - x0, :3]
+        if not covered:
+            dst[:] = _NEUTRAL_RGB
+        else:
             piece = PIECES.get(stores, vp.zoom, s, col, row)
             dst[:] = piece[ay0 - row * m : ay1 - row * m, ax0 - col * m : ax1 - col * m]
     return out

@@ -43,34 +43,43 @@ def test_pieces_meet_without_seams(datasets, fresh_pieces, centre, zoom, scale):
         2 * corner.height,
         scale,
     )
+    whole = R._compose(stores, whole_vp, col * m, row * m)[:, :, :3].astype(np.int16)
+    assert fresh_pieces.drawn == 0  # the first map needing them is drawn whole
     composed = R._compose(stores, whole_vp, col * m, row * m)[:, :, :3].astype(np.int16)
     assert fresh_pieces.drawn == 4
-    old = R.METATILE_PX
-    try:
-        R.METATILE_PX = 2 * m  # the four pieces' square as one piece, drawn on one canvas
-        whole = R._draw_piece(stores, whole_vp).astype(np.int16)
-    finally:
-        R.METATILE_PX = old
     diff = np.abs(whole - composed).max(axis=2)
     assert (diff > 0).mean() < 0.005  # matplotlib's own path simplification, a few pixels
     assert (diff > 32).sum() == 0
     assert whole.std() > 10  # a real map, not two blank images
 
 
-def test_a_map_from_kept_pieces_is_the_map_from_new_ones(datasets, fresh_pieces):
-    """A map cut out of pieces kept from earlier maps is byte for byte the one drawn from new
-    pieces, and needs none drawn."""
-    near = StaticMapParams(center=(MONACO[0] + 0.001, MONACO[1] + 0.002), zoom=15, width=300, height=200)
+def test_pieces_are_drawn_for_the_second_map_needing_them(datasets, fresh_pieces):
+    """The first map of a place is drawn whole, the second is cut out of new pieces, the third
+    out of kept ones: the last two byte for byte alike, the first nearly (the pieces' seams)."""
     wanted = StaticMapParams(center=MONACO, zoom=15, width=300, height=200)
-    fresh = run(datasets, wanted).body
+    whole = run(datasets, wanted).body
+    assert fresh_pieces.drawn == 0 and not fresh_pieces.kept
+    from_new = run(datasets, wanted).body
     drawn = fresh_pieces.drawn
     assert drawn >= 1
+    assert run(datasets, wanted).body == from_new
+    assert fresh_pieces.drawn == drawn  # every piece it needed was kept
+    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB"), dtype=np.int16) for x in (whole, from_new))
+    assert (np.abs(a - b).max(axis=2) > 32).mean() < 0.002
+
+
+def test_a_map_from_pieces_kept_for_other_maps(datasets, fresh_pieces):
+    """Pieces drawn for neighbouring maps make the same map as pieces drawn for this one."""
+    wanted = StaticMapParams(center=MONACO, zoom=15, width=300, height=200)
+    run(datasets, wanted)
+    own = run(datasets, wanted).body
     fresh_pieces.clear()
-    run(datasets, near)
-    run(datasets, StaticMapParams(center=(MONACO[0] - 0.001, MONACO[1] - 0.002), zoom=15, width=300, height=200))
+    for _ in range(2):
+        for d in (0.001, -0.001):
+            run(datasets, StaticMapParams(center=(MONACO[0] + d, MONACO[1] + 2 * d), zoom=15, width=300, height=200))
     before = fresh_pieces.drawn
-    assert run(datasets, wanted).body == fresh
-    assert fresh_pieces.drawn == before  # every piece it needed was kept
+    assert run(datasets, wanted).body == own
+    assert fresh_pieces.drawn == before
 
 
 def test_pieces_are_bounded_in_memory(datasets, monkeypatch):
@@ -78,7 +87,8 @@ def test_pieces_are_bounded_in_memory(datasets, monkeypatch):
     pieces = R._Pieces(3 * piece_bytes)
     monkeypatch.setattr(R, "PIECES", pieces)
     for dx in range(6):
-        run(datasets, StaticMapParams(center=(MONACO[0], MONACO[1] + dx * 0.01), zoom=16, width=400, height=300))
+        for _ in range(2):
+            run(datasets, StaticMapParams(center=(MONACO[0], MONACO[1] + dx * 0.01), zoom=16, width=400, height=300))
     assert pieces.drawn > 3
     assert len(pieces.kept) <= 3
     assert pieces.nbytes == sum(p.nbytes for p in pieces.kept.values()) <= 3 * piece_bytes
@@ -100,6 +110,15 @@ def test_pieces_are_dropped_when_the_dataset_version_changes(datasets, fresh_pie
     fresh_pieces.get([NewVersion(st) for st in stores], 15, 1, 16970, 11951)
     assert list(fresh_pieces.kept) == [(15, 1, 16970, 11951)]
     assert fresh_pieces.drawn == 2
+
+
+def test_what_maps_asked_for_is_bounded(datasets, fresh_pieces, monkeypatch):
+    monkeypatch.setattr(R, "ASKED_KEPT", 10)
+    stores = _stores(datasets)
+    for col in range(25):
+        assert not fresh_pieces.admit(stores, [(15, 1, col, 0)])
+        assert len(fresh_pieces.asked) <= 10
+    assert fresh_pieces.admit(stores, [(15, 1, 24, 0)])  # asked for again
 
 
 def test_a_map_outside_every_dataset_draws_no_piece(datasets, fresh_pieces):
