@@ -9,12 +9,13 @@ device pixel without changing what is shown.
 
 Speed: the base map (every layer but the labels) is drawn in squares of METATILE_PX device
 pixels on the zoom's pixel grid, kept per process (bounded, dropped when a dataset version
-changes), as tile servers keep metatiles; a map is cut out of the pieces it meets (its viewport
-moved by under half a device pixel onto the grid), then its labels (placed for this map: never cut
-by its edges, clear of its markers), paths, markers and the attribution are drawn on it. A piece
-is one R*Tree window query per dataset, geometry simplified to half a pixel below zoom 16, and one
-matplotlib artist per style (all polygons of a class are one compound ``Path``; all lines of a
-class one ``Path`` of MOVETO/LINETO runs), so Agg does the work in C.
+changes; a piece is drawn for the second map that needs it, the first is drawn whole), as tile
+servers keep metatiles. A map is cut out of the pieces it meets (its viewport moved by under half
+a device pixel onto the grid), then its labels (placed for this map: never cut by its edges, clear
+of its markers), paths, markers and the attribution are drawn on it. A piece is one R*Tree window
+query per dataset, geometry simplified to half a pixel below zoom 16, and one matplotlib artist
+per style (all polygons of a class are one compound ``Path``; all lines of a class one ``Path`` of
+MOVETO/LINETO runs), so Agg does the work in C.
 
 matplotlib is not thread-safe, so renders in one process are serialised by a lock (Celery
 workers are processes; a thread-pooled web worker would queue renders rather than crash).
