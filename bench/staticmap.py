@@ -1,8 +1,9 @@
 """Static map benchmark: engine.services.staticmap.run, 600x400 PNG, uncached.
 
 Every render has its own random centre inside the region's data bbox (no two requests alike; the
-engine keeps no image cache, so each one queries the layers and draws everything). One warm-up
-render per process is excluded (font loading). Timings are wall-clock on a shared 2-core machine,
+engine keeps no image cache; it keeps the base map's pieces, but draws them only for the second
+map that needs one, so these maps are drawn whole). One warm-up render per process is excluded
+(font loading). Timings are wall-clock on a shared 2-core machine,
 with per-render CPU time beside them.
 
 Rows: per region and zoom (13-17), 600x400 scale 1 PNG; then 600x400 JPEG, 600x400 scale 2 and

@@ -84,15 +84,17 @@ class LayerStore:
         cx0, cy0, cx1, cy1 = self.coverage
         return not (maxx < cx0 or minx > cx1 or maxy < cy0 or miny > cy1)
 
-    def query(self, bounds: tuple[float, float, float, float], zoom: int) -> Features:
-        """Features whose bbox meets the Mercator window and that are drawn at ``zoom``."""
+    def query(self, bounds: tuple[float, float, float, float], zoom: int, named: bool = False) -> Features:
+        """Features whose bbox meets the Mercator window and that are drawn at ``zoom``; with
+        ``named``, only those with a name (what labels are made of)."""
         minx, miny, maxx, maxy = bounds
         rows = (
             self._con()
             .execute(
                 "SELECT f.layer, f.class, f.name, f.flags, f.geom FROM features_rtree r "
                 "JOIN features f ON f.id = r.id "
-                "WHERE r.minx <= ? AND r.maxx >= ? AND r.miny <= ? AND r.maxy >= ? AND f.minzoom <= ?",
+                "WHERE r.minx <= ? AND r.maxx >= ? AND r.miny <= ? AND r.maxy >= ? AND f.minzoom <= ?"
+                + (" AND f.name IS NOT NULL" if named else ""),
                 (maxx, minx, maxy, miny, zoom),
             )
             .fetchall()

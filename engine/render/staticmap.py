@@ -7,9 +7,15 @@ The figure is ``width/72`` x ``height/72`` inches at ``72 * scale`` dpi: one poi
 pixel, so the style's pixel widths and font sizes are point sizes and ``scale=2`` doubles every
 device pixel without changing what is shown.
 
-Speed: one R*Tree window query per dataset, geometry simplified to half a pixel below zoom 16,
-and one matplotlib artist per style (all polygons of a class are one compound ``Path``; all lines
-of a class one ``Path`` of MOVETO/LINETO runs), so Agg does the work in C.
+Speed: the base map (every layer but the labels) is drawn in squares of METATILE_PX device
+pixels on the zoom's pixel grid, kept per process (bounded, dropped when a dataset version
+changes; a piece is drawn for the second map that needs it, the first is drawn whole), as tile
+servers keep metatiles. A map is cut out of the pieces it meets (its viewport moved by under half
+a device pixel onto the grid), then its labels (placed for this map: never cut by its edges, clear
+of its markers), paths, markers and the attribution are drawn on it. A piece is one R*Tree window
+query per dataset, geometry simplified to half a pixel below zoom 16, and one matplotlib artist
+per style (all polygons of a class are one compound ``Path``; all lines of a class one ``Path`` of
+MOVETO/LINETO runs), so Agg does the work in C.
 
 matplotlib is not thread-safe, so renders in one process are serialised by a lock (Celery
 workers are processes; a thread-pooled web worker would queue renders rather than crash).
@@ -20,22 +26,25 @@ from __future__ import annotations
 import io
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import shapely
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import PathPatch, Rectangle
 from matplotlib.path import Path as MplPath
-from matplotlib.patheffects import withStroke
+from matplotlib.text import Text
+from matplotlib.textpath import TextPath
 from matplotlib.transforms import Affine2D, IdentityTransform
 from PIL import Image
 
 from engine.render import style as S
 from engine.render.layers import Features, LayerStore
-from engine.render.mercator import Viewport, to_mercator
+from engine.render.mercator import ORIGIN_SHIFT, Viewport, metres_per_pixel, to_mercator
 from engine.render.overlays import Marker, Path, parse_color
 
 _LOCK = threading.Lock()
@@ -85,8 +94,44 @@ def _line_path(geoms: np.ndarray) -> MplPath | None:
     return MplPath(coords, codes)
 
 
+def _dashed(path: MplPath, on: float, off: float) -> MplPath:
+    """The dashes of a path of MOVETO/LINETO runs, each dash a run of its own: ``on`` long,
+    ``off`` apart (path units), the pattern starting at each run's first vertex.
+
+    Agg's own dashing restarts the pattern where a line enters the canvas (its clipping makes a
+    new run there), so two neighbouring base-map pieces would dash a line crossing their border
+    out of step; dashes made here are the same on every piece and every map."""
+    v = np.asarray(path.vertices, dtype=float)
+    codes = np.asarray(path.codes)
+    period = on + off
+    run = np.cumsum(codes == MplPath.MOVETO) - 1
+    first = np.flatnonzero(codes == MplPath.MOVETO)
+    step = np.hypot(*np.diff(v, axis=0).T)
+    step[run[1:] != run[:-1]] = 0.0
+    at = np.r_[0.0, np.cumsum(step)]  # arc length from the path's start
+    s = at - at[first][run]  # arc length from the run's start
+    length = np.r_[s[first[1:] - 1], s[-1]]
+    g = at + run * 2.0 * period  # along the path, runs kept apart (for interpolation)
+    n = np.ceil(length / period).astype(np.int64)
+    dash0 = np.r_[0, np.cumsum(n)[:-1]]  # first dash of each run
+    d_run = np.repeat(np.arange(len(n)), n)
+    a = (np.arange(n.sum()) - dash0[d_run]) * period
+    b = np.minimum(a + on, length[d_run])
+    base = g[first][d_run]
+    k = np.floor(s / period)
+    inside = (s - k * period < on) & (s > 0) & (k * period < length[run])  # in a dash, not at its start
+    ids = np.r_[np.arange(len(a)), np.arange(len(a)), dash0[run[inside]] + k[inside].astype(np.int64)]
+    pos = np.r_[a + base, b + base, g[inside]]
+    kind = np.r_[np.zeros(len(a)), np.full(len(a), 2.0), np.ones(int(inside.sum()))]
+    ends = pos[: 2 * len(a)]
+    xy = np.concatenate([np.column_stack([np.interp(ends, g, v[:, 0]), np.interp(ends, g, v[:, 1])]), v[inside]])
+    order = np.lexsort((kind, pos, ids))
+    out_codes = np.where(kind[order] == 0, MplPath.MOVETO, MplPath.LINETO).astype(np.uint8)
+    return MplPath(xy[order], out_codes)
+
+
 _FIGURES: dict[tuple[int, int, int], tuple[Figure, FigureCanvasAgg]] = {}
-_FIGURES_KEPT = 4  # sizes whose figure is kept between renders
+_FIGURES_KEPT = 6  # sizes whose figure is kept between renders (the base-map pieces' among them)
 
 
 def _figure(width: int, height: int, scale: int) -> tuple[Figure, FigureCanvasAgg]:
@@ -147,9 +192,8 @@ class _Canvas:
     ) -> None:
         if path is None or width_px <= 0:
             return
-        kw = {}
         if dash is not None:
-            kw["linestyle"] = (0, (dash[0] / width_px, dash[1] / width_px))
+            path = _dashed(path, dash[0] * self.vp.mpp, dash[1] * self.vp.mpp)
             cap = "butt"
         self.add(
             PathPatch(
@@ -161,15 +205,18 @@ class _Canvas:
                 capstyle=cap,
                 joinstyle="round",
                 zorder=self._next(),
-                **kw,
             )
         )
+
+    def backdrop(self, rgba: np.ndarray) -> None:
+        """An image of the canvas's size (rows top to bottom) under every artist."""
+        self.fig.add_artist(_Backdrop(rgba))
 
     def encode(self, fmt: str) -> bytes:
         self.canvas.draw()
         w, h = self.canvas.get_width_height()
         img = Image.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        img = img.convert("RGB")
+        img = _stamp_attribution(img.copy(), self.vp).convert("RGB")
         out = io.BytesIO()
         if fmt == "png":
             # 8-bit palette PNG ("png256" of tile servers): a map has few colours, so this is
@@ -180,6 +227,20 @@ class _Canvas:
         else:
             img.save(out, format="JPEG", quality=88, optimize=False)
         return out.getvalue()
+
+
+class _Backdrop(Artist):
+    """Device pixels copied as they are onto the canvas, below everything else (no resampling)."""
+
+    def __init__(self, rgba: np.ndarray) -> None:
+        super().__init__()
+        self.rgba = np.ascontiguousarray(rgba[::-1])  # Agg's image origin is the bottom row
+        self.set_zorder(-1)
+
+    def draw(self, renderer) -> None:
+        gc = renderer.new_gc()
+        renderer.draw_image(gc, 0, 0, self.rgba)
+        gc.restore()
 
 
 # ---------------------------------------------------------------------------- the base map
@@ -284,6 +345,147 @@ def _draw_base(c: _Canvas, store: LayerStore, feats: Features) -> None:
         c.stroke(_line_path(g), S.ADMIN_COLOUR, w, dash=(6.0, 3.0) if bucket <= 4 else (4, 2.5), alpha=0.8)
 
 
+# ----------------------------------------------------------------- the base map in pieces
+
+METATILE_PX = 512  # side of a kept base-map piece, device pixels
+BASE_CACHE_BYTES = 64 * 2**20  # the pieces kept per process, at most (RGB, 768 KiB a piece)
+PIECE_BUFFER = 24  # CSS pixels drawn around a piece and cut off: more than half the widest line
+ASKED_KEPT = 65_536  # missing pieces whose maps are counted (then the counts start again)
+
+
+def _snapped(vp: Viewport) -> tuple[Viewport, int, int]:
+    """The viewport moved by less than half a device pixel so that its top-left corner lies on
+    the zoom's pixel grid, and that corner's column and row on the grid: a map is then cut out
+    of the pieces exactly, without resampling."""
+    k = vp.scale / vp.mpp  # device pixels per metre
+    minx, _, _, maxy = vp.bounds
+    x0 = round((minx + ORIGIN_SHIFT) * k)
+    y0 = round((ORIGIN_SHIFT - maxy) * k)
+    w, h = vp.width * vp.scale, vp.height * vp.scale
+    cx = (x0 + w / 2) / k - ORIGIN_SHIFT
+    cy = ORIGIN_SHIFT - (y0 + h / 2) / k
+    return Viewport(cx, cy, vp.zoom, vp.width, vp.height, vp.scale), x0, y0
+
+
+def _piece_viewport(zoom: int, scale: int, col: int, row: int) -> Viewport:
+    """The piece at (col, row) of the zoom's grid of METATILE_PX squares (row 0 at the top)."""
+    side = METATILE_PX * metres_per_pixel(zoom) / scale
+    css = METATILE_PX // scale
+    return Viewport((col + 0.5) * side - ORIGIN_SHIFT, ORIGIN_SHIFT - (row + 0.5) * side, zoom, css, css, scale)
+
+
+def _draw_piece(stores: Sequence[LayerStore], vp: Viewport) -> np.ndarray:
+    """The base map (no labels, no overlays) of a piece or of a whole map, as RGB rows top to
+    bottom.
+
+    Drawn on a canvas PIECE_BUFFER CSS pixels wider on every side, then cut out: Agg clips a
+    line's centre line just outside the canvas before stroking it, which leaves a notch in a wide
+    road crossing the canvas edge; the buffer keeps that notch off the piece. The features are
+    queried with the same margin as a map's, so a line or area crossing into the next piece is
+    drawn there from the same geometry, simplified alike, and meets itself at the seam."""
+    buffered = Viewport(vp.cx, vp.cy, vp.zoom, vp.width + 2 * PIECE_BUFFER, vp.height + 2 * PIECE_BUFFER, vp.scale)
+    c = _Canvas(buffered)
+    window = _window(buffered)
+    for st in stores:
+        if st.intersects(window):
+            _draw_base(c, st, _simplify(st.query(window, vp.zoom), vp.zoom, vp.mpp))
+    c.canvas.draw()
+    b, w, h = PIECE_BUFFER * vp.scale, vp.width * vp.scale, vp.height * vp.scale
+    return np.asarray(c.canvas.buffer_rgba())[b : b + h, b : b + w, :3].copy()
+
+
+class _Pieces:
+    """Base-map pieces drawn once and kept, least recently used first out, within
+    BASE_CACHE_BYTES. This is how tile servers keep metatiles: a map is cut out of the pieces it
+    meets, then only its labels, paths, markers and attribution are drawn on it. The pieces belong
+    to one set of dataset versions (the layer files' paths): when it changes, all are dropped.
+
+    A piece is drawn the second time a map needs it, not the first (``admit``): a piece has ~4x
+    a 600x400 map's area, so drawing the pieces of a map nobody asks for again would cost 2-3x
+    drawing the map alone; a map whose pieces are not all kept and asked for before is drawn
+    whole, as before the pieces, and looks the same."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self.kept: OrderedDict[tuple[int, int, int, int], np.ndarray] = OrderedDict()
+        self.versions: tuple[str, ...] = ()
+        self.drawn = 0  # pieces drawn so far (tests, benchmarks)
+        self.asked: dict[tuple[int, int, int, int], int] = {}  # missing pieces: maps that needed them
+
+    def clear(self) -> None:
+        self.kept.clear()
+        self.asked.clear()
+        self.nbytes = 0
+
+    def _check_versions(self, stores: Sequence[LayerStore]) -> None:
+        versions = tuple(str(st.path) for st in stores)
+        if versions != self.versions:
+            self.clear()
+            self.versions = versions
+
+    def admit(self, stores: Sequence[LayerStore], keys: Sequence[tuple[int, int, int, int]]) -> bool:
+        """Is a map needing these pieces cut out of them? Yes when each is kept or was needed by
+        an earlier map (it is then drawn now); this map's need is counted either way."""
+        self._check_versions(stores)
+        missing = [k for k in keys if k not in self.kept]
+        if len(self.asked) + len(missing) > ASKED_KEPT:
+            self.asked.clear()
+        for k in missing:
+            self.asked[k] = self.asked.get(k, 0) + 1
+        return all(self.asked[k] >= 2 for k in missing)
+
+    def get(self, stores: Sequence[LayerStore], zoom: int, scale: int, col: int, row: int) -> np.ndarray:
+        self._check_versions(stores)
+        key = (zoom, scale, col, row)
+        piece = self.kept.get(key)
+        if piece is not None:
+            self.kept.move_to_end(key)
+            return piece
+        piece = _draw_piece(stores, _piece_viewport(zoom, scale, col, row))
+        self.asked.pop(key, None)
+        self.drawn += 1
+        self.kept[key] = piece
+        self.nbytes += piece.nbytes
+        while self.nbytes > self.max_bytes and len(self.kept) > 1:
+            _, old = self.kept.popitem(last=False)
+            self.nbytes -= old.nbytes
+        return piece
+
+
+PIECES = _Pieces(BASE_CACHE_BYTES)
+_NEUTRAL_RGB = np.array([int(S.NEUTRAL[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.uint8)
+
+
+def _compose(stores: Sequence[LayerStore], vp: Viewport, x0: int, y0: int) -> np.ndarray:
+    """The map's base (RGBA, rows top to bottom) cut out of the pieces it meets, or drawn whole
+    when they are not admitted (see ``_Pieces``); ``vp`` is snapped, ``(x0, y0)`` its top-left
+    device pixel on the zoom's grid. A piece no dataset covers is the neutral background, drawn
+    without being kept."""
+    m, s = METATILE_PX, vp.scale
+    w, h = vp.width * s, vp.height * s
+    out = np.empty((h, w, 4), dtype=np.uint8)
+    out[:, :, 3] = 255
+    cells = [
+        (col, row, any(st.intersects(_window(_piece_viewport(vp.zoom, s, col, row))) for st in stores))
+        for row in range(y0 // m, (y0 + h - 1) // m + 1)
+        for col in range(x0 // m, (x0 + w - 1) // m + 1)
+    ]
+    if not PIECES.admit(stores, [(vp.zoom, s, col, row) for col, row, covered in cells if covered]):
+        out[:, :, :3] = _draw_piece(stores, vp)
+        return out
+    for col, row, covered in cells:
+        ax0, ax1 = max(x0, col * m), min(x0 + w, (col + 1) * m)
+        ay0, ay1 = max(y0, row * m), min(y0 + h, (row + 1) * m)
+        dst = out[ay0 - y0 : ay1 - y0, ax0 - x0 : ax1 - x0, :3]
+        if not covered:
+            dst[:] = _NEUTRAL_RGB
+        else:
+            piece = PIECES.get(stores, vp.zoom, s, col, row)
+            dst[:] = piece[ay0 - row * m : ay1 - row * m, ax0 - col * m : ax1 - col * m]
+    return out
+
+
 # ---------------------------------------------------------------------------------- labels
 
 
@@ -355,23 +557,61 @@ class _Labels:
         if not self._free(box):
             return False
         self.boxes.append(box)
-        self.c.fig.text(
-            x,
-            y,
-            text,
-            transform=_IDENT,
-            fontsize=size_px,
-            fontweight=weight,
-            color=colour,
-            fontstyle=style,
-            rotation=angle,
-            rotation_mode="anchor",
-            ha="center",
-            va="center",
-            path_effects=[withStroke(linewidth=3.0, foreground=S.LABEL_HALO)],
-            zorder=10_000,
-        )
+        self.c.fig.add_artist(_Label(_glyphs(self.c, text, size_px, weight, style), x, y, angle, colour))
         return True
+
+
+_GLYPHS: dict[tuple[str, float, str, str, int], MplPath] = {}
+_GLYPHS_KEPT = 2_000  # label outlines kept per process (~8 KB each)
+
+
+def _glyphs(c: _Canvas, text: str, size_px: float, weight: str, style: str) -> MplPath:
+    """A label's outline in device pixels, centred on (0, 0) as ``Text(ha="center",
+    va="center")`` places it, made once per text and font per process: laying out and outlining
+    the glyphs is most of what drawing a label costs."""
+    key = (text, size_px, weight, style, c.vp.scale)
+    found = _GLYPHS.get(key)
+    if found is not None:
+        return found
+    renderer = c.canvas.get_renderer()
+    at = Text(
+        0.0, 0.0, text, fontsize=size_px, fontweight=weight, fontstyle=style, transform=_IDENT, ha="center", va="center"
+    )
+    at.set_figure(c.fig)
+    box = at.get_window_extent(renderer)
+    at.set_verticalalignment("baseline")
+    baseline = at.get_window_extent(renderer)
+    outline = TextPath((0.0, 0.0), text, size=renderer.points_to_pixels(size_px), prop=at.get_fontproperties())
+    # the baseline's start: left of the centre by half the width, below it by half the height
+    # less the descent
+    verts = outline.vertices + (box.x0, box.y0 - baseline.y0)
+    if len(_GLYPHS) >= _GLYPHS_KEPT:
+        _GLYPHS.clear()
+    found = _GLYPHS[key] = MplPath(verts, outline.codes)
+    return found
+
+
+class _Label(Artist):
+    """A label drawn as ``Text`` with a ``withStroke`` halo draws it: the outline filled and
+    stroked 3 px wide in the halo colour, then filled again; rotated about its centre."""
+
+    def __init__(self, outline: MplPath, x: float, y: float, angle: float, colour: str) -> None:
+        super().__init__()
+        self.outline = outline
+        self.at = Affine2D().rotate_deg(angle).translate(x, y)
+        self.rgba = to_rgba(colour)
+        self.set_zorder(10_000)
+
+    def draw(self, renderer) -> None:
+        gc = renderer.new_gc()
+        gc.set_antialiased(True)
+        gc.set_linewidth(3.0)
+        gc.set_foreground(S.LABEL_HALO)
+        renderer.draw_path(gc, self.outline, self.at, self.rgba)
+        gc.set_linewidth(0.0)
+        gc.set_foreground(self.rgba, isRGBA=True)
+        renderer.draw_path(gc, self.outline, self.at, self.rgba)
+        gc.restore()
 
 
 def _street_labels(labels: _Labels, feats: Features) -> None:
@@ -566,21 +806,48 @@ def _draw_markers(c: _Canvas, markers: Sequence[Marker]) -> None:
             )
 
 
-def _attribution(c: _Canvas) -> None:
-    s = c.vp.scale
-    W = c.vp.width * s
-    c.fig.text(
-        W - 3 * s,
-        3 * s,
+_ATTRIBUTION: dict[tuple[int, int], Image.Image] = {}
+_ATTRIBUTION_PX = (220, 24)  # CSS pixels of the corner the attribution is drawn in
+
+
+def _attribution(fontsize: int, scale: int) -> Image.Image:
+    """The attribution in its white box, on a transparent corner image (RGBA, straight alpha),
+    drawn once per font size and scale: it is the same on every map, and drawing its glyphs
+    costs as much as all the street names of a map."""
+    found = _ATTRIBUTION.get((fontsize, scale))
+    if found is not None:
+        return found
+    w, h = _ATTRIBUTION_PX
+    fig = Figure(figsize=(w / 72.0, h / 72.0), dpi=72.0 * scale)
+    canvas = FigureCanvasAgg(fig)
+    fig.patch.set_alpha(0.0)
+    fig.text(
+        (w - 3) * scale,
+        3 * scale,
         S.ATTRIBUTION,
         transform=_IDENT,
-        fontsize=9 if c.vp.width >= 200 else 7,
+        fontsize=fontsize,
         color="#333333",
         ha="right",
         va="bottom",
-        zorder=30_000,
         bbox={"boxstyle": "square,pad=0.25", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
     )
+    canvas.draw()
+    found = _ATTRIBUTION[(fontsize, scale)] = Image.frombuffer(
+        "RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1
+    ).copy()
+    return found
+
+
+def _stamp_attribution(img: Image.Image, vp: Viewport) -> Image.Image:
+    """The attribution over everything, in the bottom-right corner (what a 9 px text anchored
+    3 px from the corner draws there; 7 px on maps narrower than 200 px)."""
+    corner = _attribution(9 if vp.width >= 200 else 7, vp.scale)
+    cw, ch = corner.size
+    w, h = img.size
+    sx, sy = max(cw - w, 0), max(ch - h, 0)  # a map smaller than the corner shows its bottom right
+    img.alpha_composite(corner, dest=(max(w - cw, 0), max(h - ch, 0)), source=(sx, sy))
+    return img
 
 
 # ----------------------------------------------------------------------------------- public
@@ -599,15 +866,20 @@ def render(
     attribution), still a valid image of the requested size.
     """
     fmt = "jpg" if fmt == "jpeg" else fmt
-    margin = 40 * vp.mpp
-    minx, miny, maxx, maxy = vp.bounds
-    window = (minx - margin, miny - margin, maxx + margin, maxy + margin)
-    hits = [st for st in stores if st.intersects(window)]
-    queried = [(st, _simplify(st.query(window, vp.zoom), vp.zoom, vp.mpp)) for st in hits]
+    stores = list(stores)
+    vp, x0, y0 = _snapped(vp)
+    window = _window(vp)
+    # labels are placed per map (never cut by its edges, clear of its markers): only named
+    # features are read for them; the rest of the base map comes from the kept pieces
+    queried = [
+        (st, _simplify(st.query(window, vp.zoom, named=True), vp.zoom, vp.mpp))
+        for st in stores
+        if st.intersects(window)
+    ]
     with _LOCK:
+        base = _compose(stores, vp, x0, y0)
         c = _Canvas(vp)
-        for st, feats in queried:
-            _draw_base(c, st, feats)
+        c.backdrop(base)
         labels = _Labels(c)
         _draw_markers_boxes(labels, markers)
         for _, feats in queried:
@@ -618,8 +890,15 @@ def render(
             _area_labels(labels, feats)
         _draw_paths(c, paths)
         _draw_markers(c, markers)
-        _attribution(c)
         return c.encode(fmt)
+
+
+def _window(vp: Viewport) -> tuple[float, float, float, float]:
+    """The viewport's bounds with a margin of 40 CSS pixels: features just outside still reach
+    into the picture (line widths, casings)."""
+    margin = 40 * vp.mpp
+    minx, miny, maxx, maxy = vp.bounds
+    return (minx - margin, miny - margin, maxx + margin, maxy + margin)
 
 
 def _draw_markers_boxes(labels: _Labels, markers: Sequence[Marker]) -> None:
