@@ -206,9 +206,10 @@ FUNCTION = register(
         service="matrix",
         cmd="matrix",
         core_schema=MatrixCoreArgs,
-        run=lambda rt, params: matrix.run(rt.datasets, params),
+        # the rows as arrays: serialised as run's lists would be, without a Python float per cell
+        run=lambda rt, params: matrix.run_arrays(rt.datasets, params),
         queue="matrix",
-        service_ref="engine.services.matrix:run",
+        service_ref="engine.services.matrix:run_arrays",
         inline=lambda params: params.cells <= LIMITS.matrix_inline_cells,
     )
 )

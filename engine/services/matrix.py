@@ -18,7 +18,9 @@ cells with no route from or to it, as the router does for a pair
 (:func:`engine.services.routing.escape_fragments`); its ``location`` stays where it snapped.
 
 Large matrices (jobs) are computed a block of rows at a time by :func:`run_rows`, the caller
-storing each block as it comes; :func:`run` is the whole answer at once.
+storing each block as it comes; :func:`run` is the whole answer at once, :func:`run_arrays` the
+same with its rows as float64 arrays (NaN for ``null``), which ``engine.codec.json_bytes`` writes
+byte for byte as :func:`run`'s lists: the web and the worker serialise it.
 
 Errors: more than ``Limits.matrix_locations`` sources or destinations, or more than
 ``Limits.matrix_cells`` cells (a job: ``matrix_job_locations``, ``matrix_job_cells``) ->
@@ -93,6 +95,18 @@ def check(params: MatrixParams, limits: Limits, *, job: bool = False) -> None:
 
 
 def run(datasets: DatasetRegistry, params: MatrixParams, limits: Limits | None = None) -> dict[str, Any]:
+    """The whole answer at once, its rows as lists of floats (``None`` where no route)."""
+    out = run_arrays(datasets, params, limits)
+    for name in ROW_KEYS:
+        if name in out:
+            out[name] = _lists(out[name])
+    return out
+
+
+def run_arrays(datasets: DatasetRegistry, params: MatrixParams, limits: Limits | None = None) -> dict[str, Any]:
+    """The answer of :func:`run` with each annotation's rows as one float64 array, NaN where no
+    route: ``engine.codec.json_bytes`` writes it as :func:`run`'s document, byte for byte (NaN as
+    ``null``), without a Python float per cell (what the queue's worker and the web serialise)."""
     header, blocks = run_rows(datasets, params, max(1, len(params.sources)), limits, job=False)
     out: dict[str, Any] = {}
     for _start, rows in blocks:
@@ -101,7 +115,8 @@ def run(datasets: DatasetRegistry, params: MatrixParams, limits: Limits | None =
     return out
 
 
-RowBlocks = Iterator[tuple[int, dict[str, list[list[float | None]]]]]
+ROW_KEYS = ("durations", "distances")
+RowBlocks = Iterator[tuple[int, dict[str, np.ndarray]]]
 
 
 def run_rows(
@@ -109,15 +124,17 @@ def run_rows(
 ) -> tuple[dict[str, Any], RowBlocks]:
     """The matrix in blocks of ``rows`` sources, for a job: ``(waypoints, blocks)``, waypoints
     ``{"sources": [...], "destinations": [...]}`` and blocks ``(first row, {"durations": rows,
-    "distances": rows})`` in order, computed as they are taken (one block's cells in memory at
-    a time). Points are snapped, and the limits checked (a job's with ``job``), before it returns."""
+    "distances": rows})`` in order, each a float64 array rounded to 0.1, NaN where no route
+    (:func:`run_arrays`), computed as they are taken (one block's cells in memory at a time).
+    Points are snapped, and the limits checked (a job's with ``job``), before it returns."""
     limits = limits or DEFAULT_LIMITS
     check(params, limits, job=job)
     n = len(params.sources)
-    points = [*params.sources, *params.targets]
+    # destinations that default to the sources are the same points: snapped once
+    points = [*params.sources, *params.destinations]
     names = ["sources"] * n + ["destinations"] * (len(points) - n)
     router, snaps = snap_points(datasets, points, names, limits, canonical(params.profile))
-    sources, targets = snaps[:n], snaps[n:]
+    sources, targets = snaps[:n], (snaps[n:] if params.destinations else snaps)
     header = {"sources": [_waypoint(s) for s in sources], "destinations": [_waypoint(s) for s in targets]}
 
     def blocks() -> RowBlocks:
@@ -125,11 +142,11 @@ def run_rows(
             block = range(start, start + cells[0].shape[0])
             _escaped_cells(router, params, [sources[i] for i in block], targets, block, cells, limits)
             none = cells[0] == np.inf
-            out: dict[str, list[list[float | None]]] = {}
+            out: dict[str, np.ndarray] = {}
             if "duration" in params.annotations:
-                out["durations"] = _rows(cells[1], none)
+                out["durations"] = _rounded(cells[1], none)
             if "distance" in params.annotations:
-                out["distances"] = _rows(cells[2], none)
+                out["distances"] = _rounded(cells[2], none)
             yield start, out
 
     return header, blocks()
@@ -146,39 +163,56 @@ def _escaped_cells(
 ) -> None:
     """Cells with no route whose source or destination is on a fragment: the route between the
     points moved to the well-connected network, as the router answers for that pair. ``sources``
-    are the block's rows ``block`` of ``params.sources``."""
-    weight = cells[0]
-    none = weight == np.inf
+    are the block's rows ``block`` of ``params.sources``.
+
+    A cell depends on its own source and destination only, so only the rows of the moved sources
+    and the columns of the moved destinations are computed again (a few points of the thousand
+    in a region's matrix), not every row and column that holds a cell without a route."""
+    none = cells[0] == np.inf
     if not none.any():
         return
     rows = np.flatnonzero(none.any(axis=1))
     cols = np.flatnonzero(none.any(axis=0))
-    src_moved = escape_fragments(router, [params.sources[block[i]] for i in rows], [sources[i] for i in rows], limits)
-    dst_moved = escape_fragments(router, [params.targets[j] for j in cols], [targets[j] for j in cols], limits)
-    if src_moved is None and dst_moved is None:
-        return
-    src = src_moved or [sources[i] for i in rows]
-    dst = dst_moved or [targets[j] for j in cols]
-    again = matrix_query(router).costs(src, dst)
-    moved = (
-        np.array([a is not b for a, b in zip(src, (sources[i] for i in rows), strict=True)])[:, None]
-        | np.array([a is not b for a, b in zip(dst, (targets[j] for j in cols), strict=True)])[None, :]
-    )
-    take = none[np.ix_(rows, cols)] & moved
+    row_snaps = [sources[i] for i in rows]
+    col_snaps = [targets[j] for j in cols]
+    src = escape_fragments(router, [params.sources[block[i]] for i in rows], row_snaps, limits) or row_snaps
+    dst = escape_fragments(router, [params.targets[j] for j in cols], col_snaps, limits) or col_snaps
+    src_moved = [k for k, (a, b) in enumerate(zip(src, row_snaps, strict=True)) if a is not b]
+    dst_moved = [k for k, (a, b) in enumerate(zip(dst, col_snaps, strict=True)) if a is not b]
+    query = matrix_query(router)
+    if src_moved:  # the moved sources' rows, to every column with a cell without a route
+        _fill(cells, none, query.costs([src[k] for k in src_moved], dst), rows[src_moved], cols)
+    if dst_moved:  # every such row to the moved destinations' columns
+        _fill(cells, none, query.costs(src, [dst[k] for k in dst_moved]), rows, cols[dst_moved])
+
+
+def _fill(
+    cells: tuple[np.ndarray, ...], none: np.ndarray, again: tuple[np.ndarray, ...], rows: np.ndarray, cols: np.ndarray
+) -> None:
+    """The cells of ``rows`` x ``cols`` without a route (``none``) from ``again``."""
+    at = np.ix_(rows, cols)
+    take = none[at]
     for whole, part in zip(cells, again, strict=True):
-        sub = whole[np.ix_(rows, cols)]
+        sub = whole[at]
         sub[take] = part[take]
-        whole[np.ix_(rows, cols)] = sub
+        whole[at] = sub
 
 
-def _rows(values: np.ndarray, none: np.ndarray) -> list[list[float | None]]:
-    """The cells as lists of rows, rounded to 0.1, None where ``none``; the None are set by numpy in
-    an object array (a row with one unreachable destination is not rebuilt in Python)."""
+def _rounded(values: np.ndarray, none: np.ndarray) -> np.ndarray:
+    """The cells rounded to 0.1 (as a route's duration and distance), NaN where ``none``."""
     rounded = np.round(values, 1)
+    rounded[none] = np.nan
+    return rounded
+
+
+def _lists(values: np.ndarray) -> list[list[float | None]]:
+    """Rows of :func:`_rounded` cells as lists, None where NaN; the None are set by numpy in an
+    object array (a row with one unreachable destination is not rebuilt in Python)."""
+    none = np.isnan(values)
     if not none.any():
-        rows: list[list[float | None]] = rounded.tolist()
+        rows: list[list[float | None]] = values.tolist()
         return rows
-    cells = rounded.astype(object)
+    cells = values.astype(object)
     cells[none] = None
     rows = cells.tolist()
     return rows
