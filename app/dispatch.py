@@ -33,6 +33,7 @@ from engine.errors import Unavailable
 from engine.results import BinaryResult
 from queueing.depth import queue_lists
 from queueing.protocol import (
+    Claim,
     HeavyCall,
     JsonText,
     TaskSender,
@@ -88,6 +89,14 @@ class Dispatcher:
         limit = max(0, self.max_depth(call.kind))
         try:
             found = claim(self.redis, key, wake, queue_lists(call.kind), limit)
+            if found.outcome == "stored":  # a large record: read as it is stored
+                raw = self.redis.get(key)
+                # expired since the claim: claim again (a miss this time)
+                found = (
+                    Claim("hit", raw)
+                    if raw is not None
+                    else claim(self.redis, key, wake, queue_lists(call.kind), limit)
+                )
             if found.outcome == "hit":
                 assert found.record is not None
                 return read_result(found.record)

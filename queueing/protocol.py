@@ -310,14 +310,17 @@ def store_result(client: redis.Redis, key: str, result: dict[str, Any] | BinaryR
     return int(waiters)
 
 
-# What a heavy request finds, in one round trip: the stored record; or, when its queue already holds
-# ARGV[4] (> 0) waiting tasks and no identical task is in flight, the queue's depth (nothing
-# registered); or else its wake-up list registered in the waiters set and whether it claimed the
-# in-flight marker (then it sends the task) or joined the identical task in flight.
+# What a heavy request finds, in one round trip: the stored record (or, above ARGV[5] bytes, that
+# it is stored: the caller reads it with a GET, as a script's reply would copy it through a Lua
+# string); or, when its queue already holds ARGV[4] (> 0) waiting tasks and no identical task is in
+# flight, the queue's depth (nothing registered); or else its wake-up list registered in the
+# waiters set and whether it claimed the in-flight marker (then it sends the task) or joined the
+# identical task in flight.
 # KEYS: cache key, waiters key, in-flight key, then the queue's Redis lists (queueing/depth.py).
 _CLAIM_SCRIPT = """
-local record = redis.call('GET', KEYS[1])
-if record then return {'hit', record} end
+local size = redis.call('STRLEN', KEYS[1])
+if size > tonumber(ARGV[5]) then return {'stored'} end
+if size > 0 then return {'hit', redis.call('GET', KEYS[1])} end
 local limit = tonumber(ARGV[4])
 if limit > 0 and redis.call('EXISTS', KEYS[3]) == 0 then
   local depth = 0
@@ -334,7 +337,7 @@ return {'join'}
 @dataclass(frozen=True)
 class Claim:
     """What :func:`claim` found: ``outcome`` is ``hit`` (``record`` holds the stored bytes),
-    ``full`` (``depth`` tasks wait in the queue; nothing registered), ``queue`` (registered; this
+    ``stored`` (a record above ``PUSH_RECORD_MAX_BYTES`` is stored: read it with a GET), ``full`` (``depth`` tasks wait in the queue; nothing registered), ``queue`` (registered; this
     request sends the task) or ``join`` (registered; an identical task is in flight)."""
 
     outcome: str
@@ -348,7 +351,7 @@ def claim(client: redis.Redis, key: str, wake: str, queue_lists: Sequence[str], 
     script = client.register_script(_CLAIM_SCRIPT)
     reply = script(
         keys=[key, waiters_key(key), inflight_key(key), *queue_lists],
-        args=[wake, WAKE_TTL_S, INFLIGHT_TTL_S, max_depth],
+        args=[wake, WAKE_TTL_S, INFLIGHT_TTL_S, max_depth, PUSH_RECORD_MAX_BYTES],
     )
     outcome = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
     if outcome == "hit":

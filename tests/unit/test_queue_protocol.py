@@ -250,7 +250,8 @@ def test_a_delivery_payload_describes_the_transition():
 def test_a_large_record_is_stored_once_and_every_waiter_reads_it(redis_url):
     """Above PUSH_RECORD_MAX_BYTES (a 1,000 x 1,000 matrix) the record is stored by a plain SET
     and each waiter gets a bare wake-up, then reads the key: two requests waiting on one task
-    both answer with the stored bytes, and nothing of the wait is left in Redis."""
+    both answer with the stored bytes, and nothing of the wait is left in Redis; a later request
+    reads it from the cache with a GET (not through the claim script's reply)."""
     from marshmallow import Schema
 
     from app.dispatch import Dispatcher
@@ -283,6 +284,11 @@ def test_a_large_record_is_stored_once_and_every_waiter_reads_it(redis_url):
         assert all(isinstance(a, JsonText) and a.body == pack(document)[1:] for a in answers)
         assert read_result(client.get(keys[0])).data == document
         assert not client.keys(keys[0] + ":*")  # no waiters, marker or wake-up list left
+        # a later identical request: the claim says it is stored, the record is read with a GET
+        assert protocol.claim(client, keys[0], protocol.new_wake_key(keys[0]), [], 0).outcome == "stored"
+        again = dispatcher.run(function, {"large": 1}, "t")
+        assert isinstance(again, JsonText) and again.body == pack(document)[1:] and len(keys) == 1
+        assert not client.keys(keys[0] + ":*")
     finally:
         client.delete(*keys)
 
