@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 import redis
 
@@ -93,7 +94,7 @@ class Dispatcher:
                 raw = self.redis.get(key)
                 # expired since the claim: claim again (a miss this time)
                 found = (
-                    Claim("hit", raw)
+                    Claim("hit", cast(bytes, raw))
                     if raw is not None
                     else claim(self.redis, key, wake, queue_lists(call.kind), limit)
                 )
