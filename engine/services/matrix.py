@@ -42,7 +42,7 @@ from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter
 from engine.geo import round_coord
 from engine.limits import DEFAULT_LIMITS, Limits
-from engine.routing.matrix import matrix_query
+from engine.routing.matrix import MatrixQuery, matrix_query
 from engine.routing.profiles import DEFAULT as DEFAULT_PROFILE
 from engine.routing.profiles import canonical
 from engine.routing.router import Router
@@ -136,54 +136,69 @@ def run_rows(
     router, snaps = snap_points(datasets, points, names, limits, canonical(params.profile))
     sources, targets = snaps[:n], (snaps[n:] if params.destinations else snaps)
     header = {"sources": [_waypoint(s) for s in sources], "destinations": [_waypoint(s) for s in targets]}
+    query = matrix_query(router)
+    # points on a fragment, moved to the well-connected network for their cells without a route
+    # (as the router does for a pair); the moved destinations are extra columns of the same pass
+    moved_dst = _moved(router, params.targets, targets, limits)
+    moved_src = moved_dst if not params.destinations else _moved(router, params.sources, sources, limits)
+    columns = [*targets, *moved_dst.values()]
+    extra = {j: len(targets) + k for k, j in enumerate(moved_dst)}  # destination -> its moved column
 
     def blocks() -> RowBlocks:
-        for start, cells in matrix_query(router).row_blocks(sources, targets, rows):
+        for start, cells in query.row_blocks(sources, columns, rows):
             block = range(start, start + cells[0].shape[0])
-            _escaped_cells(router, params, [sources[i] for i in block], targets, block, cells, limits)
-            none = cells[0] == np.inf
+            main = _escaped_cells(query, cells, block, len(targets), moved_src, extra, columns)
+            none = main[0] == np.inf
             out: dict[str, np.ndarray] = {}
             if "duration" in params.annotations:
-                out["durations"] = _rounded(cells[1], none)
+                out["durations"] = _rounded(main[1], none)
             if "distance" in params.annotations:
-                out["distances"] = _rounded(cells[2], none)
+                out["distances"] = _rounded(main[2], none)
             yield start, out
 
     return header, blocks()
 
 
-def _escaped_cells(
-    router: Router,
-    params: MatrixParams,
-    sources: list[Snap],
-    targets: list[Snap],
-    block: range,
-    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
-    limits: Limits,
-) -> None:
-    """Cells with no route whose source or destination is on a fragment: the route between the
-    points moved to the well-connected network, as the router answers for that pair. ``sources``
-    are the block's rows ``block`` of ``params.sources``.
+def _moved(router: Router, points: tuple[LatLng, ...], snaps: list[Snap], limits: Limits) -> dict[int, Snap]:
+    """The points on a fragment that move to the well-connected network, by index."""
+    moved = escape_fragments(router, list(points), snaps, limits)
+    if moved is None:
+        return {}
+    return {i: m for i, (m, s) in enumerate(zip(moved, snaps, strict=True)) if m is not s}
 
-    A cell depends on its own source and destination only, so only the rows of the moved sources
-    and the columns of the moved destinations are computed again (a few points of the thousand
-    in a region's matrix), not every row and column that holds a cell without a route."""
-    none = cells[0] == np.inf
-    if not none.any():
-        return
+
+def _escaped_cells(
+    query: MatrixQuery,
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    block: range,
+    n: int,
+    moved_src: dict[int, Snap],
+    extra: dict[int, int],
+    columns: list[Snap],
+) -> tuple[np.ndarray, ...]:
+    """The block's cells to the ``n`` destinations, those without a route from or to a point on
+    a fragment taken from the points moved to the well-connected network, as the router answers
+    for that pair: from a moved source, its moved point's row (computed here, a few points of the
+    thousand) to each destination or its moved column; from any other source, the moved
+    destination's column of the same pass (``extra``). A cell depends on its own source and
+    destination only, so nothing else is computed again."""
+    main = tuple(c[:, :n] for c in cells)
+    none = main[0] == np.inf
+    if not none.any() or not (extra or moved_src):
+        return main
     rows = np.flatnonzero(none.any(axis=1))
     cols = np.flatnonzero(none.any(axis=0))
-    row_snaps = [sources[i] for i in rows]
-    col_snaps = [targets[j] for j in cols]
-    src = escape_fragments(router, [params.sources[block[i]] for i in rows], row_snaps, limits) or row_snaps
-    dst = escape_fragments(router, [params.targets[j] for j in cols], col_snaps, limits) or col_snaps
-    src_moved = [k for k, (a, b) in enumerate(zip(src, row_snaps, strict=True)) if a is not b]
-    dst_moved = [k for k, (a, b) in enumerate(zip(dst, col_snaps, strict=True)) if a is not b]
-    query = matrix_query(router)
-    if src_moved:  # the moved sources' rows, to every column with a cell without a route
-        _fill(cells, none, query.costs([src[k] for k in src_moved], dst), rows[src_moved], cols)
-    if dst_moved:  # every such row to the moved destinations' columns
-        _fill(cells, none, query.costs(src, [dst[k] for k in dst_moved]), rows, cols[dst_moved])
+    from_moved = np.array([block[i] in moved_src for i in rows], dtype=bool)
+    if from_moved.any():  # the moved sources' rows, to each column or its moved column
+        again = query.costs([moved_src[block[i]] for i in rows[from_moved]], columns)
+        at = np.array([extra.get(int(j), int(j)) for j in cols])
+        _fill(main, none, tuple(a[:, at] for a in again), rows[from_moved], cols)
+    to_moved = [int(j) for j in cols if int(j) in extra]
+    others = rows[~from_moved]
+    if to_moved and others.size:  # the other sources to the moved destinations' columns
+        at_moved = np.ix_(others, [extra[j] for j in to_moved])
+        _fill(main, none, tuple(c[at_moved] for c in cells), others, np.array(to_moved))
+    return main
 
 
 def _fill(
@@ -200,7 +215,7 @@ def _fill(
 
 def _rounded(values: np.ndarray, none: np.ndarray) -> np.ndarray:
     """The cells rounded to 0.1 (as a route's duration and distance), NaN where ``none``."""
-    rounded = np.round(values, 1)
+    rounded = np.ascontiguousarray(np.round(values, 1))  # json_bytes writes C-ordered arrays only
     rounded[none] = np.nan
     return rounded
 
