@@ -30,14 +30,20 @@ def _etag(rt: Runtime, function: Function, req: Request) -> str:
     """The same for the same parameters in any order (the core's ``cmd`` left out, so both faces
     agree) on the same data. Made of the raw ``name=value`` pieces of the query string, sorted:
     unambiguous, as a piece cannot hold the ``&`` that separates them, and no decoding needed; a
-    value written with other escapes gets another ETag (a cache miss, never a wrong match)."""
+    value written with other escapes gets another ETag (a cache miss, never a wrong match). A
+    request with a body (``POST /v1/matrix``) has its parameters there: its bytes are part of it."""
     pieces = sorted(
         piece
         for piece in req.environ.get("QUERY_STRING", "").split("&")
         if piece and piece.partition("=")[0] not in TRANSPORT_PARAMETERS
     )
     raw = f"{function.cmd}|{rt.dataset_versions()}|{'&'.join(pieces)}"
-    return hashlib.sha1(raw.encode()).hexdigest()
+    digest = hashlib.sha1(raw.encode())
+    body = req.get_data(cache=True)
+    if body:
+        digest.update(b"|")
+        digest.update(body)
+    return digest.hexdigest()
 
 
 def _cache_headers(rt: Runtime, resp: Response, function: Function, etag: str | None) -> Response:

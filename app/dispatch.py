@@ -9,13 +9,14 @@ protocol's (``queueing/protocol.py``); this is its web side.
    isochrones); the worker writes the result (or the error) under the cache key.
 4. The web process waits on a wake-up list of its own (registered in ``<key>:waiters`` in the
    same script that looks at the cache; the worker stores, then pushes the record to every
-   registered waiter), until ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with
+   registered waiter, or a bare wake-up when the record is large, which the waiter follows with a
+   read of the cache key), until ``TASK_WAIT_TIMEOUT``; past it the client gets 503 with
    ``Retry-After``, and the task itself is bounded by Celery's soft/hard time limits.
 5. A cache miss that would queue into a full queue is refused at once (503, ``app/backpressure.py``).
 
 Steps 1, 2 and 5 and the registration are one script (``queueing.protocol.claim``): a queued call
-costs three round trips to Redis (the claim, the task's message, the wait that returns the record),
-a cached one one. Each round trip is a wake-up of this process by the scheduler, which on a busy
+costs three round trips to Redis (the claim, the task's message, the wait that returns the record;
+a fourth, the read, for a record too large to push), a cached one one. Each round trip is a wake-up of this process by the scheduler, which on a busy
 machine costs more than the command (docs/engineering-history.md, "app/dispatch.py").
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 import redis
 
@@ -32,6 +34,7 @@ from engine.errors import Unavailable
 from engine.results import BinaryResult
 from queueing.depth import queue_lists
 from queueing.protocol import (
+    Claim,
     HeavyCall,
     JsonText,
     TaskSender,
@@ -87,6 +90,14 @@ class Dispatcher:
         limit = max(0, self.max_depth(call.kind))
         try:
             found = claim(self.redis, key, wake, queue_lists(call.kind), limit)
+            if found.outcome == "stored":  # a large record: read as it is stored
+                raw = self.redis.get(key)
+                # expired since the claim: claim again (a miss this time)
+                found = (
+                    Claim("hit", cast(bytes, raw))
+                    if raw is not None
+                    else claim(self.redis, key, wake, queue_lists(call.kind), limit)
+                )
             if found.outcome == "hit":
                 assert found.record is not None
                 return read_result(found.record)
@@ -117,7 +128,8 @@ class Dispatcher:
 
     def _wait(self, key: str, wake: str) -> JsonText | BinaryResult:
         """The record the worker pushed to ``wake``; the cache is read only after a wake-up
-        without one (a worker that pushes a bare wake-up) or a BLPOP that timed out."""
+        without one (a record too large to push: ``queueing.protocol.PUSH_RECORD_MAX_BYTES``) or
+        a BLPOP that timed out."""
         deadline = time.monotonic() + self.wait_timeout_s
         delivered = False
         try:
@@ -132,7 +144,8 @@ class Dispatcher:
                 popped = self.redis.blpop([wake], timeout=max(0.01, min(BLOCK_S, left)))
                 raw = popped[1] if popped is not None and is_record(popped[1]) else self.redis.get(key)
                 if raw is not None:
-                    delivered = popped is not None and raw is popped[1]
+                    # woken: the store removed the waiters and the pop emptied the wake-up list
+                    delivered = popped is not None
                     return read_result(raw)
         finally:
             if not delivered:  # else the store script removed the waiters and the list is empty

@@ -39,6 +39,9 @@ WORK = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
 
 
 def child_job(data: str, points_file: str, rows: int) -> None:
+    import numpy as np
+
+    from engine.codec import json_bytes
     from engine.dataset import DatasetRegistry
     from engine.services import matrix
 
@@ -55,10 +58,10 @@ def child_job(data: str, points_file: str, rows: int) -> None:
     for _start, block in blocks:
         first_block_s = first_block_s or time.perf_counter() - t0
         for values in block.values():
-            text = orjson.dumps(values)
+            text = json_bytes(values)
             stored += len(text)
             largest = max(largest, len(text))
-        nulls += sum(v is None for row in block["durations"] for v in row)
+        nulls += int(np.isnan(block["durations"]).sum())
     print(
         json.dumps(
             {

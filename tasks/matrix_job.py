@@ -18,11 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from engine.codec import decode
+from engine.codec import decode, json_bytes
 from engine.errors import ErrorKind, MeridianError
 from engine.services import matrix
 from queueing.protocol import (
@@ -59,12 +58,12 @@ def matrix_job(
     try:
         params = decode(encoded_params)
         header, blocks = matrix.run_rows(datasets(dataset_versions), params, rows, settings().limits)
-        client.set(job_waypoints_key(job_key), orjson.dumps(header), ex=ttl_s)
+        client.set(job_waypoints_key(job_key), json_bytes(header), ex=ttl_s)
         for start, block in blocks:
             index = start // rows
             pipe = client.pipeline(transaction=True)
             for annotation, values in block.items():
-                pipe.set(job_rows_key(job_key, annotation, index), orjson.dumps(values), ex=ttl_s)
+                pipe.set(job_rows_key(job_key, annotation, index), json_bytes(values), ex=ttl_s)
             pipe.hset(job_progress_key(job_key), str(index), len(next(iter(block.values()))))
             pipe.expire(job_progress_key(job_key), ttl_s)
             pipe.execute()

@@ -309,8 +309,8 @@ def _matrix(
     locations; a location with no route to or from another is refused, naming its field."""
     n = len(points)
     square = dataclasses.replace(limits, matrix_locations=max(limits.matrix_locations, n), matrix_cells=max(n * n, 1))
-    out = matrix.run(datasets, matrix.MatrixParams(sources=tuple(points), profile=profile), square)
-    durations = np.array(out["durations"], dtype=np.float64)  # None -> nan
+    out = matrix.run_arrays(datasets, matrix.MatrixParams(sources=tuple(points), profile=profile), square)
+    durations = out["durations"]  # nan: no route
     missing = np.isnan(durations)
     if missing.any():
         worst = int(np.argmax(missing.sum(axis=0) + missing.sum(axis=1)))
@@ -318,7 +318,7 @@ def _matrix(
             f"{names[worst]}: no {PROFILES[profile].adjective} route between this location and the others",
             parameter=names[worst],
         )
-    distances = np.array(out["distances"], dtype=np.float64)
+    distances = out["distances"]
     return np.rint(durations).astype(np.uint32), distances
 
 

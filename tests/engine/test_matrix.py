@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.codec import json_bytes
 from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.limits import Limits
 from engine.services import matrix, routing
 from tests.engine.osm_grid import OsmGrid
-from tests.engine.test_routing import serve
+from tests.engine.test_routing import serve, square
 from tests.engine.test_travel_profiles import serve as serve_profiles
 
 ROUNDING = 0.1 + 1e-9  # both answers round to 0.1; the sums may differ in the last bit
@@ -174,6 +175,31 @@ def test_no_route_cells_are_null_in_rows_with_routes(tmp_path):
             [True, True, False],
         ]
         assert all(isinstance(v, float) for row in values for v in row if v is not None)
+    arrays = matrix.run_arrays(ds, matrix.MatrixParams(tuple(points)))
+    assert np.isnan(arrays["durations"]).tolist() == [[v is None for v in row] for row in out["durations"]]
+    assert json_bytes(arrays) == json_bytes(out)  # what the worker stores: the same document
+
+
+def test_points_on_a_cut_off_fragment_start_on_the_network_cell_by_cell(tmp_path):
+    """Roads cut off 1.2 km east of the square: a cell from or to a point on them is the route
+    between the points moved to the square, as /v1/routing answers it; a cell between two points
+    on them stays on them. Sources and destinations on either side, some moved, some not."""
+    g, _ = square()
+    g.add_node("X", *g.offset("C", east_m=1200))
+    g.add_node("Y", *g.offset("C", east_m=1300))
+    g.way(["X", "Y"], highway="residential")
+    ds = serve(tmp_path, g)
+    on_square = [g.coord_between("A", "B", 0.3), g.coord_between("D", "E", 0.6), g.coord_between("E", "C", 0.5)]
+    on_fragment = [g.coord_between("X", "Y", 0.2), g.coord_between("X", "Y", 0.7)]
+    cases = [
+        (on_square + on_fragment, on_square + on_fragment),
+        (on_fragment + on_square[:1], on_square[1:]),  # moved sources only
+        (on_square, on_fragment[::-1]),  # moved destinations only
+    ]
+    for sources, destinations in cases:
+        pairs = [(i, j) for i in range(len(sources)) for j in range(len(destinations))]
+        out = assert_cells_equal_routes(ds, sources, destinations, pairs)
+        assert all(v is not None for row in out["distances"] for v in row)  # none left unrouted
 
 
 def test_limits_name_the_parameter(datasets):

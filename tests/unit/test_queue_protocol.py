@@ -265,3 +265,67 @@ def test_a_delivery_payload_describes_the_transition():
             distance=0,
             url="u",
         )
+
+
+@pytest.mark.integration
+def test_a_large_record_is_stored_once_and_every_waiter_reads_it(redis_url):
+    """Above PUSH_RECORD_MAX_BYTES (a 1,000 x 1,000 matrix) the record is stored by a plain SET
+    and each waiter gets a bare wake-up, then reads the key: two requests waiting on one task
+    both answer with the stored bytes, and nothing of the wait is left in Redis; a later request
+    reads it from the cache with a GET (not through the claim script's reply)."""
+    from marshmallow import Schema
+
+    from app.dispatch import Dispatcher
+    from app.registry import Function
+
+    client = redis.Redis.from_url(redis_url)
+    document = {"durations": [[i + 0.1] * 2000 for i in range(20)]}
+    assert len(pack(document)) > protocol.PUSH_RECORD_MAX_BYTES
+    function = Function(
+        service="matrix", cmd="largerecordtest", core_schema=Schema, queue="matrix", service_ref="engine.services.x:run"
+    )
+    keys: list[str] = []
+
+    class Worker:  # stores the result once both requests wait
+        def send_task(self, name: str, args: Any = None, **options: Any) -> None:
+            keys.append(args[2])
+            threading.Timer(0.5, lambda: protocol.store_result(client, args[2], document, 60)).start()
+
+    dispatcher = Dispatcher(client, Worker(), "meridiantest", wait_timeout_s=10)
+    answers: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(dispatcher.run(function, {"large": 1}, "t"))) for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(15)
+    try:
+        assert len(keys) == 1 and len(answers) == 2
+        assert all(isinstance(a, JsonText) and a.body == pack(document)[1:] for a in answers)
+        assert read_result(client.get(keys[0])).data == document
+        assert not client.keys(keys[0] + ":*")  # no waiters, marker or wake-up list left
+        # a later identical request: the claim says it is stored, the record is read with a GET
+        assert protocol.claim(client, keys[0], protocol.new_wake_key(keys[0]), [], 0).outcome == "stored"
+        again = dispatcher.run(function, {"large": 1}, "t")
+        assert isinstance(again, JsonText) and again.body == pack(document)[1:] and len(keys) == 1
+        assert not client.keys(keys[0] + ":*")
+    finally:
+        client.delete(*keys)
+
+
+@pytest.mark.integration
+def test_a_large_record_wakes_its_waiters_bare(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    key = protocol.cache_key("meridiantest", HeavyCall("matrix", "engine.services.x:run", {"bare": 1}), "t")
+    wake = protocol.new_wake_key(key)
+    client.sadd(protocol.waiters_key(key), wake)
+    client.set(protocol.inflight_key(key), "1")
+    document = {"rows": list(range(40_000))}
+    try:
+        assert protocol.store_result(client, key, document, 60) == 1
+        assert client.lrange(wake, 0, -1) == [protocol.WAKE_UP] and not protocol.is_record(protocol.WAKE_UP)
+        assert read_result(client.get(key)).data == document and 0 < client.ttl(key) <= 60
+        assert not client.exists(protocol.inflight_key(key), protocol.waiters_key(key))
+    finally:
+        client.delete(key, wake)

@@ -136,3 +136,19 @@ def test_large_matrix_through_the_worker_and_as_a_job(client, api_key, celery_wo
     done = wait_job(client, job.get_json()["job_id"], api_key)
     assert done["status"] == "done", done
     assert client.get(done["result_url"], headers=headers).get_json() == expected
+
+
+def test_a_post_body_is_part_of_the_etag(client, api_key, datasets):
+    """POST /v1/matrix carries its parameters in the body: another body is another ETag, and the
+    ETag of one matrix never answers 304 for another (the query string is empty for both)."""
+    headers = {"X-API-Key": api_key}
+    first = client.post("/v1/matrix", json={"sources": objects(monaco_points(2))}, headers=headers)
+    etag = first.headers["ETag"]
+    again = client.post(
+        "/v1/matrix", json={"sources": objects(monaco_points(2))}, headers={**headers, "If-None-Match": etag}
+    )
+    assert again.status_code == 304 and again.data == b""
+    other_body = {"sources": objects(monaco_points(3)[1:])}
+    other = client.post("/v1/matrix", json=other_body, headers={**headers, "If-None-Match": etag})
+    assert other.status_code == 200 and other.headers["ETag"] != etag
+    assert other.get_json()["sources"] != first.get_json()["sources"]
