@@ -8,12 +8,13 @@ The steps of :func:`build_graph`:
    bicycle) the ways it may use, node penalties and barriers, the via-node turn restrictions
    that name it; the foot profile also gets each pedestrian area's outline and the straight
    crossings between its entry points (:func:`pedestrian_area_ways`).
-2. :func:`_graph_node_refs` and :func:`_split_ways`: ways cut at graph nodes into directed edges.
-3. :func:`_graph_arrays`: edges sorted by tail node, the CSR indexes and the geometry arrays.
-4. Strongly connected components of the node graph, the turn graph (:func:`build_turns`: bearings,
+2. :func:`_graph_arrays`: the ways as flat columns, cut at graph nodes into directed edges, sorted
+   by tail node, with the CSR indexes and the geometry arrays (numpy columns throughout: no Python
+   object per node or edge).
+3. Strongly connected components of the node graph, the turn graph (:func:`build_turns`: bearings,
    allowed turns and their costs) and its components, then the contraction hierarchy.
 
-Steps 2-4 run once per profile (:func:`build_graphs`): each profile has its own graph.
+Steps 2-3 run once per profile (:func:`build_graphs`): each profile has its own graph.
 
 Why not osmnx for the topology: on an extract that cuts ways at its boundary (the Helsinki
 sample) ``osmnx.graph_from_xml`` refuses the data ("Some edges missing nodes"), while this module
@@ -28,9 +29,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,13 +62,22 @@ Arrays = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class RoadWay:
-    """A drivable way, or one run of its nodes inside the extract when the extract cuts it."""
+    """A drivable way, or one run of its nodes inside the extract when the extract cuts it. The
+    reading pass keeps the node lists as typed buffers (:data:`Run`: 8 bytes a value, not a Python
+    object each)."""
 
     id: int
     prof: P.WayProfile
-    refs: list[int] = field(default_factory=list)
-    lat: list[float] = field(default_factory=list)
-    lng: list[float] = field(default_factory=list)
+    refs: Sequence[int] = field(default_factory=list)
+    lat: Sequence[float] = field(default_factory=list)
+    lng: Sequence[float] = field(default_factory=list)
+
+
+Run = tuple["array[int]", "array[float]", "array[float]"]  # refs, lat, lng of consecutive nodes
+
+
+def _new_run() -> Run:
+    return array("q"), array("d"), array("d")
 
 
 class Restriction(NamedTuple):
@@ -125,14 +137,14 @@ def _read_object(
         _read_restriction(roads, profiles, obj)
 
 
-def _node_runs(way: osmium.osm.Way) -> tuple[list[tuple[list[int], list[float], list[float]]], bool]:
+def _node_runs(way: osmium.osm.Way) -> tuple[list[Run], bool]:
     """The way's runs of nodes inside the extract (refs, lat, lng) and whether any node is missing."""
-    runs: list[tuple[list[int], list[float], list[float]]] = [([], [], [])]
+    runs: list[Run] = [_new_run()]
     for nd in way.nodes:
         loc = nd.location
         if not loc.valid():
             if runs[-1][0]:
-                runs.append(([], [], []))
+                runs.append(_new_run())
             continue
         runs[-1][0].append(nd.ref)
         runs[-1][1].append(loc.lat)
@@ -221,143 +233,95 @@ def pedestrian_area_ways(areas: list[RoadWay], ways: list[RoadWay]) -> list[Road
 
 
 # -- 2. nodes and edges --------------------------------------------------------------------------
+#
+# The ways, their pieces and the edges are columns (numpy arrays), never one Python object per
+# node, piece or edge: at country size (millions of edges) per-edge objects held most of the
+# stage's memory. Every value is computed by the same float64 operations, in the same order per
+# element, as a per-way loop would, so the arrays are the same to the bit.
+
+EDGE_CHUNK = 1 << 20  # edges whose geometry is gathered at a time (bounds the index temporaries)
 
 
-def _graph_node_refs(ways: list[RoadWay], node_penalty: dict[int, float | None]) -> set[int]:
-    """The OSM nodes that become graph nodes: shared nodes, way ends, nodes with a penalty or a
-    barrier. The others are geometry only."""
-    use: dict[int, int] = defaultdict(int)
-    for w in ways:
-        for r in w.refs:
-            use[r] += 1
-        use[w.refs[0]] += 1
-        use[w.refs[-1]] += 1
-    return {r for r, c in use.items() if c >= 2} | (set(node_penalty) & set(use))
+@dataclass
+class _WayPoints:
+    """A profile's ways as flat columns: the points of way k are ``first[k]:first[k + 1]``."""
+
+    first: np.ndarray  # int64 [W + 1]
+    refs: np.ndarray  # int64 [P] OSM node ids
+    lat: np.ndarray  # float64 [P]
+    lng: np.ndarray  # float64 [P]
+    cum_m: np.ndarray  # float64 [P]: metres from the way's first point
 
 
-class _NodeTable:
-    """Graph nodes, numbered in the order they are first used."""
-
-    def __init__(self) -> None:
-        self.index: dict[int, int] = {}
-        self.lat: list[float] = []
-        self.lng: list[float] = []
-        self.osm: list[int] = []
-
-    def id_of(self, ref: int, lat: float, lng: float) -> int:
-        i = self.index.get(ref)
-        if i is None:
-            i = self.index[ref] = len(self.osm)
-            self.osm.append(ref)
-            self.lat.append(lat)
-            self.lng.append(lng)
-        return i
+def _way_points(ways: list[RoadWay]) -> _WayPoints:
+    sizes = np.fromiter((len(w.refs) for w in ways), dtype=np.int64, count=len(ways))
+    first = np.zeros(len(ways) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=first[1:])
+    total = int(first[-1])
+    refs = np.fromiter(chain.from_iterable(w.refs for w in ways), dtype=np.int64, count=total)
+    lat = np.fromiter(chain.from_iterable(w.lat for w in ways), dtype=np.float64, count=total)
+    lng = np.fromiter(chain.from_iterable(w.lng for w in ways), dtype=np.float64, count=total)
+    cum = np.empty(total, dtype=np.float64)
+    for k in range(len(ways)):  # per way, as the distances were always summed (float rounding)
+        s, t = int(first[k]), int(first[k + 1])
+        wlat, wlng = lat[s:t], lng[s:t]
+        cum[s] = 0.0
+        np.cumsum(haversine_m_np(wlat[:-1], wlng[:-1], wlat[1:], wlng[1:]), out=cum[s + 1 : t])
+    return _WayPoints(first, refs, lat, lng, cum)
 
 
-@dataclass(frozen=True)
-class EdgeGeometry:
-    """An edge's points in travel direction, with the distance from its first point."""
-
-    lat: np.ndarray
-    lng: np.ndarray
-    cum_m: np.ndarray
-
-
-class _EdgeTable:
-    """Directed edges, one column list per edge array, in the order they are made."""
-
-    def __init__(self) -> None:
-        self.tail: list[int] = []
-        self.head: list[int] = []
-        self.twin: list[int] = []
-        self.length: list[float] = []
-        self.duration: list[float] = []
-        self.weight: list[float] = []
-        self.cls: list[int] = []
-        self.flags: list[int] = []
-        self.way: list[int] = []
-        self.name: list[int] = []
-        self.geometry: list[EdgeGeometry] = []
-        self.names: dict[str, int] = {"": 0}
-
-    def name_id(self, name: str) -> int:
-        return self.names.setdefault(name, len(self.names))
-
-    def name_list(self) -> list[str]:
-        """The street names by id (0 = unnamed)."""
-        out = [""] * len(self.names)
-        for name, i in self.names.items():
-            out[i] = name
-        return out
-
-    def add(
-        self, tail: int, head: int, geometry: EdgeGeometry, length: float, duration: float, way: RoadWay, name: int
-    ) -> int:
-        self.tail.append(tail)
-        self.head.append(head)
-        self.twin.append(-1)
-        self.length.append(length)
-        self.duration.append(duration)
-        self.weight.append(duration * way.prof.weight_factor)
-        self.cls.append(P.CLASS_CODE[way.prof.highway])
-        self.flags.append(way.prof.flags)
-        self.way.append(way.id)
-        self.name.append(name)
-        self.geometry.append(geometry)
-        return len(self.tail) - 1
-
-    def pair(self, forward: int, backward: int) -> None:
-        if forward >= 0 and backward >= 0:
-            self.twin[forward], self.twin[backward] = backward, forward
+def _graph_point_mask(pts: _WayPoints, node_penalty: dict[int, float | None]) -> np.ndarray:
+    """Per point: its OSM node becomes a graph node (shared by ways or used twice, a way's end, a
+    node with a penalty or a barrier); the others are geometry only."""
+    refs, inverse, use = np.unique(pts.refs, return_inverse=True, return_counts=True)
+    ends = np.concatenate((pts.first[:-1], pts.first[1:] - 1))
+    use += np.bincount(inverse[ends], minlength=refs.shape[0])
+    is_graph = use >= 2
+    del use
+    if node_penalty:
+        penalised = np.fromiter(node_penalty.keys(), dtype=np.int64, count=len(node_penalty))
+        is_graph |= np.isin(refs, penalised)
+    return is_graph[inverse]
 
 
-def _piece_durations(prof: P.WayProfile, length: float, way_length: float) -> tuple[float, float]:
-    """Seconds forward and backward along a piece of a way (a ferry's tagged duration is shared
-    among its pieces by length)."""
-    if prof.ferry_duration_s is not None and way_length > 0:
-        duration = prof.ferry_duration_s * length / way_length
-        return duration, duration
-    return length / (prof.speed_fwd_kmh / 3.6), length / (prof.speed_bwd_kmh / 3.6)
+@dataclass
+class _WayColumns:
+    """What each way's profile says, per way."""
+
+    forward: np.ndarray
+    backward: np.ndarray
+    speed_fwd: np.ndarray
+    speed_bwd: np.ndarray
+    ferry_s: np.ndarray  # nan: not a ferry with a duration
+    weight_factor: np.ndarray
+    cls: np.ndarray
+    flags: np.ndarray
+    way: np.ndarray
+    name: np.ndarray
+    names: list[str]  # street names by id (0 = unnamed)
 
 
-def _split_way(w: RoadWay, is_graph: set[int], nodes: _NodeTable, edges: _EdgeTable) -> None:
-    """The way's pieces between graph nodes, as one edge per drivable direction."""
-    prof = w.prof
-    lat = np.asarray(w.lat, dtype=np.float64)
-    lng = np.asarray(w.lng, dtype=np.float64)
-    seg = haversine_m_np(lat[:-1], lng[:-1], lat[1:], lng[1:])
-    cum_all = np.concatenate(([0.0], np.cumsum(seg)))
-    way_length = float(cum_all[-1])
-    name_id = edges.name_id(prof.name)
-    cuts = [0] + [i for i in range(1, len(w.refs) - 1) if w.refs[i] in is_graph] + [len(w.refs) - 1]
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        if b <= a:
-            continue
-        plat, plng = lat[a : b + 1], lng[a : b + 1]
-        cum = cum_all[a : b + 1] - cum_all[a]
-        length = float(cum[-1])
-        tail = nodes.id_of(w.refs[a], plat[0], plng[0])
-        head = nodes.id_of(w.refs[b], plat[-1], plng[-1])
-        if tail == head and length < 0.5:
-            continue
-        dur_f, dur_b = _piece_durations(prof, length, way_length)
-        fwd = bwd = -1
-        if prof.forward:
-            fwd = edges.add(tail, head, EdgeGeometry(plat, plng, cum), length, dur_f, w, name_id)
-        if prof.backward:
-            backward = EdgeGeometry(plat[::-1].copy(), plng[::-1].copy(), length - cum[::-1])
-            bwd = edges.add(head, tail, backward, length, dur_b, w, name_id)
-        edges.pair(fwd, bwd)
+def _way_columns(ways: list[RoadWay]) -> _WayColumns:
+    names: dict[str, int] = {"": 0}
+    name = np.fromiter((names.setdefault(w.prof.name, len(names)) for w in ways), np.int32, count=len(ways))
 
+    def column(values: Iterable[Any], dtype: Any) -> np.ndarray:
+        return np.fromiter(values, dtype=dtype, count=len(ways))
 
-def _split_ways(ways: list[RoadWay], is_graph: set[int]) -> tuple[_NodeTable, _EdgeTable]:
-    nodes, edges = _NodeTable(), _EdgeTable()
-    for w in ways:
-        _split_way(w, is_graph, nodes, edges)
-    return nodes, edges
-
-
-# -- 3. arrays -----------------------------------------------------------------------------------
+    ferry = (w.prof.ferry_duration_s for w in ways)
+    return _WayColumns(
+        forward=column((w.prof.forward for w in ways), np.bool_),
+        backward=column((w.prof.backward for w in ways), np.bool_),
+        speed_fwd=column((w.prof.speed_fwd_kmh for w in ways), np.float64),
+        speed_bwd=column((w.prof.speed_bwd_kmh for w in ways), np.float64),
+        ferry_s=column((math.nan if f is None else f for f in ferry), np.float64),
+        weight_factor=column((w.prof.weight_factor for w in ways), np.float64),
+        cls=column((P.CLASS_CODE[w.prof.highway] for w in ways), np.uint8),
+        flags=column((w.prof.flags for w in ways), np.uint8),
+        way=column((w.id for w in ways), np.int64),
+        name=name,
+        names=sorted(names, key=names.__getitem__),
+    )
 
 
 def _csr_first(index_of: np.ndarray, n: int) -> np.ndarray:
@@ -367,56 +331,119 @@ def _csr_first(index_of: np.ndarray, n: int) -> np.ndarray:
     return np.cumsum(first)
 
 
-def _geometry_arrays(geoms: list[EdgeGeometry]) -> Arrays:
-    sizes = np.array([len(g.lat) for g in geoms], dtype=np.int64)
-    if not geoms:
-        empty = np.zeros(0)
-        return {
-            "edge_geom_first": np.zeros(1, dtype=np.int64),
-            "geom_lat": empty,
-            "geom_lng": empty,
-            "geom_cum_m": empty.astype(np.float32),
-        }
-    return {
-        "edge_geom_first": np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
-        "geom_lat": np.concatenate([g.lat for g in geoms]),
-        "geom_lng": np.concatenate([g.lng for g in geoms]),
-        "geom_cum_m": np.concatenate([g.cum_m for g in geoms]).astype(np.float32),
-    }
+def _pieces(pts: _WayPoints, is_graph: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ways cut at graph nodes: each piece's first and last point and its way, in way order."""
+    cut = is_graph.copy()
+    cut[pts.first[:-1]] = True
+    cut[pts.first[1:] - 1] = True
+    last = np.zeros(cut.shape[0], dtype=np.bool_)
+    last[pts.first[1:] - 1] = True
+    at = np.flatnonzero(cut)
+    del cut
+    starts = ~last[at[:-1]]  # a cut that is not its way's last point starts a piece to the next cut
+    a, b = at[:-1][starts], at[1:][starts]
+    return a, b, np.searchsorted(pts.first, a, side="right") - 1
 
 
-def _graph_arrays(nodes: _NodeTable, edges: _EdgeTable) -> Arrays:
-    """The node and edge arrays of :mod:`engine.routing.graph`, edges sorted by tail node."""
-    n, m = len(nodes.osm), len(edges.tail)
-    order = np.argsort(np.asarray(edges.tail, dtype=np.int32), kind="stable")
+def _number_nodes(pts: _WayPoints, a: np.ndarray, b: np.ndarray) -> tuple[Arrays, np.ndarray, np.ndarray]:
+    """Graph nodes numbered in the order the pieces use them (tail, then head, piece after
+    piece); the node arrays and each piece's tail and head."""
+    used = np.empty(2 * a.shape[0], dtype=np.int64)
+    used[0::2], used[1::2] = a, b
+    _, seen_at, inverse = np.unique(pts.refs[used], return_index=True, return_inverse=True)
+    by_first_use = np.argsort(seen_at, kind="stable")
+    node_of = np.empty(by_first_use.shape[0], dtype=np.int64)
+    node_of[by_first_use] = np.arange(by_first_use.shape[0])
+    point = used[seen_at[by_first_use]]
+    nodes = {"node_lat": pts.lat[point], "node_lng": pts.lng[point], "node_osm": pts.refs[point]}
+    ends = node_of[inverse.reshape(-1)]
+    return nodes, ends[0::2], ends[1::2]
+
+
+def _edge_geometry(pts: _WayPoints, a: np.ndarray, b: np.ndarray, backward: np.ndarray, length: np.ndarray) -> Arrays:
+    """Each edge's points in travel direction (a backward edge walks its piece from ``b`` to
+    ``a``) and the distance from its first point, edges in the given order."""
+    m = a.shape[0]
+    sizes = b - a + 1
+    first = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(sizes, out=first[1:])
+    total = int(first[-1])
+    lat = np.empty(total, dtype=np.float64)
+    lng = np.empty(total, dtype=np.float64)
+    cum = np.empty(total, dtype=np.float32)
+    for lo in range(0, m, EDGE_CHUNK):
+        hi = min(m, lo + EDGE_CHUNK)
+        s, t = int(first[lo]), int(first[hi])
+        edge = np.repeat(np.arange(lo, hi), sizes[lo:hi])
+        step = np.arange(s, t) - first[edge]
+        back = backward[edge]
+        point = np.where(back, b[edge] - step, a[edge] + step)
+        lat[s:t], lng[s:t] = pts.lat[point], pts.lng[point]
+        from_a = pts.cum_m[point] - pts.cum_m[a[edge]]
+        cum[s:t] = np.where(back, length[edge] - from_a, from_a)
+    return {"edge_geom_first": first, "geom_lat": lat, "geom_lng": lng, "geom_cum_m": cum}
+
+
+def _graph_arrays(ways: list[RoadWay], node_penalty: dict[int, float | None]) -> tuple[Arrays, list[str]]:
+    """The node and edge arrays of :mod:`engine.routing.graph` (edges sorted by tail node) and
+    the street names by id: each way cut into pieces between graph nodes, one edge per drivable
+    direction of a piece (forward, then backward), a piece that starts and ends at one node
+    within 0.5 m left out."""
+    pts = _way_points(ways)
+    wc = _way_columns(ways)
+    a, b, pw = _pieces(pts, _graph_point_mask(pts, node_penalty))
+    nodes, tail, head = _number_nodes(pts, a, b)
+    n = nodes["node_osm"].shape[0]
+    length = pts.cum_m[b] - pts.cum_m[a]
+    keep = ~((tail == head) & (length < 0.5))
+    a, b, pw, tail, head, length = a[keep], b[keep], pw[keep], tail[keep], head[keep], length[keep]
+    way_length = pts.cum_m[pts.first[1:] - 1][pw]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ferry = ~np.isnan(wc.ferry_s[pw]) & (way_length > 0)  # a tagged duration, shared by length
+        ferry_s = wc.ferry_s[pw] * length / way_length
+        dur_f = np.where(ferry, ferry_s, length / (wc.speed_fwd[pw] / 3.6))
+        dur_b = np.where(ferry, ferry_s, length / (wc.speed_bwd[pw] / 3.6))
+    fwd, bwd = wc.forward[pw], wc.backward[pw]
+    # edges in the order they were always made: a piece's forward edge, then its backward one
+    slot = np.zeros(a.shape[0] + 1, dtype=np.int64)
+    np.cumsum(fwd.astype(np.int64) + bwd, out=slot[1:])
+    m = int(slot[-1])
+    at_f, at_b = slot[:-1][fwd], (slot[:-1] + fwd)[bwd]
+    is_back = np.zeros(m, dtype=np.bool_)
+    is_back[at_b] = True
+    piece = np.empty(m, dtype=np.int64)
+    piece[at_f], piece[at_b] = np.flatnonzero(fwd), np.flatnonzero(bwd)
+    edge_tail = np.where(is_back, head[piece], tail[piece]).astype(np.int32)
+    duration = np.where(is_back, dur_b[piece], dur_f[piece])
+    twin = np.full(m, -1, dtype=np.int64)
+    both = fwd & bwd
+    twin[slot[:-1][both]], twin[slot[:-1][both] + 1] = slot[:-1][both] + 1, slot[:-1][both]
+
+    order = np.argsort(edge_tail, kind="stable")
     new_id = np.empty(m, dtype=np.int64)
     new_id[order] = np.arange(m)
-
-    def sorted_column(values: list[Any], dtype: Any) -> np.ndarray:
-        return np.asarray(values, dtype=dtype)[order] if m else np.zeros(0, dtype=dtype)
-
-    edge_tail = sorted_column(edges.tail, np.int32)
-    edge_head = sorted_column(edges.head, np.int32)
-    old_twin = sorted_column(edges.twin, np.int64)
-    return {
-        "node_lat": np.asarray(nodes.lat, dtype=np.float64),
-        "node_lng": np.asarray(nodes.lng, dtype=np.float64),
-        "node_osm": np.asarray(nodes.osm, dtype=np.int64),
+    piece, is_back, twin, duration = piece[order], is_back[order], twin[order], duration[order]
+    edge_tail = edge_tail[order]
+    edge_head = np.where(is_back, tail[piece], head[piece]).astype(np.int32)
+    epw = pw[piece]
+    arrays = {
+        **nodes,
         "node_first_out": _csr_first(edge_tail, n),
         "node_first_in": _csr_first(edge_head, n),
         "in_edges": np.argsort(edge_head, kind="stable").astype(np.int32),
         "edge_tail": edge_tail,
         "edge_head": edge_head,
-        "edge_twin": np.where(old_twin >= 0, new_id[np.maximum(old_twin, 0)], -1).astype(np.int32),
-        "edge_length_m": sorted_column(edges.length, np.float32),
-        "edge_duration_s": sorted_column(edges.duration, np.float32),
-        "edge_weight": sorted_column(edges.weight, np.float32),
-        "edge_class": sorted_column(edges.cls, np.uint8),
-        "edge_flags": sorted_column(edges.flags, np.uint8),
-        "edge_way": sorted_column(edges.way, np.int64),
-        "edge_name": sorted_column(edges.name, np.int32),
-        **_geometry_arrays([edges.geometry[i] for i in order]),
+        "edge_twin": np.where(twin >= 0, new_id[np.maximum(twin, 0)], -1).astype(np.int32),
+        "edge_length_m": length[piece].astype(np.float32),
+        "edge_duration_s": duration.astype(np.float32),
+        "edge_weight": (duration * wc.weight_factor[epw]).astype(np.float32),
+        "edge_class": wc.cls[epw],
+        "edge_flags": wc.flags[epw],
+        "edge_way": wc.way[epw],
+        "edge_name": wc.name[epw],
+        **_edge_geometry(pts, a[piece], b[piece], is_back, length[piece]),
     }
+    return arrays, wc.names
 
 
 def _strong_components(matrix: csr_matrix | None) -> tuple[np.ndarray, np.ndarray]:
@@ -479,24 +506,52 @@ def _road_degree(a: Arrays) -> np.ndarray:
     return deg
 
 
-def _restrictions_by_via(
-    a: Arrays, node_osm: list[int], restrictions: list[Restriction]
-) -> dict[int, list[Restriction]]:
-    """The restrictions that count, by via node: their from and to ways are drivable and meet at
-    the via node (an only_* toward a way the car may not use would otherwise trap every arrival;
-    OSRM drops such relations too)."""
-    node_id = {osm: i for i, osm in enumerate(node_osm)}
-    ways_at: dict[int, set[int]] = defaultdict(set)
-    for e in range(a["edge_head"].shape[0]):
-        ways_at[int(a["edge_head"][e])].add(int(a["edge_way"][e]))
-        ways_at[int(a["edge_tail"][e])].add(int(a["edge_way"][e]))
+def _restrictions_by_via(a: Arrays, restrictions: list[Restriction]) -> dict[int, list[Restriction]]:
+    """The restrictions that count, by via node (graph node number): their from and to ways are
+    drivable and meet at the via node (an only_* toward a way the car may not use would otherwise
+    trap every arrival; OSRM drops such relations too)."""
+    node_of = _node_lookup(a["node_osm"])
+    first_out, first_in, in_edges, edge_way = a["node_first_out"], a["node_first_in"], a["in_edges"], a["edge_way"]
     by_via: dict[int, list[Restriction]] = defaultdict(list)
     for r in restrictions:
-        v = node_id.get(r.via_node)
-        if v is None or r.from_way not in ways_at[v] or r.to_way not in ways_at[v]:
+        v = node_of(r.via_node)
+        if v is None:
             continue
-        by_via[r.via_node].append(r)
+        out_ways = edge_way[first_out[v] : first_out[v + 1]]
+        in_ways = edge_way[in_edges[first_in[v] : first_in[v + 1]]]
+        ways_at = set(out_ways.tolist()) | set(in_ways.tolist())
+        if r.from_way in ways_at and r.to_way in ways_at:
+            by_via[v].append(r)
     return by_via
+
+
+def _node_lookup(node_osm: np.ndarray) -> Any:
+    """A function from an OSM node id to its graph node number (None when not a graph node)."""
+    order = np.argsort(node_osm, kind="stable")
+    ids = node_osm[order]
+
+    def node_of(osm_id: int) -> int | None:
+        i = int(np.searchsorted(ids, osm_id))
+        return int(order[i]) if i < ids.shape[0] and ids[i] == osm_id else None
+
+    return node_of
+
+
+def _node_penalties(node_osm: np.ndarray, node_penalty: dict[int, float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Per graph node: its penalty in seconds (0 when none) and whether a barrier blocks it."""
+    n = node_osm.shape[0]
+    penalty, blocked = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_)
+    if not node_penalty or not n:
+        return penalty, blocked
+    osm = np.fromiter(node_penalty.keys(), dtype=np.int64, count=len(node_penalty))
+    pen = np.fromiter((math.nan if p is None else p for p in node_penalty.values()), np.float64, len(node_penalty))
+    order = np.argsort(node_osm, kind="stable")
+    at = np.minimum(np.searchsorted(node_osm[order], osm), n - 1)
+    found = node_osm[order][at] == osm
+    nodes, pen = order[at[found]], pen[found]
+    blocked[nodes] = np.isnan(pen)
+    penalty[nodes] = np.where(np.isnan(pen), 0.0, pen)
+    return penalty, blocked
 
 
 def _forbidden(rules: Iterable[Restriction], way_in: int, way_out: int) -> bool:
@@ -540,16 +595,15 @@ class TurnTable:
 class _TurnRules:
     """Which turns a car may take after an edge, and what each costs."""
 
-    def __init__(self, a: Arrays, roads: OsmRoads, node_osm: list[int], profile: Profile = CAR) -> None:
+    def __init__(self, a: Arrays, roads: OsmRoads, profile: Profile = CAR) -> None:
         self.turn_duration_s = profile.turn_duration_s
         self.edge_head, self.edge_twin = a["edge_head"], a["edge_twin"]
         self.edge_way, self.edge_flags = a["edge_way"], a["edge_flags"]
         self.first_out = a["node_first_out"]
-        self.node_osm = node_osm
-        self.node_penalty = roads.node_penalty
+        self.node_penalty_s, self.blocked = _node_penalties(a["node_osm"], roads.node_penalty)
         self.start_b, self.end_b = _edge_bearings(a)
         self.deg = _road_degree(a)
-        self.by_via = _restrictions_by_via(a, node_osm, roads.restrictions)
+        self.by_via = _restrictions_by_via(a, roads.restrictions)
         self.removed = 0
         self.mode_change_s = profile.mode_change_s
         self.pushed = _pushed_edges(a, profile)
@@ -558,10 +612,8 @@ class _TurnRules:
         """Every edge leaving ``e``'s head except the U-turn, unless a barrier blocks the node or a
         restriction forbids it; at a dead end (or barrier), the U-turn when not forbidden."""
         v = int(self.edge_head[e])
-        osm_v = self.node_osm[v]
-        pen = self.node_penalty.get(osm_v, 0.0)
-        blocked = osm_v in self.node_penalty and pen is None
-        rules = self.by_via.get(osm_v, [])
+        blocked = self.blocked[v]
+        rules = self.by_via.get(v, [])
         onward, uturns = [], []
         for f in range(int(self.first_out[v]), int(self.first_out[v + 1])):
             if f == self.edge_twin[e]:
@@ -573,7 +625,8 @@ class _TurnRules:
             else:
                 onward.append(f)
         if onward:
-            return [self._turn(e, f, v, pen or 0.0) for f in onward]
+            pen = float(self.node_penalty_s[v])
+            return [self._turn(e, f, v, pen) for f in onward]
         uturn_s = self.turn_duration_s(180.0, n_roads=int(self.deg[v]), uturn=True, roundabout=False)
         return [_Turn(f, uturn_s, 0.0) for f in uturns if not _forbidden(rules, self.edge_way[e], self.edge_way[f])]
 
@@ -599,21 +652,25 @@ def _pushed_edges(a: Arrays, profile: Profile) -> np.ndarray:
     return np.asarray(kmh <= profile.pushing_kmh + 0.01)
 
 
-def build_turns(a: Arrays, roads: OsmRoads, node_osm: list[int], profile: Profile = CAR) -> TurnTable:
+def build_turns(a: Arrays, roads: OsmRoads, profile: Profile = CAR) -> TurnTable:
     """The turn graph: for each edge the turns allowed after it (restrictions, barriers and the
-    no-U-turn rule applied by leaving turns out), with their durations and routing weights."""
-    rules = _TurnRules(a, roads, node_osm, profile)
+    no-U-turn rule applied by leaving turns out), with their durations and routing weights. The
+    turns are kept in typed buffers (array module), not as one Python object each."""
+    rules = _TurnRules(a, roads, profile)
     m = a["edge_head"].shape[0]
     first_out = np.zeros(m + 1, dtype=np.int64)
-    turns: list[_Turn] = []
+    to, cost_s, extra_s = array("i"), array("d"), array("d")
     for e in range(m):
-        turns.extend(rules.turns_after(e))
-        first_out[e + 1] = len(turns)
-    cost = np.asarray([t.cost_s for t in turns], dtype=np.float64)
-    extra = np.asarray([t.extra_weight for t in turns], dtype=np.float64)
+        for turn in rules.turns_after(e):
+            to.append(turn.to)
+            cost_s.append(turn.cost_s)
+            extra_s.append(turn.extra_weight)
+        first_out[e + 1] = len(to)
+    cost = np.frombuffer(cost_s, dtype=np.float64) if cost_s else np.zeros(0)
+    extra = np.frombuffer(extra_s, dtype=np.float64) if extra_s else np.zeros(0)
     return TurnTable(
         first_out=first_out,
-        to=np.asarray([t.to for t in turns], dtype=np.int32),
+        to=np.frombuffer(to, dtype=np.int32).copy() if to else np.zeros(0, dtype=np.int32),
         cost_s=cost.astype(np.float32),
         weight=(cost + extra).astype(np.float32),
         bearing_start=rules.start_b,
@@ -659,18 +716,18 @@ def _profile_graph(
     path: Path, roads: OsmRoads, profile: Profile, t_read: float, with_ch: bool, progress: ImportProgress
 ) -> tuple[RoadGraph, dict[str, int]]:
     """One profile's graph from what the reading pass kept for it."""
-    nodes, edges = _split_ways(roads.ways, _graph_node_refs(roads.ways, roads.node_penalty))
-    arrays = _graph_arrays(nodes, edges)
+    arrays, names = _graph_arrays(roads.ways, roads.node_penalty)
+    roads.ways = []  # in the arrays now (a way's node lists are freed with the last profile's)
     arrays.update(_node_components(arrays))
     t1 = time.perf_counter()
-    turns = build_turns(arrays, roads, nodes.osm, profile)
+    turns = build_turns(arrays, roads, profile)
     arrays.update(turns.arrays())
     arrays.update(_edge_components(arrays))
     seconds = {"read": round(t_read, 3), "turns": round(time.perf_counter() - t1, 3)}
     meta = _graph_meta(path, arrays, roads, turns, seconds)
     if profile is not CAR:  # the car's graph says nothing of profiles: it is what it always was
         meta["profile"] = profile.name
-    graph = RoadGraph(arrays, edges.name_list(), meta)
+    graph = RoadGraph(arrays, names, meta)
     if with_ch and graph.n_edges:
         _add_contraction_hierarchy(graph, progress)
     counts = {

@@ -75,22 +75,36 @@ def _new_pool(degree):
 
 @njit(cache=True)
 def _pool_grown(pool, need):
-    """The pool with room for ``need`` more slots (a new pool when it had not)."""
+    """The pool with room for ``need`` more slots (a new pool when it had not). A new pool holds
+    only the live lists, packed in node order (each keeps its capacity; an empty list gets none
+    and is given space on its next append): a list that outgrows its space moves to the end and
+    leaves a hole, and without packing the holes of the whole contraction stayed allocated.
+    Packing keeps every list's order, so the contraction does the same work."""
     start, length, cap, pto, pw, pmid, phop, used = pool
     if used[0] + need <= pto.shape[0]:
         return pool
-    size = max(2 * pto.shape[0], used[0] + need)
-    u = used[0]
-    return (
-        start,
-        length,
-        cap,
-        resized(pto, size, u),
-        resized(pw, size, u),
-        resized(pmid, size, u),
-        resized(phop, size, u),
-        used,
-    )
+    live = 0
+    for u in range(start.shape[0]):
+        if length[u] == 0:
+            cap[u] = 0
+        live += cap[u]
+    size = max(2 * live, live + need) + 16
+    nto = np.empty(size, np.int32)
+    nw = np.empty(size, np.float64)
+    nmid = np.empty(size, np.int32)
+    nhop = np.empty(size, np.int32)
+    pos = 0
+    for u in range(start.shape[0]):
+        s = start[u]
+        for k in range(length[u]):
+            nto[pos + k] = pto[s + k]
+            nw[pos + k] = pw[s + k]
+            nmid[pos + k] = pmid[s + k]
+            nhop[pos + k] = phop[s + k]
+        start[u] = pos
+        pos += cap[u]
+    used[0] = pos
+    return start, length, cap, nto, nw, nmid, nhop, used
 
 
 @njit(cache=True)
