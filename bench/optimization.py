@@ -40,7 +40,7 @@ from bench.peers import peers_region, start_peers
 from bench.record import run_record
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
-from engine.services import optimization
+from engine.services import matrix, optimization
 from tests.engine.optimization_check import check_solution, connected_points, problem
 
 
@@ -131,6 +131,19 @@ def solve(body: dict[str, Any], index: dict[tuple[float, ...], int], durations: 
     )
 
 
+def solve_on_meridian_matrix(registry: DatasetRegistry, body: dict[str, Any]) -> float:
+    """Seconds of VROOM's solve alone over Meridian's own car matrix of the problem (in process):
+    with the solve over OSRM's matrix it tells the solver's search, which follows the matrix it is
+    given, from the rest of each end-to-end call."""
+    locations = _locations(body)
+    index = {tuple(loc): i for i, loc in enumerate(locations)}
+    params = matrix.MatrixParams(tuple((lat, lng) for lng, lat in locations), annotations=("duration",))
+    durations = np.rint(matrix.run_arrays(registry, params)["durations"]).astype(np.uint32)
+    t0 = time.perf_counter()
+    solve(body, index, durations)
+    return time.perf_counter() - t0
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--region", default="helsinki")
@@ -158,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     load_start = os.getloadavg()[0]
     ours: list[float] = []
     theirs: list[dict[str, Any]] = []
+    own_matrix_solves: list[float] = []
     with meridian_stack(data_dir, "optimization") as (port, key):
         client, osrm = Http("127.0.0.1", port), Http(*peers.OSRM_CH)
         for c in (client, osrm):
@@ -167,9 +181,11 @@ def main(argv: list[str] | None = None) -> None:
             elapsed, answer = meridian(client, key, sent)
             checked = check_solution(registry, sent, answer)
             other = vroom_osrm(osrm, body)
+            own_solve = solve_on_meridian_matrix(registry, body)
             if run:
                 ours.append(elapsed)
                 theirs.append(other)
+                own_matrix_solves.append(own_solve)
     p50 = {
         k: round(statistics.median(r[k] for r in theirs), 3) for k in ("seconds", "table_s", "solve_s", "geometry_s")
     }
@@ -186,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
             "seconds": [round(s, 3) for s in ours],
             **checked,
             "cost": answer["summary"]["cost"],
+            "p50_solve_alone_s": round(statistics.median(own_matrix_solves), 3),
         },
         "vroom_osrm": {
             **{f"p50_{k}": v for k, v in p50.items()},
@@ -209,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"  of which OSRM /table {v['p50_table_s']} s, solve {v['p50_solve_s']} s, /route lines {v['p50_geometry_s']} s"
     )
+    print(f"  VROOM's solve alone over Meridian's matrix (in process): {m['p50_solve_alone_s']} s")
     print(
         f"Meridian / VROOM+OSRM: {doc['meridian_over_vroom_osrm']}x; load {doc['load_start']} -> {doc['load_end']}; wrote {out}"
     )
