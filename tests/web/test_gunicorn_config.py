@@ -186,7 +186,9 @@ def _body(sock: socket.socket) -> bytes:
     while True:
         head, sep, body = answer.partition(b"\r\n\r\n")
         if sep:
-            length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(b":")[1])
+            length = int(
+                next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(b":")[1]
+            )
             if len(body) >= length:
                 return body[:length]
         chunk = sock.recv(4096)
