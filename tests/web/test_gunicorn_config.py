@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import pytest
 from gunicorn.workers.gthread import ThreadWorker
 
+from config.connection_balance import LEAVING, ConnectionTable
 from config.gunicorn_worker import CountingThreadPool, LingeringThreadWorker
 from config.settings import PROJECT_ROOT as ROOT
 from tests.fixtures_live import free_port, wait_http
@@ -224,3 +225,22 @@ def test_a_burst_of_connections_is_shared_by_the_workers(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_the_connection_table_compares_live_siblings_only():
+    table = ConnectionTable(slots=3)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    mine, dead = table.claim(os.getpid()), table.claim(gone.pid)
+    assert (mine, dead) == (0, 1)
+    table.publish(mine, 3)
+    table.publish(dead, 0)
+    assert not table.has_fewer(mine, 3)  # the only sibling with fewer connections has died
+    sibling = table.claim(os.getppid())
+    assert sibling == dead  # a dead worker's slot is taken again
+    table.publish(sibling, 2)
+    assert table.has_fewer(mine, 3) and not table.has_fewer(sibling, 2)
+    table.publish(sibling, LEAVING)  # a stopping worker accepts no more: nobody leaves it a connection
+    assert not table.has_fewer(mine, 3)
+    table.release(sibling)
+    assert table.claim(os.getppid()) == sibling  # and so is a released one
