@@ -15,7 +15,9 @@ A thread lingers only while no connection is waiting for a pool thread, and for 
 Built on gunicorn's documented extension point ``get_thread_pool`` ("override this method to
 customize how the thread pool is created") and the worker's public ``handle(conn)``, which serves
 one request of a connection in a pool thread and answers True when the connection stays open.
-Everything else (parsing, keep-alive limits and timeouts, graceful shutdown, HTTP/2, requests a
+A new connection goes to the worker holding the fewest (config/connection_balance.py): a worker
+that holds more than a sibling leaves a new connection on the listening socket for up to
+``BALANCE_WAIT_S``, for the sibling, woken by the same connection, to accept. Everything else (parsing, keep-alive limits and timeouts, graceful shutdown, HTTP/2, requests a
 client pipelined, which gthread finds in its parser's buffer when the connection comes back) is
 gthread's own code.
 
@@ -30,15 +32,18 @@ the proxy.)
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
+from config.connection_balance import LEAVING, ConnectionTable
 from config.request_gate import READ_CHUNK, GateLimits, Outcome, PendingRequest, RequestGate
 from config.settings import Settings
 
@@ -47,6 +52,11 @@ HEAD_FIELDS_BYTES = 32 * 1024  # the header fields of a request, besides its req
 BODY_BUFFER_BYTES = 1024 * 1024  # a body is read this far before a thread takes the request
 # socket's flags are enum.IntFlag members, whose ``|`` runs Python code: combined once, not per request
 PEEK_NOW = int(socket.MSG_PEEK | socket.MSG_DONTWAIT)
+BALANCE_WAIT_S = 0.005  # longest a new connection is left to a sibling holding fewer connections
+BALANCE_STEP_S = 0.0002  # a worker leaving a connection to a sibling sleeps this long, then looks again
+# the open connections of every worker of this server: made in gunicorn's master, which imports the
+# worker class before it forks the workers
+CONNECTIONS = ConnectionTable()
 
 
 class CountingThreadPool(ThreadPoolExecutor):
@@ -112,6 +122,48 @@ class GatedThreadPool(CountingThreadPool):
 
 class LingeringThreadWorker(ThreadWorker):
     pool: GatedThreadPool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.__slot: int | None = None
+        self.__left_first = self.__left_last = 0.0  # when this worker left the waiting connection, first and last
+
+    def init_process(self) -> None:
+        self.__slot = CONNECTIONS.claim(os.getpid())
+        try:
+            super().init_process()
+        finally:
+            if self.__slot is not None:
+                CONNECTIONS.release(self.__slot)
+
+    def accept(self, listener: Any) -> None:
+        """gthread's accept, unless a sibling holds fewer connections: then the connection stays on
+        the listening socket for the sibling to take, for ``BALANCE_WAIT_S`` at most (a sibling
+        whose threads hold its interpreter lock may be slow to come to it)."""
+        slot = self.__slot
+        if slot is not None and CONNECTIONS.has_fewer(slot, self.nr_conns):
+            now = time.monotonic()
+            if now - self.__left_last > 10 * BALANCE_STEP_S:  # not the connection left a moment ago
+                self.__left_first = now
+            self.__left_last = now
+            if now - self.__left_first < BALANCE_WAIT_S:
+                time.sleep(BALANCE_STEP_S)
+                return
+        super().accept(listener)
+        if slot is not None:
+            CONNECTIONS.publish(slot, self.nr_conns)
+
+    def notify(self) -> None:
+        """The heartbeat, once per turn of gthread's loop: also tells the siblings how many
+        connections this worker holds now (closed ones included), or that it accepts no more."""
+        super().notify()
+        if self.__slot is not None:
+            CONNECTIONS.publish(self.__slot, self.nr_conns if self.alive else LEAVING)
+
+    def handle_exit(self, sig: Any, frame: Any) -> None:
+        if self.__slot is not None:
+            CONNECTIONS.publish(self.__slot, LEAVING)
+        super().handle_exit(sig, frame)
 
     def get_thread_pool(self) -> GatedThreadPool:
         self.pool = GatedThreadPool(self.cfg.threads, gate_limits(Settings.from_env()))

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import pytest
 from gunicorn.workers.gthread import ThreadWorker
 
+from config.connection_balance import LEAVING, ConnectionTable
 from config.gunicorn_worker import CountingThreadPool, LingeringThreadWorker
 from config.settings import PROJECT_ROOT as ROOT
 from tests.fixtures_live import free_port, wait_http
@@ -167,3 +168,79 @@ def test_back_to_back_requests_are_not_handed_back_to_the_main_thread(tmp_path, 
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+PID_APP = """
+import os
+
+
+def app(environ, start_response):
+    body = str(os.getpid()).encode()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+def _body(sock: socket.socket) -> bytes:
+    """The body of the one answer a socket receives (it has a Content-Length)."""
+    answer = b""
+    while True:
+        head, sep, body = answer.partition(b"\r\n\r\n")
+        if sep:
+            length = int(
+                next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(b":")[1]
+            )
+            if len(body) >= length:
+                return body[:length]
+        chunk = sock.recv(4096)
+        assert chunk, "the connection closed before the answer was whole"
+        answer += chunk
+
+
+def test_a_burst_of_connections_is_shared_by_the_workers(tmp_path):
+    """Eight kept-alive connections opened at once (as wrk or a proxy's upstream pool opens them)
+    against two workers: each worker serves four. Without the shared connection table the worker
+    running when the burst came accepted all eight, and the other worker's core stayed idle."""
+    (tmp_path / "pid_app.py").write_text(PID_APP)
+    port = free_port()
+    cmd = [sys.executable, "-m", "gunicorn", "-k", "config.gunicorn_worker.LingeringThreadWorker"]
+    cmd += ["--threads", "4", "-w", "2", "-b", f"127.0.0.1:{port}", "pid_app:app"]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", proc=proc)
+        time.sleep(1.5)  # the probe's connection closed and counted by its worker (next heartbeat turn)
+        for _ in range(3):
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
+            served: dict[str, int] = {}
+            for s in socks:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            for s in socks:
+                pid = _body(s).decode()
+                served[pid] = served.get(pid, 0) + 1
+            for s in socks:
+                s.close()
+            assert sorted(served.values()) == [4, 4], served
+            time.sleep(1.5)  # the closed connections leave the table
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_the_connection_table_compares_live_siblings_only():
+    table = ConnectionTable(slots=3)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    mine, dead = table.claim(os.getpid()), table.claim(gone.pid)
+    assert (mine, dead) == (0, 1)
+    table.publish(mine, 3)
+    table.publish(dead, 0)
+    assert not table.has_fewer(mine, 3)  # the only sibling with fewer connections has died
+    sibling = table.claim(os.getppid())
+    assert sibling == dead  # a dead worker's slot is taken again
+    table.publish(sibling, 2)
+    assert table.has_fewer(mine, 3) and not table.has_fewer(sibling, 2)
+    table.publish(sibling, LEAVING)  # a stopping worker accepts no more: nobody leaves it a connection
+    assert not table.has_fewer(mine, 3)
+    table.release(sibling)
+    assert table.claim(os.getppid()) == sibling  # and so is a released one
