@@ -98,7 +98,7 @@ def http_job(data: Path, points: list[list[float]], timeout: float) -> dict[str,
     dep = Deployment(data)
     key = dep.start()["load"]
     try:
-        body = {"sources": [{"lat": lat, "lng": lng} for lat, lng in points], "async": True}
+        body: dict[str, Any] = {"sources": [{"lat": lat, "lng": lng} for lat, lng in points], "async": True}
         t0 = time.perf_counter()
         resp = requests.post(f"{dep.base_url}/v1/matrix", json=body, headers={"X-API-Key": key}, timeout=120)
         if resp.status_code != 202:
