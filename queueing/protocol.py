@@ -257,22 +257,12 @@ def read_result(raw: bytes | str) -> JsonText | BinaryResult:
     return record
 
 
-# Store, push the record to every registered waiter, forget the waiters and clear the in-flight
-# marker: one round trip. The wake-up lists are not declared in KEYS (fine on one Redis; not for
-# Cluster).
-_STORE_SCRIPT = """
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-local waiters = redis.call('SMEMBERS', KEYS[2])
-for _, wake in ipairs(waiters) do
-  redis.call('RPUSH', wake, ARGV[1])
-  redis.call('EXPIRE', wake, tonumber(ARGV[3]))
-end
-redis.call('DEL', KEYS[2], KEYS[3])
-return #waiters
-"""
-
-# The same for a record stored beforehand: a bare wake-up (ARGV[1]) to every waiter.
+# Push ARGV[1] to every registered waiter's wake-up list, forget the waiters and clear the in-flight
+# marker: one round trip. With a third key, ARGV[1] is the record, stored there first (EX ARGV[3]),
+# and travels in the wake-up itself; with two, it is a bare wake-up for a record stored beforehand.
+# The wake-up lists are not declared in KEYS (fine on one Redis; not for Cluster).
 _WAKE_SCRIPT = """
+if #KEYS == 3 then redis.call('SET', KEYS[3], ARGV[1], 'EX', tonumber(ARGV[3])) end
 local waiters = redis.call('SMEMBERS', KEYS[1])
 for _, wake in ipairs(waiters) do
   redis.call('RPUSH', wake, ARGV[1])
@@ -301,13 +291,12 @@ def store_result(client: redis.Redis, key: str, result: dict[str, Any] | BinaryR
     with the waiters, so an identical request that comes later is answered from the cache, not
     joined to a finished task."""
     record = pack(result)
+    wake = client.register_script(_WAKE_SCRIPT)  # EVALSHA, loaded on first use by redis-py
+    waiters = [waiters_key(key), inflight_key(key)]
     if len(record) > PUSH_RECORD_MAX_BYTES:
         client.set(key, record, ex=max(1, ttl_s))
-        wake = client.register_script(_WAKE_SCRIPT)
-        return int(wake(keys=[waiters_key(key), inflight_key(key)], args=[WAKE_UP, WAKE_TTL_S]))
-    script = client.register_script(_STORE_SCRIPT)  # EVALSHA, loaded on first use by redis-py
-    waiters = script(keys=[key, waiters_key(key), inflight_key(key)], args=[record, max(1, ttl_s), WAKE_TTL_S])
-    return int(waiters)
+        return int(wake(keys=waiters, args=[WAKE_UP, WAKE_TTL_S]))
+    return int(wake(keys=[*waiters, key], args=[record, WAKE_TTL_S, max(1, ttl_s)]))
 
 
 # What a heavy request finds, in one round trip: the stored record (or, above ARGV[5] bytes, that
