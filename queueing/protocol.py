@@ -367,28 +367,24 @@ def args_label(*parts: object) -> str:
     return "(" + ", ".join(repr(part) for part in parts) + ", ...)"
 
 
+def _send(sender: TaskSender, task: str, args: list[Any], queue: str, *label: object) -> None:
+    """One message: no Celery result (the result travels under the cache key or the job's keys)
+    and ``label`` as its ``argsrepr``."""
+    sender.send_task(
+        task, args=args, queue=queue, ignore_result=True, argsrepr=args_label(*label), kwargsrepr=NO_KWARGS_REPR
+    )
+
+
 def send_heavy(sender: TaskSender, call: HeavyCall, key: str, dataset_versions: str) -> None:
     """``meridian.heavy`` on the kind's queue: compute ``call`` into ``key``."""
-    sender.send_task(
-        HEAVY_TASK,
-        args=[call.service_ref, encode(call.params), key, dataset_versions],
-        queue=call.kind,
-        ignore_result=True,  # the result travels under the cache key, not Celery's backend
-        argsrepr=args_label(call.service_ref, key),
-        kwargsrepr=NO_KWARGS_REPR,
-    )
+    args = [call.service_ref, encode(call.params), key, dataset_versions]
+    _send(sender, HEAVY_TASK, args, call.kind, call.service_ref, key)
 
 
 def send_heavy_job(sender: TaskSender, call: HeavyCall, key: str, dataset_versions: str, job: str, ttl_s: int) -> None:
     """``meridian.heavy_job``: as ``meridian.heavy``, and the record copied to the job's result."""
-    sender.send_task(
-        HEAVY_JOB_TASK,
-        args=[call.service_ref, encode(call.params), key, job, ttl_s, dataset_versions],
-        queue=call.kind,
-        ignore_result=True,
-        argsrepr=args_label(call.service_ref, job),
-        kwargsrepr=NO_KWARGS_REPR,
-    )
+    args = [call.service_ref, encode(call.params), key, job, ttl_s, dataset_versions]
+    _send(sender, HEAVY_JOB_TASK, args, call.kind, call.service_ref, job)
 
 
 def send_matrix_job(
@@ -396,23 +392,10 @@ def send_matrix_job(
 ) -> None:
     """``meridian.matrix_job`` on the matrix's queue: the matrix of ``call`` into the job's chunks
     of ``rows`` rows."""
-    sender.send_task(
-        MATRIX_JOB_TASK,
-        args=[encode(call.params), job, rows, ttl_s, dataset_versions],
-        queue=call.kind,
-        ignore_result=True,
-        argsrepr=args_label(job, rows),
-        kwargsrepr=NO_KWARGS_REPR,
-    )
+    _send(sender, MATRIX_JOB_TASK, [encode(call.params), job, rows, ttl_s, dataset_versions], call.kind, job, rows)
 
 
 def send_geocode_chunk(sender: TaskSender, job: str, index: int, queries: list[str], limit: int, ttl_s: int) -> None:
-    """``meridian.geocode_chunk`` on queue ``batch``: one chunk of a batch geocoding job."""
-    sender.send_task(
-        GEOCODE_CHUNK_TASK,
-        args=[job, index, queries, limit, ttl_s],
-        queue=BATCH_QUEUE,
-        ignore_result=True,
-        argsrepr=args_label(job, index),  # not the addresses: a client's data stays out of Flower
-        kwargsrepr=NO_KWARGS_REPR,
-    )
+    """``meridian.geocode_chunk`` on queue ``batch``: one chunk of a batch geocoding job (labelled by
+    job and index, not the addresses: a client's data stays out of Flower)."""
+    _send(sender, GEOCODE_CHUNK_TASK, [job, index, queries, limit, ttl_s], BATCH_QUEUE, job, index)
