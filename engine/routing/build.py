@@ -607,10 +607,12 @@ class _TurnRules:
         self.removed = 0
         self.mode_change_s = profile.mode_change_s
         self.pushed = _pushed_edges(a, profile)
+        self.turns_back = profile.turns_back
 
     def turns_after(self, e: int) -> list[_Turn]:
-        """Every edge leaving ``e``'s head except the U-turn, unless a barrier blocks the node or a
-        restriction forbids it; at a dead end (or barrier), the U-turn when not forbidden."""
+        """Every edge leaving ``e``'s head except the U-turn (unless the profile turns back
+        anywhere), unless a barrier blocks the node or a restriction forbids it; at a dead end (or
+        barrier), the U-turn when not forbidden."""
         v = int(self.edge_head[e])
         blocked = self.blocked[v]
         rules = self.by_via.get(v, [])
@@ -618,7 +620,9 @@ class _TurnRules:
         for f in range(int(self.first_out[v]), int(self.first_out[v + 1])):
             if f == self.edge_twin[e]:
                 uturns.append(f)
-            elif blocked:
+                if blocked or not self.turns_back:
+                    continue
+            if blocked:
                 continue
             elif _forbidden(rules, self.edge_way[e], self.edge_way[f]):
                 self.removed += 1
@@ -701,7 +705,7 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
 def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
-    with progress.step(label, total=graph.n_edges, unit="turn-graph nodes") as step:
+    with progress.step(label, total=graph.n_edges, unit="CH nodes") as step:
         ch_arrays = ch.build(graph, progress=step)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
     for k, v in ch_arrays.items():

@@ -21,7 +21,9 @@ Limits: a grid city has little hierarchy and a turn cost at every crossing, so t
 no witnesses at first (going round a block costs two extra turns): contracting a directed edge
 adds its 3 x 3 entry/exit combinations and the top of the hierarchy densifies. The edge-based
 blow-up, not the grid, is the cost; a turn-aware node-based CH (Geisberger & Vetter 2011) or a
-multi-level overlay would scale further. ``core_shortcuts`` bounds the work per node: a node that
+multi-level overlay would scale further. Where turns cost nothing by angle (the walker's
+junctions) the blow-up is avoided already: such a junction is one hub node
+(:mod:`engine.routing.hubs`). ``core_shortcuts`` bounds the work per node: a node that
 would need more shortcuts is never contracted, and when only such nodes remain they form an
 uncontracted core, whose arcs go into both graphs and are searched as a plain graph. The default
 only stops the densest top of very large graphs, if at all; real extracts (Monaco, Helsinki)
@@ -36,10 +38,12 @@ stopped when both queue minima reach the best meeting cost, stall-on-demand. Sho
 unpacked through their middle node (``ch_*_mid``). Tested against plain Dijkstra
 (:mod:`engine.routing.search`) in ``tests/engine/test_ch.py``.
 
-Arrays (CH node = directed edge id of the road graph):
+Arrays (CH node = directed edge id of the road graph, then the junction hubs of
+:mod:`engine.routing.hubs`: K = E + H nodes):
 
-* ``ch_rank`` int32 [E]: contraction order.
-* ``ch_up_first`` int64 [E+1], ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32:
+* ``ch_rank`` int32 [K]: contraction order.
+* ``ch_hub_node`` int32 [H]: the road-graph node of hub E + k (absent in graphs of format 1: no hubs).
+* ``ch_up_first`` int64 [K+1], ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32:
   arcs u -> x with rank[x] > rank[u], stored at u (forward search).
 * ``ch_dn_first`` / ``ch_dn_to`` / ``ch_dn_w`` / ``ch_dn_mid``: arcs u -> x with
   rank[u] > rank[x], stored at x pointing to u (backward search).
@@ -61,6 +65,7 @@ from engine.progress import Step
 from engine.routing import heap
 from engine.routing.contraction import PRIORITY, contract
 from engine.routing.derived import DerivedArrays
+from engine.routing.hubs import hubbed_turn_graph
 
 INF = np.inf
 
@@ -72,14 +77,9 @@ def _csr(n, at, to, w, mid):
     return np.cumsum(first), to[order], w[order], mid[order]
 
 
-def turn_arcs(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The turn graph as CSR with weights ``turn_weight + edge_weight[next]``."""
-    first = np.asarray(graph.turn_first_out, dtype=np.int64)
-    to = np.asarray(graph.turn_to, dtype=np.int64)
-    tw = getattr(graph, "turn_weight", None)
-    tw = graph.turn_cost_s if tw is None else tw
-    w = np.asarray(tw, dtype=np.float64) + np.asarray(graph.edge_weight, dtype=np.float64)[to]
-    return first, to, w
+def node_count(graph) -> int:
+    """The CH's nodes: the graph's directed edges, then its junction hubs (:mod:`engine.routing.hubs`)."""
+    return int(graph.ch_up_first.shape[0]) - 1
 
 
 def build(
@@ -90,25 +90,29 @@ def build(
     core_shortcuts: int = 4096,
     front: float = 0.05,
     priority: tuple[float, float, float, float, float] = PRIORITY,
+    hubs: bool = True,
     progress: Step | None = None,
 ) -> dict[str, np.ndarray]:
-    """Contract the turn graph (the parameters' measured effect: ``docs/engineering-history.md``);
-    ``progress`` (a step of the import's progress) counts the turn-graph nodes contracted.
+    """Contract the turn graph, its uniform junctions as hubs (:mod:`engine.routing.hubs`; the
+    parameters' measured effect: ``docs/engineering-history.md``); ``progress`` (a step of the
+    import's progress) counts the CH nodes contracted.
 
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
     the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
     rule covers that).
     """
-    n = graph.n_edges
-    first, to, w = turn_arcs(graph)
+    arcs = hubbed_turn_graph(graph, hubs=hubs)
+    n = arcs.n
+    if progress is not None:
+        progress.total = n  # the edges and the hubs
     done = np.zeros(1, np.int64)
     with progress.watch(done) if progress is not None else nullcontext():
         rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
             n,
-            first,
-            to,
-            w,
+            arcs.first,
+            arcs.to,
+            arcs.w,
             sim_limit,
             settle_limit,
             core_shortcuts,
@@ -130,6 +134,7 @@ def build(
         "ch_dn_to": dt,
         "ch_dn_w": dw,
         "ch_dn_mid": dm,
+        "ch_hub_node": arcs.hub_node,
     }
 
 
@@ -333,7 +338,7 @@ def _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from):
 def _arc_tails(graph) -> dict[str, np.ndarray]:
     """The tail CH node of every upward and downward arc (for walking parents back); int32 as the
     arcs' heads (``ch_up_to``)."""
-    n = graph.n_edges
+    n = node_count(graph)
     return {
         "up_from": np.repeat(np.arange(n, dtype=np.int32), np.diff(graph.ch_up_first)),
         "dn_from": np.repeat(np.arange(n, dtype=np.int32), np.diff(graph.ch_dn_first)),
@@ -406,7 +411,7 @@ class CHQuery:
             tails["up_from"],
             tails["dn_from"],
         )
-        self._workspace = CHWorkspace.sized(graph.n_edges)
+        self._workspace = CHWorkspace.sized(node_count(graph))
         self._lock = threading.Lock()
 
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
@@ -582,13 +587,16 @@ def _edge_leg(
     )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0
+    path = path[path < w.shape[0]]  # the road edges: a junction hub is no step of the route
     j = 0
     while srcs[j] != path[0]:
         j += 1
     last = path[path.shape[0] - 1]
     end_frac = 0.0
-    for i in range(ends.shape[0]):  # the last entry for the edge, as a dict of the pairs would
-        if ends[i] == last:
+    most = -1.0
+    for i in range(ends.shape[0]):  # the entry the search started from: the most left to pay
+        if ends[i] == last and rem[i] > most:
+            most = rem[i]
             end_frac = end_fracs[i]
     edges = np.empty(path.shape[0] + 1, np.int64)
     edges[0] = origin[j]

@@ -17,7 +17,7 @@ Model
 * **Turns** (the edge-based graph): ``turn_*`` lists for each edge ``e`` the edges ``f`` a car may
   take next at ``edge_head[e]``, with the turn's cost in seconds. Turn restrictions (``no_*``,
   ``only_*`` relations, via node), blocking barriers and the no-U-turn rule (U-turns only at dead
-  ends) are applied by *leaving forbidden turns out*. Any search that must respect turn
+  ends; a walker turns back anywhere) are applied by *leaving forbidden turns out*. Any search that must respect turn
   restrictions walks this graph (edge to edge), not the node CSR.
 
 Cost convention for searches over the turn graph: the cost of *being at the end of edge f* after
@@ -103,7 +103,10 @@ import numpy as np
 
 from engine.errors import DatasetError
 
-GRAPH_FORMAT = 1
+# 2: the CH may hold junction hubs (CH nodes after the edges, ``ch_hub_node``); a release that
+# reads only 1 refuses such a graph instead of indexing past its edges
+GRAPH_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 
 ARRAYS: tuple[str, ...] = (
     "node_lat",
@@ -148,6 +151,7 @@ CH_ARRAYS: tuple[str, ...] = (
     "ch_dn_w",
     "ch_dn_mid",
 )
+CH_OPTIONAL_ARRAYS: tuple[str, ...] = ("ch_hub_node",)  # absent before format 2: no hubs
 
 
 class RoadGraph:
@@ -199,13 +203,13 @@ class RoadGraph:
         if not meta_path.exists():
             raise DatasetError(f"no road graph in {graph_dir} (run the roads import stage)")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("graph_format") != GRAPH_FORMAT:
+        if meta.get("graph_format") not in READABLE_FORMATS:
             raise DatasetError(
                 f"road graph {graph_dir} has format {meta.get('graph_format')}, expected "
                 f"{GRAPH_FORMAT}: re-import the region"
             )
         arrays = {}
-        for name in ARRAYS + CH_ARRAYS:
+        for name in ARRAYS + CH_ARRAYS + CH_OPTIONAL_ARRAYS:
             path = graph_dir / f"{name}.npy"
             if path.exists():
                 array = np.load(path, mmap_mode="r" if mmap else None)
@@ -222,7 +226,8 @@ class RoadGraph:
     def save(self, graph_dir: Path) -> None:
         graph_dir = Path(graph_dir)
         graph_dir.mkdir(parents=True, exist_ok=True)
-        for name in ARRAYS + (CH_ARRAYS if self.has_ch else ()):
+        ch = CH_ARRAYS + tuple(k for k in CH_OPTIONAL_ARRAYS if hasattr(self, k)) if self.has_ch else ()
+        for name in ARRAYS + ch:
             np.save(graph_dir / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
         (graph_dir / "names.json").write_text(json.dumps(self.names, ensure_ascii=False), "utf-8")
         meta = dict(self.meta, graph_format=GRAPH_FORMAT)

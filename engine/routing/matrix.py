@@ -13,7 +13,9 @@ the duration and distance of the very path of least weight, the one the point-to
 (:meth:`engine.routing.router.Router.leg`) unpacks and sums. The CH arcs keep only weights, so
 :data:`ARC_COSTS` gives every upward and downward arc its duration and length: an original turn
 arc ``u -> x`` costs ``turn_cost_s(u, x) + edge_duration_s[x]`` and ``edge_length_m[x]``; a
-shortcut the sum of its two halves, found as the unpacking finds them
+arc into a junction hub (:mod:`engine.routing.hubs`) nothing, an arc out of it the hub's turn
+cost + ``edge_duration_s[x]`` and ``edge_length_m[x]``; a shortcut the sum of its two halves,
+found as the unpacking finds them
 (:func:`engine.routing.ch.arc_at`), computed in order of the middle node's rank so the halves
 come first. Written into the dataset by the import (``engine.ingest.roads``) like the arcs'
 tails, or computed on open.
@@ -42,8 +44,9 @@ from numba import njit
 
 from engine.arrays import grown, resized
 from engine.routing import heap
-from engine.routing.ch import ARC_TAILS, arc_at
+from engine.routing.ch import ARC_TAILS, arc_at, node_count
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.hubs import hub_turn_cost_s
 from engine.routing.router import Router
 from engine.routing.snap import Snap
 from engine.routing.turns import turn_cost
@@ -53,13 +56,16 @@ INF = np.inf
 
 # ----------------------------------------------------------------------------- arc costs
 @njit(cache=True)
-def _arc_costs_kernel(rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length):
+def _arc_costs_kernel(
+    rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_cost
+):
     n_up = ut.shape[0]
     n_dn = dt.shape[0]
     up_dur = np.zeros(n_up, np.float64)
     up_len = np.zeros(n_up, np.float64)
     dn_dur = np.zeros(n_dn, np.float64)
     dn_len = np.zeros(n_dn, np.float64)
+    n_edges = dur.shape[0]  # CH nodes from here on are junction hubs
     key = np.empty(n_up + n_dn, np.int64)
     for k in range(n_up):
         key[k] = rank[um[k]] if um[k] >= 0 else -1
@@ -71,7 +77,13 @@ def _arc_costs_kernel(rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tf
         else:
             k = i - n_up
             u, x, m = dt[k], dn_from[k], dm[k]  # a downward arc stored at x, from u
-        if m < 0:
+        if m < 0 and x >= n_edges:  # into a junction hub: the turn is paid on the way out
+            d = 0.0
+            ln = 0.0
+        elif m < 0 and u >= n_edges:  # out of a hub onto edge x
+            d = hub_cost[u - n_edges] + dur[x]
+            ln = length[x]
+        elif m < 0:
             d = turn_cost(tfirst, tto, tcost, u, x) + dur[x]
             ln = length[x]
         else:
@@ -108,6 +120,7 @@ def _arc_costs(graph) -> dict[str, np.ndarray]:
         wide["turn_cost_s"],
         wide["edge_duration_s"],
         wide["edge_length_m"],
+        hub_turn_cost_s(graph, np.asarray(getattr(graph, "ch_hub_node", np.zeros(0, np.int32)), np.int64)),
     )
     return {"up_dur": up_dur, "up_len": up_len, "dn_dur": dn_dur, "dn_len": dn_len}
 
@@ -304,7 +317,7 @@ class MatrixQuery:
         self._dn = (np.asarray(g.ch_dn_first), np.asarray(g.ch_dn_to), np.asarray(g.ch_dn_w))
         self._up_costs = (costs["up_dur"], costs["up_len"])
         self._dn_costs = (costs["dn_dur"], costs["dn_len"])
-        self._n_nodes = int(g.n_edges)
+        self._n_nodes = node_count(g)
 
     def _sources(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
         r = self.router

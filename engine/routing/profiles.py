@@ -39,6 +39,10 @@ class Profile:
     # cyclist getting off to push: OSRM bicycle.lua's mode_change_penalty); 0: no such penalty
     mode_change_s: float = 0.0
     pushing_kmh: float = 0.0
+    # may turn back at any junction (a walker), at the turn cost of going straight on; else only
+    # at a dead end. A junction where every approach may take every way out at one cost is a CH
+    # hub (engine.routing.hubs): the walker's junctions contract like a node-based graph.
+    turns_back: bool = False
 
     @property
     def ways(self) -> str:
@@ -51,7 +55,15 @@ class Profile:
 
 CAR = Profile("car", "drivable", "road", car.way_profile, car.node_penalty, car.restriction_kind, car.turn_duration_s)
 FOOT = Profile(
-    "foot", "walkable", "way", foot.way_profile, foot.node_penalty, foot.restriction_kind, foot.turn_duration_s, True
+    "foot",
+    "walkable",
+    "way",
+    foot.way_profile,
+    foot.node_penalty,
+    foot.restriction_kind,
+    foot.turn_duration_s,
+    pedestrian_areas=True,
+    turns_back=True,
 )
 BICYCLE = Profile(
     "bicycle",

@@ -133,9 +133,10 @@ def test_ch_query_pure_turn_graph():
         turn_first_out = first
         turn_to = dst.astype(np.int32)
         turn_cost_s = w.astype(np.float32)
+        turn_weight = turn_cost_s
         edge_weight = np.zeros(n, np.float32)
 
-    arrays = ch.build(G)
+    arrays = ch.build(G, hubs=False)  # a turn graph without a road graph: no junctions to hub
     for k, v in arrays.items():
         setattr(G, k, v)
     q = ch.CHQuery(G)

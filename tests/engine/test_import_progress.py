@@ -119,7 +119,7 @@ def test_import_reports_each_stage_and_the_contraction(tmp_path):
         assert result.manifest["stages"][stage]["peak_rss_mb"] > 10
     assert result.manifest["peak_rss_mb"] == max(s["peak_rss_mb"] for s in result.manifest["stages"].values())
     n = result.manifest["counts"]["road_edges"]
-    assert f"roads: contraction (car)  {n}/{n} turn-graph nodes  100%" in text
+    assert f"roads: contraction (car)  {n}/{n} CH nodes  100%" in text  # the car has no hubs
     assert "search: reading" in text and "roads: reading" in text
 
 

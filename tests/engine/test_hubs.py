@@ -1,0 +1,120 @@
+"""Junction hubs (engine.routing.hubs): the walker's uniform junctions become one CH node each,
+and every answer stays the plain turn graph's (Dijkstra), the matrix's included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.routing import ch
+from engine.routing.build import build_graph
+from engine.routing.hubs import hub_nodes, hubbed_turn_graph
+from engine.routing.matrix import MatrixQuery
+from engine.routing.profiles import CAR, FOOT
+from engine.routing.router import Router
+from tests.engine.test_ch import check_whole_network, random_network, router_over
+
+
+def walkers_network(seed: int):
+    """The random road network of the CH tests, with what changes a walker's junctions: foot
+    restrictions (kept as explicit turns), walls (blocking) and signals (a node penalty)."""
+    g = random_network(seed)
+    rng = np.random.default_rng(seed + 100)
+    junctions = sorted({name for way in g.ways for name in (way[1][0], way[1][-1])})
+    for via in map(str, rng.choice(junctions, 6, replace=False)):
+        ways = [wid for wid, refs, _ in g.ways if via in (refs[0], refs[-1])]
+        if len(ways) >= 2:
+            frm, to = rng.choice(ways, 2, replace=False)
+            members: list[tuple[str, int | str, str]] = [
+                ("w", int(frm), "from"),
+                ("n", via, "via"),
+                ("w", int(to), "to"),
+            ]
+            g.relation(members, type="restriction", **{"restriction:foot": "no_right_turn"})
+    for name in rng.choice(junctions, 2, replace=False):
+        g.node(str(name), barrier="wall")
+    return g
+
+
+@pytest.fixture(scope="module", params=[21, 22, 23])
+def foot_graph(request, tmp_path_factory):
+    g = walkers_network(request.param)
+    path = g.write(tmp_path_factory.mktemp("hubs") / f"walk{request.param}.osm.pbf")
+    graph, _ = build_graph(path, profile=FOOT, with_ch=False)
+    return request.param, graph
+
+
+def test_hubs_are_exactly_the_uniform_complete_junctions(foot_graph):
+    """A hub: every arriving edge turns onto every leaving edge at one cost, and it saves arcs.
+    Checked node by node against the turn table, not with the kernel's own vectorised rule."""
+    _, g = foot_graph
+    hub = hub_nodes(g)
+    assert hub.sum() > 0.3 * g.n_nodes  # most crossings of a walker's network
+    first, tto, tw = np.asarray(g.turn_first_out), np.asarray(g.turn_to), np.asarray(g.turn_weight)
+    for v in range(g.n_nodes):
+        leaving = set(range(int(g.node_first_out[v]), int(g.node_first_out[v + 1])))
+        arriving = np.flatnonzero(np.asarray(g.edge_head) == v)
+        turns = [(e, int(tto[t]), float(tw[t])) for e in arriving for t in range(first[e], first[e + 1])]
+        complete = all({f for a, f, _ in turns if a == e} == leaving for e in arriving)
+        uniform = len({c for *_, c in turns}) == 1
+        saves = len(turns) >= len(arriving) + len(leaving)
+        assert hub[v] == (bool(turns) and complete and uniform and saves), v
+
+
+def test_restricted_and_walled_junctions_keep_their_turns(foot_graph):
+    _, g = foot_graph
+    hub = hub_nodes(g)
+    assert g.meta["restrictions"]["applied_turns_removed"] > 0
+    restricted = {
+        int(g.edge_head[e]) for e in range(g.n_edges) if len(g.turns(e)[0]) < g.out_edges(g.edge_head[e]).size
+    }
+    assert restricted and not hub[sorted(restricted)].any()
+
+
+def test_the_car_has_no_hubs(tmp_path):
+    """Car turns cost by angle and never turn back mid-street: no junction qualifies."""
+    graph, _ = build_graph(random_network(21).write(tmp_path / "car.osm.pbf"), profile=CAR, with_ch=False)
+    assert not hub_nodes(graph).any()
+    arcs = hubbed_turn_graph(graph)
+    assert arcs.n == graph.n_edges and np.array_equal(arcs.first, np.asarray(graph.turn_first_out))
+
+
+def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(foot_graph):
+    """Exact against the turn graph's Dijkstra; consecutive route edges are real turns (a hub id
+    left in a path would fail that); the hubs make fewer shortcuts than the plain turn graph."""
+    seed, g = foot_graph
+    with_hubs = ch.build(g)
+    without = ch.build(g, hubs=False)
+    assert with_hubs["ch_hub_node"].size > 0 and without["ch_hub_node"].size == 0
+    shortcuts = [int((a["ch_up_mid"] >= 0).sum() + (a["ch_dn_mid"] >= 0).sum()) for a in (with_hubs, without)]
+    assert shortcuts[0] < shortcuts[1], shortcuts
+    with_hubs.pop("ch_core")
+    found, compared = check_whole_network(router_over(g, with_hubs), seed=seed, pairs=150)
+    assert found > 0.5 * compared
+
+
+def test_matrix_cells_equal_legs_with_hubs(foot_graph):
+    """The matrix's arc costs know the hubs: every cell's weight, duration and length are the
+    router's leg for the pair."""
+    seed, g = foot_graph
+    arrays = ch.build(g)
+    arrays.pop("ch_core")
+    router = router_over(g, arrays)
+    assert isinstance(router, Router)
+    rng = np.random.default_rng(seed)
+    lat, lng = np.asarray(g.node_lat), np.asarray(g.node_lng)
+    snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(12)]
+    w, dur, length = MatrixQuery(router).costs(snaps, snaps)
+    routed = 0
+    for i, o in enumerate(snaps):
+        for j, d in enumerate(snaps):
+            leg = router.leg(o, d)
+            if leg is None:
+                assert w[i, j] == np.inf
+                continue
+            routed += 1
+            assert w[i, j] == pytest.approx(leg.weight, rel=1e-9, abs=1e-6)
+            distance, duration = router.leg_summary(leg)
+            assert dur[i, j] == pytest.approx(duration, rel=1e-6, abs=1e-3)
+            assert length[i, j] == pytest.approx(distance, rel=1e-6, abs=1e-3)
+    assert routed > 0.5 * len(snaps) ** 2
