@@ -22,7 +22,7 @@ no witnesses at first (going round a block costs two extra turns): contracting a
 adds its 3 x 3 entry/exit combinations and the top of the hierarchy densifies. The edge-based
 blow-up, not the grid, is the cost; a turn-aware node-based CH (Geisberger & Vetter 2011) or a
 multi-level overlay would scale further. Where turns cost nothing by angle (the walker's
-junctions) the blow-up is avoided already: such a junction is one hub node
+junctions) the blow-up is avoided already: the approaches of such a junction share one hub node
 (:mod:`engine.routing.hubs`). ``core_shortcuts`` bounds the work per node: a node that
 would need more shortcuts is never contracted, and when only such nodes remain they form an
 uncontracted core, whose arcs go into both graphs and are searched as a plain graph. The default
@@ -42,7 +42,7 @@ Arrays (CH node = directed edge id of the road graph, then the junction hubs of
 :mod:`engine.routing.hubs`: K = E + H nodes):
 
 * ``ch_rank`` int32 [K]: contraction order.
-* ``ch_hub_node`` int32 [H]: the road-graph node of hub E + k (absent in graphs of format 1: no hubs).
+* ``ch_hub_edge`` int32 [H]: an edge arriving into hub E + k (absent in graphs of format 1: no hubs).
 * ``ch_up_first`` int64 [K+1], ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32:
   arcs u -> x with rank[x] > rank[u], stored at u (forward search).
 * ``ch_dn_first`` / ``ch_dn_to`` / ``ch_dn_w`` / ``ch_dn_mid``: arcs u -> x with
@@ -134,7 +134,7 @@ def build(
         "ch_dn_to": dt,
         "ch_dn_w": dw,
         "ch_dn_mid": dm,
-        "ch_hub_node": arcs.hub_node,
+        "ch_hub_edge": arcs.hub_edge,
     }
 
 

@@ -103,7 +103,7 @@ import numpy as np
 
 from engine.errors import DatasetError
 
-# 2: the CH may hold junction hubs (CH nodes after the edges, ``ch_hub_node``); a release that
+# 2: the CH may hold junction hubs (CH nodes after the edges, ``ch_hub_edge``); a release that
 # reads only 1 refuses such a graph instead of indexing past its edges
 GRAPH_FORMAT = 2
 READABLE_FORMATS = (1, 2)
@@ -151,7 +151,7 @@ CH_ARRAYS: tuple[str, ...] = (
     "ch_dn_w",
     "ch_dn_mid",
 )
-CH_OPTIONAL_ARRAYS: tuple[str, ...] = ("ch_hub_node",)  # absent before format 2: no hubs
+CH_OPTIONAL_ARRAYS: tuple[str, ...] = ("ch_hub_edge",)  # absent before format 2: no hubs
 
 
 class RoadGraph:

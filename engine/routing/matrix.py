@@ -13,8 +13,8 @@ the duration and distance of the very path of least weight, the one the point-to
 (:meth:`engine.routing.router.Router.leg`) unpacks and sums. The CH arcs keep only weights, so
 :data:`ARC_COSTS` gives every upward and downward arc its duration and length: an original turn
 arc ``u -> x`` costs ``turn_cost_s(u, x) + edge_duration_s[x]`` and ``edge_length_m[x]``; a
-arc into a junction hub (:mod:`engine.routing.hubs`) nothing, an arc out of it the hub's turn
-cost + ``edge_duration_s[x]`` and ``edge_length_m[x]``; a shortcut the sum of its two halves,
+arc into a junction hub (:mod:`engine.routing.hubs`) nothing, an arc out of it the turn cost of
+an edge arriving into the hub + ``edge_duration_s[x]`` and ``edge_length_m[x]``; a shortcut the sum of its two halves,
 found as the unpacking finds them
 (:func:`engine.routing.ch.arc_at`), computed in order of the middle node's rank so the halves
 come first. Written into the dataset by the import (``engine.ingest.roads``) like the arcs'
@@ -46,7 +46,6 @@ from engine.arrays import grown, resized
 from engine.routing import heap
 from engine.routing.ch import ARC_TAILS, arc_at, node_count
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
-from engine.routing.hubs import hub_turn_cost_s
 from engine.routing.router import Router
 from engine.routing.snap import Snap
 from engine.routing.turns import turn_cost
@@ -57,7 +56,7 @@ INF = np.inf
 # ----------------------------------------------------------------------------- arc costs
 @njit(cache=True)
 def _arc_costs_kernel(
-    rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_cost
+    rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_edge
 ):
     n_up = ut.shape[0]
     n_dn = dt.shape[0]
@@ -80,8 +79,8 @@ def _arc_costs_kernel(
         if m < 0 and x >= n_edges:  # into a junction hub: the turn is paid on the way out
             d = 0.0
             ln = 0.0
-        elif m < 0 and u >= n_edges:  # out of a hub onto edge x
-            d = hub_cost[u - n_edges] + dur[x]
+        elif m < 0 and u >= n_edges:  # out of a hub onto edge x: the turn of an edge arriving there
+            d = turn_cost(tfirst, tto, tcost, hub_edge[u - n_edges], x) + dur[x]
             ln = length[x]
         elif m < 0:
             d = turn_cost(tfirst, tto, tcost, u, x) + dur[x]
@@ -120,7 +119,7 @@ def _arc_costs(graph) -> dict[str, np.ndarray]:
         wide["turn_cost_s"],
         wide["edge_duration_s"],
         wide["edge_length_m"],
-        hub_turn_cost_s(graph, np.asarray(getattr(graph, "ch_hub_node", np.zeros(0, np.int32)), np.int64)),
+        np.asarray(getattr(graph, "ch_hub_edge", np.zeros(0, np.int32)), np.int64),  # format 1: no hubs
     )
     return {"up_dur": up_dur, "up_len": up_len, "dn_dur": dn_dur, "dn_len": dn_len}
 

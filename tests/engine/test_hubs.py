@@ -1,5 +1,5 @@
-"""Junction hubs (engine.routing.hubs): the walker's uniform junctions become one CH node each,
-and every answer stays the plain turn graph's (Dijkstra), the matrix's included."""
+"""Junction hubs (engine.routing.hubs): the approaches of a walker's junction that turn alike share
+one CH node, and every answer stays the plain turn graph's (Dijkstra), the matrix's included."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine.routing import ch
 from engine.routing.build import build_graph
-from engine.routing.hubs import hub_nodes, hubbed_turn_graph
+from engine.routing.hubs import hub_of_edge, hubbed_turn_graph
 from engine.routing.matrix import MatrixQuery
 from engine.routing.profiles import CAR, FOOT
 from engine.routing.router import Router
@@ -44,37 +44,44 @@ def foot_graph(request, tmp_path_factory):
     return request.param, graph
 
 
-def test_hubs_are_exactly_the_uniform_complete_junctions(foot_graph):
-    """A hub: every arriving edge turns onto every leaving edge at one cost, and it saves arcs.
-    Checked node by node against the turn table, not with the kernel's own vectorised rule."""
+def expected_hubs(g) -> set[frozenset[int]]:
+    """The rule, node by node from the turn table: the arriving edges that may take every leaving
+    edge (in order) grouped by their (weight, duration) per turn; the groups whose k approaches
+    and d ways out make fewer arcs through a hub (k + d) than turns (k x d)."""
+    first = np.asarray(g.turn_first_out)
+    rows: dict[tuple, list[int]] = {}
+    for e in range(g.n_edges):
+        v = int(g.edge_head[e])
+        leaving = list(range(int(g.node_first_out[v]), int(g.node_first_out[v + 1])))
+        turns = range(int(first[e]), int(first[e + 1]))
+        if len(leaving) < 2 or [int(g.turn_to[t]) for t in turns] != leaving:
+            continue
+        row = tuple((float(g.turn_weight[t]), float(g.turn_cost_s[t])) for t in turns)
+        rows.setdefault((v, row), []).append(e)
+    return {frozenset(edges) for (_, row), edges in rows.items() if len(edges) * len(row) > len(edges) + len(row)}
+
+
+def test_hubs_are_the_approaches_that_turn_alike(foot_graph):
+    """Checked against the rule written plainly, not with the kernel's hashing."""
     _, g = foot_graph
-    hub = hub_nodes(g)
-    assert hub.sum() > 0.3 * g.n_nodes  # most crossings of a walker's network
-    first, tto, tw = np.asarray(g.turn_first_out), np.asarray(g.turn_to), np.asarray(g.turn_weight)
-    for v in range(g.n_nodes):
-        leaving = set(range(int(g.node_first_out[v]), int(g.node_first_out[v + 1])))
-        arriving = np.flatnonzero(np.asarray(g.edge_head) == v)
-        turns = [(e, int(tto[t]), float(tw[t])) for e in arriving for t in range(first[e], first[e + 1])]
-        complete = all({f for a, f, _ in turns if a == e} == leaving for e in arriving)
-        uniform = len({c for *_, c in turns}) == 1
-        saves = len(turns) >= len(arriving) + len(leaving)
-        assert hub[v] == (bool(turns) and complete and uniform and saves), v
+    hub = hub_of_edge(g)
+    found = {frozenset(np.flatnonzero(hub == h).tolist()) for h in range(int(hub.max()) + 1)}
+    assert found == expected_hubs(g)
+    assert len(found) > 0.3 * g.n_nodes  # most junctions of a walker's network
 
 
 def test_restricted_and_walled_junctions_keep_their_turns(foot_graph):
     _, g = foot_graph
-    hub = hub_nodes(g)
+    hub = hub_of_edge(g)
     assert g.meta["restrictions"]["applied_turns_removed"] > 0
-    restricted = {
-        int(g.edge_head[e]) for e in range(g.n_edges) if len(g.turns(e)[0]) < g.out_edges(g.edge_head[e]).size
-    }
-    assert restricted and not hub[sorted(restricted)].any()
+    short = [e for e in range(g.n_edges) if len(g.turns(e)[0]) < g.out_edges(g.edge_head[e]).size]
+    assert short and (hub[short] < 0).all()
 
 
 def test_the_car_has_no_hubs(tmp_path):
     """Car turns cost by angle and never turn back mid-street: no junction qualifies."""
     graph, _ = build_graph(random_network(21).write(tmp_path / "car.osm.pbf"), profile=CAR, with_ch=False)
-    assert not hub_nodes(graph).any()
+    assert (hub_of_edge(graph) < 0).all()
     arcs = hubbed_turn_graph(graph)
     assert arcs.n == graph.n_edges and np.array_equal(arcs.first, np.asarray(graph.turn_first_out))
 
@@ -85,7 +92,7 @@ def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(foot_graph):
     seed, g = foot_graph
     with_hubs = ch.build(g)
     without = ch.build(g, hubs=False)
-    assert with_hubs["ch_hub_node"].size > 0 and without["ch_hub_node"].size == 0
+    assert with_hubs["ch_hub_edge"].size > 0 and without["ch_hub_edge"].size == 0
     shortcuts = [int((a["ch_up_mid"] >= 0).sum() + (a["ch_dn_mid"] >= 0).sum()) for a in (with_hubs, without)]
     assert shortcuts[0] < shortcuts[1], shortcuts
     with_hubs.pop("ch_core")
