@@ -29,10 +29,14 @@ Speed: the class's (or the pushing speed), capped by ``maxspeed`` (``maxspeed:fo
 ``:backward``) when lower and by :data:`SURFACE_KMH` (slower on gravel, sett, cobbles).
 
 Nodes: ``bicycle=no`` (or ``access=no|private`` without a ``bicycle`` tag allowing it), solid
-barriers and stiles/turnstiles block; traffic signals cost :data:`SIGNALS_S`. Turns cost OSRM's
-bicycle.lua quadratic, ``(angle / 90)² * TURN_PENALTY_S``, divided by :data:`TURN_BIAS` to the
-right and multiplied by it to the left, where there is a choice; U-turns :data:`UTURN_S` more;
-turning from a ridden way onto a pushed one weighs :data:`MODE_CHANGE_S` more (not in the time).
+barriers and stiles/turnstiles block; traffic signals cost :data:`SIGNALS_S`. Turns cost nothing
+by their angle, and a cyclist may turn back at any junction (``Profile.turns_back``): the
+approaches of a junction then turn alike and share one CH hub (:mod:`engine.routing.hubs`). OSRM's
+bicycle.lua prices a turn by its angle (``(angle / 90)² * 6 s``, x1.4 to the left); that made every
+junction a clique of distinct turns in the edge-based contraction, 45x the time of the same
+junctions as hubs on a grid city, for two routes in 300 per sample whose distance moves past
+OSRM's 10 % (``docs/engineering-history.md``). Turning from a ridden way onto a pushed one
+weighs :data:`MODE_CHANGE_S` more (not in the time): ridden and pushed approaches make two hubs.
 Turn restrictions: ``restriction`` and ``restriction:bicycle`` apply, unless ``except`` names
 ``bicycle``.
 """
@@ -48,9 +52,6 @@ WALK_KMH = 4.0
 STEPS_KMH = 2.0
 FERRY_KMH = 5.0
 SIGNALS_S = 2.0
-TURN_PENALTY_S = 6.0
-TURN_BIAS = 1.4  # right-hand traffic: a left turn costs TURN_BIAS² times a right turn
-UTURN_S = 20.0
 MODE_CHANGE_S = 30.0  # routing weight (not time) of getting off to push (profiles.Profile.mode_change_s)
 
 DEFAULT_KMH = 15.0
@@ -208,13 +209,8 @@ def node_penalty(tags: Mapping[str, str]) -> float | None:
 
 
 def turn_duration_s(angle_deg: float, *, n_roads: int, uturn: bool, roundabout: bool) -> float:
-    """OSRM bicycle.lua's turn cost: ``angle_deg`` in (-180, 180], positive = right turn; charged
-    only where there is a choice, or for a U-turn."""
-    if n_roads <= 2 and not uturn:
-        return 0.0
-    bias = 1 / TURN_BIAS if angle_deg >= 0 else TURN_BIAS
-    cost = (angle_deg / 90.0) ** 2 * TURN_PENALTY_S * bias
-    return cost + (UTURN_S if uturn else 0.0)
+    """A cyclist turns for free."""
+    return 0.0
 
 
 def restriction_kind(tags: Mapping[str, str]) -> str | None:

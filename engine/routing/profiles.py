@@ -75,6 +75,7 @@ BICYCLE = Profile(
     bicycle.turn_duration_s,
     mode_change_s=bicycle.MODE_CHANGE_S,
     pushing_kmh=bicycle.WALK_KMH,
+    turns_back=True,
 )
 PROFILES: dict[str, Profile] = {p.name: p for p in (CAR, FOOT, BICYCLE)}
 NAMES: tuple[str, ...] = tuple(PROFILES)

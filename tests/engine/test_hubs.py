@@ -7,19 +7,25 @@ import numpy as np
 import pytest
 
 from engine.routing import ch
+from engine.routing import profile as P
 from engine.routing.build import build_graph
 from engine.routing.hubs import hub_of_edge, hubbed_turn_graph
 from engine.routing.matrix import MatrixQuery
-from engine.routing.profiles import CAR, FOOT
+from engine.routing.profiles import BICYCLE, CAR, FOOT
 from engine.routing.router import Router
+from tests.engine.osm_grid import OsmGrid
 from tests.engine.test_ch import check_whole_network, random_network, router_over
 
 
 def walkers_network(seed: int):
-    """The random road network of the CH tests, with what changes a walker's junctions: foot
-    restrictions (kept as explicit turns), walls (blocking) and signals (a node penalty)."""
+    """The random road network of the CH tests (signals, bollards, restrictions for vehicles), with
+    what changes a walker's or a cyclist's junctions: foot restrictions (kept as explicit turns),
+    walls (blocking) and footways (a cyclist pushes: ridden and pushed approaches differ)."""
     g = random_network(seed)
     rng = np.random.default_rng(seed + 100)
+    for _ in range(25):
+        i, j = (int(x) for x in rng.integers(0, 11, 2))
+        g.way([f"n{i}_{j + 1}", f"n{i + 1}_{j}"], highway="footway")
     junctions = sorted({name for way in g.ways for name in (way[1][0], way[1][-1])})
     for via in map(str, rng.choice(junctions, 6, replace=False)):
         ways = [wid for wid, refs, _ in g.ways if via in (refs[0], refs[-1])]
@@ -36,12 +42,14 @@ def walkers_network(seed: int):
     return g
 
 
-@pytest.fixture(scope="module", params=[21, 22, 23])
-def foot_graph(request, tmp_path_factory):
-    g = walkers_network(request.param)
-    path = g.write(tmp_path_factory.mktemp("hubs") / f"walk{request.param}.osm.pbf")
-    graph, _ = build_graph(path, profile=FOOT, with_ch=False)
-    return request.param, graph
+@pytest.fixture(scope="module", params=[(21, FOOT), (22, FOOT), (23, FOOT), (24, BICYCLE), (25, BICYCLE)])
+def walk_graph(request, tmp_path_factory):
+    """A walker's or a cyclist's graph of :func:`walkers_network` (no CH yet)."""
+    seed, profile = request.param
+    g = walkers_network(seed)
+    path = g.write(tmp_path_factory.mktemp("hubs") / f"walk{seed}.osm.pbf")
+    graph, _ = build_graph(path, profile=profile, with_ch=False)
+    return seed, graph
 
 
 def expected_hubs(g) -> set[frozenset[int]]:
@@ -61,17 +69,17 @@ def expected_hubs(g) -> set[frozenset[int]]:
     return {frozenset(edges) for (_, row), edges in rows.items() if len(edges) * len(row) > len(edges) + len(row)}
 
 
-def test_hubs_are_the_approaches_that_turn_alike(foot_graph):
+def test_hubs_are_the_approaches_that_turn_alike(walk_graph):
     """Checked against the rule written plainly, not with the kernel's hashing."""
-    _, g = foot_graph
+    _, g = walk_graph
     hub = hub_of_edge(g)
     found = {frozenset(np.flatnonzero(hub == h).tolist()) for h in range(int(hub.max()) + 1)}
     assert found == expected_hubs(g)
     assert len(found) > 0.3 * g.n_nodes  # most junctions of a walker's network
 
 
-def test_restricted_and_walled_junctions_keep_their_turns(foot_graph):
-    _, g = foot_graph
+def test_restricted_and_walled_junctions_keep_their_turns(walk_graph):
+    _, g = walk_graph
     hub = hub_of_edge(g)
     assert g.meta["restrictions"]["applied_turns_removed"] > 0
     short = [e for e in range(g.n_edges) if len(g.turns(e)[0]) < g.out_edges(g.edge_head[e]).size]
@@ -86,10 +94,10 @@ def test_the_car_has_no_hubs(tmp_path):
     assert arcs.n == graph.n_edges and np.array_equal(arcs.first, np.asarray(graph.turn_first_out))
 
 
-def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(foot_graph):
+def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(walk_graph):
     """Exact against the turn graph's Dijkstra; consecutive route edges are real turns (a hub id
     left in a path would fail that); the hubs make fewer shortcuts than the plain turn graph."""
-    seed, g = foot_graph
+    seed, g = walk_graph
     with_hubs = ch.build(g)
     without = ch.build(g, hubs=False)
     assert with_hubs["ch_hub_edge"].size > 0 and without["ch_hub_edge"].size == 0
@@ -100,10 +108,10 @@ def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(foot_graph):
     assert found > 0.5 * compared
 
 
-def test_matrix_cells_equal_legs_with_hubs(foot_graph):
+def test_matrix_cells_equal_legs_with_hubs(walk_graph):
     """The matrix's arc costs know the hubs: every cell's weight, duration and length are the
     router's leg for the pair."""
-    seed, g = foot_graph
+    seed, g = walk_graph
     arrays = ch.build(g)
     arrays.pop("ch_core")
     router = router_over(g, arrays)
@@ -125,3 +133,26 @@ def test_matrix_cells_equal_legs_with_hubs(foot_graph):
             assert dur[i, j] == pytest.approx(duration, rel=1e-6, abs=1e-3)
             assert length[i, j] == pytest.approx(distance, rel=1e-6, abs=1e-3)
     assert routed > 0.5 * len(snaps) ** 2
+
+
+CROSS = """
+         N
+         |
+    W----X----E
+         |
+         S
+"""
+
+
+def test_ridden_and_pushed_approaches_make_two_hubs(tmp_path):
+    """Turning from a ridden way onto a pushed one weighs more: the ridden approaches (W, E) and
+    the pushed ones (the footway from S and N) turn differently, so X has two hubs."""
+    g = OsmGrid(CROSS, grid_m=20.0)
+    g.way("SXN", highway="footway")
+    g.way("WXE", highway="residential")
+    graph, _ = build_graph(g.write(tmp_path / "cross.osm.pbf"), profile=BICYCLE, with_ch=False)
+    hub = hub_of_edge(graph)
+    pushed = np.isin(np.asarray(graph.edge_class), [P.HIGHWAY_CLASSES.index("footway")])
+    assert int(hub.max()) + 1 == 2
+    assert len(set(hub[pushed & (hub >= 0)])) == 1 and len(set(hub[~pushed & (hub >= 0)])) == 1
+    assert set(hub[pushed & (hub >= 0)]).isdisjoint(hub[~pushed & (hub >= 0)])

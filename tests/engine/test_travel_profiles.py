@@ -314,8 +314,9 @@ CROSS = """
 """
 
 
-def test_bicycle_turns_cost_more_to_the_left(tmp_path):
-    """OSRM's bicycle turn cost: (angle / 90)² * 6 s, times 1.4 to the left, over 1.4 to the right."""
+def test_bicycle_turns_cost_nothing_by_their_angle_and_junctions_are_hubs(tmp_path):
+    """Left and right at a crossing take the same time (no angle price), and the crossing's
+    approaches share one CH hub."""
     g = OsmGrid(CROSS, grid_m=20.0)
     g.way("SXN", highway="residential")
     g.way("WXE", highway="residential")
@@ -324,8 +325,11 @@ def test_bicycle_turns_cost_more_to_the_left(tmp_path):
     left = route(ds, start, g.coord_between("X", "W"), "bicycle")
     right = route(ds, start, g.coord_between("X", "E"), "bicycle")
     assert left is not None and right is not None
-    expected = bicycle.TURN_PENALTY_S * (bicycle.TURN_BIAS - 1 / bicycle.TURN_BIAS)
-    assert left["duration"] - right["duration"] == pytest.approx(expected, abs=0.3)
+    assert left["duration"] == pytest.approx(right["duration"], abs=0.05)
+    graph = ds.require("grid").router_for("bicycle").g
+    assert graph.ch_hub_edge.shape[0] == 1  # X: four approaches, four ways out
+    car = ds.require("grid").router_for("car").g
+    assert car.ch_hub_edge.shape[0] == 0  # the car's turns are priced by their angle
 
 
 # -- turn restrictions per profile -----------------------------------------------------------------
