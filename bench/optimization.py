@@ -14,8 +14,15 @@ windows in an 8-hour day, 60-300 s of service, deliveries of 1-3; ``--vehicles``
 Runs take turns (a, b, a, b, ...) after one warm-up of each; p50 over ``--runs``. Meridian's depot
 moves by k x 1e-7 degrees (1 cm) every call, so that no call is answered from the Redis cache.
 
+``--problems K`` solves K problems (seeds 200, 201, ...: other points, windows and amounts): VROOM's
+local search follows the matrix it is given, so two matrices of one problem that differ by a few
+seconds here and there send it down different paths and one problem's times say as much about
+that path as about either stack. The verdict is the K problems' total time, each problem's row
+beside it.
+
     PEERS_DIR=... OSRM_CH_PORT=... python -m bench.optimization [--region helsinki] [--jobs 200]
-        [--vehicles 10] [--runs 3] [--data-dir DIR] [--start-peers] [--out bench/results/optimization.json]
+        [--vehicles 10] [--runs 3] [--problems 5] [--data-dir DIR] [--start-peers]
+        [--out bench/results/optimization.json]
 """
 
 from __future__ import annotations
@@ -144,12 +151,49 @@ def solve_on_meridian_matrix(registry: DatasetRegistry, body: dict[str, Any]) ->
     return time.perf_counter() - t0
 
 
+def compare(
+    client: Http, osrm: Http, key: str, registry: DatasetRegistry, body: dict[str, Any], runs: int
+) -> dict[str, Any]:
+    """One problem: Meridian end to end and VROOM + OSRM taking turns, p50 of ``runs`` after a
+    warm-up of each; every Meridian answer checked."""
+    ours: list[float] = []
+    theirs: list[dict[str, Any]] = []
+    own_matrix_solves: list[float] = []
+    for run in range(runs + 1):  # run 0 warms both up
+        sent = moved(body, run + 1)
+        elapsed, answer = meridian(client, key, sent)
+        checked = check_solution(registry, sent, answer)
+        other = vroom_osrm(osrm, body)
+        own_solve = solve_on_meridian_matrix(registry, body)
+        if run:
+            ours.append(elapsed)
+            theirs.append(other)
+            own_matrix_solves.append(own_solve)
+    p50 = {
+        k: round(statistics.median(r[k] for r in theirs), 3) for k in ("seconds", "table_s", "solve_s", "geometry_s")
+    }
+    m = {
+        "p50_s": round(statistics.median(ours), 3),
+        "seconds": [round(s, 3) for s in ours],
+        **checked,
+        "cost": answer["summary"]["cost"],
+        "p50_solve_alone_s": round(statistics.median(own_matrix_solves), 3),
+    }
+    v = {
+        **{f"p50_{k}": val for k, val in p50.items()},
+        "seconds": [round(r["seconds"], 3) for r in theirs],
+        **{k: theirs[-1][k] for k in ("served", "unassigned", "routes", "cost")},
+    }
+    return {"meridian": m, "vroom_osrm": v, "meridian_over_vroom_osrm": round(m["p50_s"] / p50["seconds"], 2)}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--region", default="helsinki")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--vehicles", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--problems", type=int, default=5, help="problems of seeds 200, 201, ... (see above)")
     ap.add_argument("--data-dir", help="a DATA_DIR with the samples imported (default: import into a temporary one)")
     ap.add_argument("--start-peers", action="store_true", help="switch the peers kit to the region first")
     ap.add_argument("--out", default=str(RESULTS / "optimization.json"))
@@ -157,38 +201,31 @@ def main(argv: list[str] | None = None) -> None:
     data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="meridian-opt-")) / "data"
     import_pbf(SAMPLES / f"{args.region}.osm.pbf", data_dir, args.region)
     registry = DatasetRegistry(data_dir)
-    body = problem(
-        connected_points(registry, args.region, args.jobs + 1, seed=200),
-        args.vehicles,
-        seed=200,
-        horizon=8 * 3600,
-        capacity=60,
-    )
+    bodies = [
+        (
+            seed,
+            problem(
+                connected_points(registry, args.region, args.jobs + 1, seed=seed),
+                args.vehicles,
+                seed=seed,
+                horizon=8 * 3600,
+                capacity=60,
+            ),
+        )
+        for seed in range(200, 200 + args.problems)
+    ]
     if args.start_peers:
         start_peers(args.region)
     if peers_region() != args.region:
         raise SystemExit(f"the peers kit does not serve {args.region} (--start-peers)")
     load_start = os.getloadavg()[0]
-    ours: list[float] = []
-    theirs: list[dict[str, Any]] = []
-    own_matrix_solves: list[float] = []
     with meridian_stack(data_dir, "optimization") as (port, key):
         client, osrm = Http("127.0.0.1", port), Http(*peers.OSRM_CH)
         for c in (client, osrm):
             c.conn.timeout = 120
-        for run in range(args.runs + 1):  # run 0 warms both up
-            sent = moved(body, run + 1)
-            elapsed, answer = meridian(client, key, sent)
-            checked = check_solution(registry, sent, answer)
-            other = vroom_osrm(osrm, body)
-            own_solve = solve_on_meridian_matrix(registry, body)
-            if run:
-                ours.append(elapsed)
-                theirs.append(other)
-                own_matrix_solves.append(own_solve)
-    p50 = {
-        k: round(statistics.median(r[k] for r in theirs), 3) for k in ("seconds", "table_s", "solve_s", "geometry_s")
-    }
+        problems = [{"seed": seed, **compare(client, osrm, key, registry, body, args.runs)} for seed, body in bodies]
+    ours = sum(p["meridian"]["p50_s"] for p in problems)
+    theirs = sum(p["vroom_osrm"]["p50_seconds"] for p in problems)
     doc = {
         "benchmark": "optimization",
         **run_record("bench.optimization", argv, load_start),
@@ -197,38 +234,22 @@ def main(argv: list[str] | None = None) -> None:
         "vehicles": args.vehicles,
         "runs": args.runs,
         "solve_timeout_s": optimization.SOLVE_TIMEOUT_S,
-        "meridian": {
-            "p50_s": round(statistics.median(ours), 3),
-            "seconds": [round(s, 3) for s in ours],
-            **checked,
-            "cost": answer["summary"]["cost"],
-            "p50_solve_alone_s": round(statistics.median(own_matrix_solves), 3),
-        },
-        "vroom_osrm": {
-            **{f"p50_{k}": v for k, v in p50.items()},
-            "seconds": [round(r["seconds"], 3) for r in theirs],
-            **{k: theirs[-1][k] for k in ("served", "unassigned", "routes", "cost")},
-        },
+        "problems": problems,
+        "total_p50_s": {"meridian": round(ours, 3), "vroom_osrm": round(theirs, 3)},
+        "meridian_over_vroom_osrm": round(ours / theirs, 2),
     }
-    doc["meridian_over_vroom_osrm"] = round(doc["meridian"]["p50_s"] / p50["seconds"], 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1))
-    m, v = doc["meridian"], doc["vroom_osrm"]
     print(f"\n{args.region}: {args.jobs} jobs with time windows, {args.vehicles} vehicles, p50 of {args.runs} runs")
-    print(f"{'':<44}{'p50 s':>8}{'served':>8}{'routes':>8}{'cost':>8}")
+    print(f"{'seed':<6}{'Meridian s':>12}{'VROOM+OSRM s':>14}{'ratio':>7}{'solve alone, ours / OSRM matrix':>34}")
+    for p in problems:
+        m, v = p["meridian"], p["vroom_osrm"]
+        solves = f"{m['p50_solve_alone_s']} / {v['p50_solve_s']}"
+        print(f"{p['seed']:<6}{m['p50_s']:>12}{v['p50_seconds']:>14}{p['meridian_over_vroom_osrm']:>7}{solves:>34}")
     print(
-        f"{'Meridian POST /v1/optimization (end to end)':<44}{m['p50_s']:>8}{m['served']:>8}{m['routes']:>8}{m['cost']:>8}"
-    )
-    print(
-        f"{'VROOM + OSRM (table + solve + route lines)':<44}{v['p50_seconds']:>8}{v['served']:>8}{v['routes']:>8}{v['cost']:>8}"
-    )
-    print(
-        f"  of which OSRM /table {v['p50_table_s']} s, solve {v['p50_solve_s']} s, /route lines {v['p50_geometry_s']} s"
-    )
-    print(f"  VROOM's solve alone over Meridian's matrix (in process): {m['p50_solve_alone_s']} s")
-    print(
-        f"Meridian / VROOM+OSRM: {doc['meridian_over_vroom_osrm']}x; load {doc['load_start']} -> {doc['load_end']}; wrote {out}"
+        f"total {round(ours, 3)} s / {round(theirs, 3)} s: Meridian / VROOM+OSRM {doc['meridian_over_vroom_osrm']}x; "
+        f"load {doc['load_start']} -> {doc['load_end']}; wrote {out}"
     )
 
 
