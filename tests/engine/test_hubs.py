@@ -3,12 +3,16 @@ one CH node, and every answer stays the plain turn graph's (Dijkstra), the matri
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from engine.errors import DatasetError
 from engine.routing import ch
 from engine.routing import profile as P
 from engine.routing.build import build_graph
+from engine.routing.graph import RoadGraph
 from engine.routing.hubs import hub_of_edge, hubbed_turn_graph
 from engine.routing.matrix import MatrixQuery
 from engine.routing.profiles import BICYCLE, CAR, FOOT
@@ -156,3 +160,27 @@ def test_ridden_and_pushed_approaches_make_two_hubs(tmp_path):
     assert int(hub.max()) + 1 == 2
     assert len(set(hub[pushed & (hub >= 0)])) == 1 and len(set(hub[~pushed & (hub >= 0)])) == 1
     assert set(hub[pushed & (hub >= 0)]).isdisjoint(hub[~pushed & (hub >= 0)])
+
+
+def test_a_graph_of_format_1_still_opens_and_format_3_is_refused(tmp_path, walk_graph):
+    """A graph written before hubs (format 1: no ``ch_hub_edge``, every CH node an edge) opens and
+    routes as the turn graph's Dijkstra does; a format this release does not know is refused."""
+    seed, _ = walk_graph
+    g, _ = build_graph(walkers_network(seed).write(tmp_path / "old.osm.pbf"), profile=FOOT, with_ch=False)
+    arrays = ch.build(g, hubs=False)
+    arrays.pop("ch_core")
+    arrays.pop("ch_hub_edge")
+    for k, v in arrays.items():
+        setattr(g, k, v)
+    g.has_ch = True
+    saved = tmp_path / "graph"
+    g.save(saved)
+    meta = json.loads((saved / "meta.json").read_text())
+    (saved / "meta.json").write_text(json.dumps({**meta, "graph_format": 1}))
+    old = RoadGraph.open(saved)
+    assert not hasattr(old, "ch_hub_edge") and old.has_ch
+    found, compared = check_whole_network(Router(old), seed=seed, pairs=60)
+    assert found > 0.5 * compared
+    (saved / "meta.json").write_text(json.dumps({**meta, "graph_format": 3}))
+    with pytest.raises(DatasetError, match="re-import"):
+        RoadGraph.open(saved)
