@@ -1,4 +1,5 @@
-"""Growable arrays for numba kernels: the one way a kernel makes room for more items."""
+"""Array helpers: growable arrays for numba kernels (the one way a kernel makes room for more
+items), and the index ranges of CSR-style slices."""
 
 from __future__ import annotations
 
@@ -18,3 +19,9 @@ def resized(a, size, n):
     b = np.empty(size, a.dtype)
     b[:n] = a[:n]
     return b
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[i] + 0..counts[i]-1`` for every i, concatenated: the indexes of many slices."""
+    shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return shift + np.arange(shift.shape[0])

@@ -705,7 +705,7 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
 def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
-    with progress.step(label, total=graph.n_edges, unit="CH nodes") as step:
+    with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
         ch_arrays = ch.build(graph, progress=step)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
     for k, v in ch_arrays.items():

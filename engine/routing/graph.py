@@ -17,8 +17,9 @@ Model
 * **Turns** (the edge-based graph): ``turn_*`` lists for each edge ``e`` the edges ``f`` a car may
   take next at ``edge_head[e]``, with the turn's cost in seconds. Turn restrictions (``no_*``,
   ``only_*`` relations, via node), blocking barriers and the no-U-turn rule (U-turns only at dead
-  ends; a walker turns back anywhere) are applied by *leaving forbidden turns out*. Any search that must respect turn
-  restrictions walks this graph (edge to edge), not the node CSR.
+  ends; walkers and cyclists turn back anywhere, ``Profile.turns_back``) are applied by *leaving
+  forbidden turns out*. Any search that must respect turn restrictions walks this graph (edge to
+  edge), not the node CSR.
 
 Cost convention for searches over the turn graph: the cost of *being at the end of edge f* after
 edge ``e`` is ``cost(e) + turn_weight[t] + edge_weight[f]`` (pay the edge on entering it). A

@@ -3,8 +3,8 @@
 The contraction hierarchy (:mod:`engine.routing.ch`) is built over the turn graph, whose nodes are
 the road graph's directed edges and whose arcs are the allowed turns. A junction where ``i``
 edges arrive and ``o`` leave gives up to ``i x o`` turn arcs, and contracting such a clique
-multiplies shortcuts: on a grid city the foot graph (turns free, no restrictions) needed 7x the
-car's shortcuts and 44x its contraction time.
+multiplies shortcuts: on a 30k-node grid city the foot graph (turns free, no restrictions) needed
+twice the car's shortcuts and 6x its contraction time, 28x the time of the same junctions as hubs.
 
 Approaches that turn alike (each may take every leaving edge, its own U-turn included, and at
 the same turn weight and duration onto each as the others) are written as a *hub*: a CH node of
@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.arrays import ranges
+
 _SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
@@ -43,12 +45,6 @@ class HubbedTurnGraph:
     to: np.ndarray  # int64
     w: np.ndarray  # float64: turn weight + weight of the edge entered (0 into a hub)
     hub_edge: np.ndarray  # int32 [H]: an edge arriving into hub E + k
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``starts[i] + 0..counts[i]-1`` for every i, concatenated."""
-    shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return shift + np.arange(shift.shape[0])
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -94,10 +90,11 @@ def hub_of_edge(graph) -> np.ndarray:
     starts = np.flatnonzero(np.concatenate([[True], (key[:, 1:] != key[:, :-1]).any(axis=0)]))
     group = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, order.shape[0])))
     leader = order[starts][group]  # per edge of ``order``: its group's first edge
-    same = np.ones(order.shape[0], bool)  # the rows compared value by value
+    same = np.ones(order.shape[0], bool)  # the rows compared value by value (a group's rows are as long)
     turns = np.repeat(np.arange(order.shape[0]), n_turns[order])
-    offset = _ranges(np.zeros(order.shape[0], np.int64), n_turns[order])
-    np.logical_and.at(same, turns, value[first[order][turns] + offset] == value[first[leader][turns] + offset])
+    np.logical_and.at(
+        same, turns, value[ranges(first[order], n_turns[order])] == value[ranges(first[leader], n_turns[order])]
+    )
     order, group = order[same], group[same]
     size = np.bincount(group, minlength=starts.shape[0])
     k, d = size[group], n_turns[order]
@@ -123,7 +120,7 @@ def hubbed_turn_graph(graph, *, hubs: bool = True) -> HubbedTurnGraph:
     turn_from = np.repeat(np.arange(m), np.diff(first))
     kept = hub[turn_from] < 0
     # a hub's arcs out: its first arriving edge's turns, from the hub
-    out_turn = _ranges(first[hub_edge], np.diff(first)[hub_edge])
+    out_turn = ranges(first[hub_edge], np.diff(first)[hub_edge])
     out_hub = np.repeat(np.arange(n_hubs), np.diff(first)[hub_edge]) + m
     at = np.concatenate([turn_from[kept], into, out_hub])
     to = np.concatenate([tto[kept], hub[into] + m, tto[out_turn]])

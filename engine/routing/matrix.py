@@ -12,10 +12,10 @@ Each search carries along the weight the *duration* and the *length* of its path
 the duration and distance of the very path of least weight, the one the point-to-point router
 (:meth:`engine.routing.router.Router.leg`) unpacks and sums. The CH arcs keep only weights, so
 :data:`ARC_COSTS` gives every upward and downward arc its duration and length: an original turn
-arc ``u -> x`` costs ``turn_cost_s(u, x) + edge_duration_s[x]`` and ``edge_length_m[x]``; a
+arc ``u -> x`` costs ``turn_cost_s(u, x) + edge_duration_s[x]`` and ``edge_length_m[x]``; an
 arc into a junction hub (:mod:`engine.routing.hubs`) nothing, an arc out of it the turn cost of
-an edge arriving into the hub + ``edge_duration_s[x]`` and ``edge_length_m[x]``; a shortcut the sum of its two halves,
-found as the unpacking finds them
+an edge arriving into the hub + ``edge_duration_s[x]`` and ``edge_length_m[x]``; a shortcut the
+sum of its two halves, found as the unpacking finds them
 (:func:`engine.routing.ch.arc_at`), computed in order of the middle node's rank so the halves
 come first. Written into the dataset by the import (``engine.ingest.roads``) like the arcs'
 tails, or computed on open.

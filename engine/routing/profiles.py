@@ -39,9 +39,9 @@ class Profile:
     # cyclist getting off to push: OSRM bicycle.lua's mode_change_penalty); 0: no such penalty
     mode_change_s: float = 0.0
     pushing_kmh: float = 0.0
-    # may turn back at any junction (a walker), at the turn cost of going straight on; else only
-    # at a dead end. A junction where every approach may take every way out at one cost is a CH
-    # hub (engine.routing.hubs): the walker's junctions contract like a node-based graph.
+    # may turn back at any junction (a walker, a cyclist), at the cost of going on; else only at a
+    # dead end. Then the approaches of a junction that turn alike share a CH hub
+    # (engine.routing.hubs), and such junctions contract like a node-based graph.
     turns_back: bool = False
 
     @property

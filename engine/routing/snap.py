@@ -46,7 +46,7 @@ from numba import njit
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
-from engine.arrays import grown
+from engine.arrays import grown, ranges
 from engine.geo import LocalProjection
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 from engine.routing.profile import CLASS_CODE, CONNECTOR_CLASSES
@@ -226,8 +226,7 @@ def _segments(graph, proj: LocalProjection) -> dict[str, np.ndarray]:
     ends = gf[rep + 1]
     counts = ends - starts - 1  # segments per edge
     seg_edge = np.repeat(rep, counts)
-    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    p0 = (np.arange(len(seg_edge)) + offs).astype(np.int64)
+    p0 = ranges(starts, counts).astype(np.int64)
     x, y = proj.to_xy(np.asarray(graph.geom_lat), np.asarray(graph.geom_lng))
     cum = np.asarray(graph.geom_cum_m, dtype=np.float64)
     return {
