@@ -1,5 +1,5 @@
 """Array helpers: growable arrays for numba kernels (the one way a kernel makes room for more
-items), and the index ranges of CSR-style slices."""
+items), the index ranges of CSR-style slices, and the narrowest integer type for indexes."""
 
 from __future__ import annotations
 
@@ -25,3 +25,9 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``starts[i] + 0..counts[i]-1`` for every i, concatenated: the indexes of many slices."""
     shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
     return shift + np.arange(shift.shape[0])
+
+
+def index_dtype(count: int) -> type:
+    """int32 for the indexes of ``count`` items when they fit (half the bytes on disk and in the
+    page cache), int64 beyond: a kernel indexes with either."""
+    return np.int32 if count <= np.iinfo(np.int32).max else np.int64

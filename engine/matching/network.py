@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from engine.arrays import index_dtype
 from engine.geo import LocalProjection
 from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
 
@@ -413,12 +414,13 @@ def segment_grid_arrays(
     cell = cell or max(100.0, span / 2000.0)
     nx = int((float(gx.max()) - x0) / cell) + 2 if gx.size else 1
     ny = int((float(gy.max()) - y0) / cell) + 2 if gx.size else 1
-    seg_edge = np.repeat(np.arange(geom_first.size - 1, dtype=np.int64), np.diff(geom_first))
+    n_edges = geom_first.size - 1
+    seg_edge: np.ndarray = np.repeat(np.arange(n_edges, dtype=index_dtype(n_edges)), np.diff(geom_first))
     counts = np.zeros(nx * ny, dtype=np.int64)
     dummy = np.zeros(nx * ny + 1, dtype=np.int64)
     _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, True, dummy, counts)
     cell_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cell_seg = np.empty(int(cell_first[-1]), dtype=np.int64)
+    cell_seg: np.ndarray = np.empty(int(cell_first[-1]), dtype=index_dtype(gx.size))
     _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, False, cell_first, cell_seg)
     return {
         "grid_origin": np.array([x0, y0]),
@@ -503,7 +505,7 @@ def _network_arrays(graph) -> dict[str, np.ndarray]:
 
 NETWORK_ARRAYS = DerivedArrays(
     "network",
-    1,
+    2,
     ("projection_origin", "node_x", "node_y", "geom_x", "geom_y", "geom_cum", "length", *GRID_ARRAYS),
     _network_arrays,
 )
@@ -560,7 +562,7 @@ class MatchingComponent:
             self._turns = TurnGraph(
                 np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
                 np.ascontiguousarray(g.turn_to, dtype=np.int32),
-                WIDE_COLUMNS.load(g)["turn_cost_s"],
+                np.asarray(g.turn_cost_s),  # float32, added to float64 sums
             )
         return self._turns
 

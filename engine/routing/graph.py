@@ -37,7 +37,7 @@ view; ``memmap.__getitem__`` costs ~1 us per scalar access). :class:`engine.rout
 the :class:`engine.routing.snap.EdgeSnapper` and the process's CH query: reuse them rather than
 building your own.
 
-Arrays derived from these for the query side (float64 copies of float32 columns, the snapper's
+Arrays derived from these for the query side (float64 copies of float32 edge columns, the snapper's
 grid, the isochrone network's projected geometry) are written by the import under
 ``derived/`` and memory-mapped too (:mod:`engine.routing.derived`).
 

@@ -115,8 +115,8 @@ def _arc_costs(graph) -> dict[str, np.ndarray]:
         np.asarray(graph.ch_dn_mid),
         tails["dn_from"],
         np.asarray(graph.turn_first_out, np.int64),
-        wide["turn_to"],
-        wide["turn_cost_s"],
+        np.asarray(graph.turn_to),
+        np.asarray(graph.turn_cost_s),
         wide["edge_duration_s"],
         wide["edge_length_m"],
         np.asarray(getattr(graph, "ch_hub_edge", np.zeros(0, np.int32)), np.int64),  # format 1: no hubs

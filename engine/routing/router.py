@@ -69,8 +69,9 @@ def _cut(gf, glat, glng, gcum, e, frac, lat_out, lng_out):
     i = s
     while i < t - 2 and gcum[i + 1] < target:
         i += 1
-    seg = gcum[i + 1] - gcum[i]
-    u = 0.0 if seg <= 0 else (target - gcum[i]) / seg
+    before = np.float64(gcum[i])  # float32 in the graph: the difference is taken in float64
+    seg = np.float64(gcum[i + 1]) - before
+    u = 0.0 if seg <= 0 else (target - before) / seg
     if u < 0.0:
         u = 0.0
     if u > 1.0:
@@ -134,15 +135,15 @@ class Router:
         self.weight = wide["edge_weight"]
         self.twin = wide["edge_twin"]
         self.tfirst = np.asarray(g.turn_first_out, dtype=np.int64)
-        self.tto = wide["turn_to"]
-        self.tcost = wide["turn_cost_s"]  # seconds (reported time)
-        self.tweight = wide["turn_weight"]  # routing weight
+        self.tto = np.asarray(g.turn_to)  # the turn columns at their stored width (derived.WIDE_TYPES)
+        self.tcost = np.asarray(g.turn_cost_s)  # seconds (reported time)
+        self.tweight = np.asarray(g.turn_weight)  # routing weight
         self.flags = np.asarray(g.edge_flags)
         self.cls = np.asarray(g.edge_class)
         self.gf = np.asarray(g.edge_geom_first)
         self.glat = np.asarray(g.geom_lat)
         self.glng = np.asarray(g.geom_lng)
-        self.gcum = wide["geom_cum_m"]
+        self.gcum = np.asarray(g.geom_cum_m)  # float32: _cut widens before it subtracts
         self.name_ids = wide["edge_name"]
         self.edge_head = wide["edge_head"]
         self.node_lat = np.asarray(g.node_lat, dtype=np.float64)

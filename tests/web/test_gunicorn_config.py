@@ -199,8 +199,10 @@ def _body(sock: socket.socket) -> bytes:
 
 def test_a_burst_of_connections_is_shared_by_the_workers(tmp_path):
     """Eight kept-alive connections opened at once (as wrk or a proxy's upstream pool opens them)
-    against two workers: each worker serves four. Without the shared connection table the worker
-    running when the burst came accepted all eight, and the other worker's core stayed idle."""
+    against two workers: each worker serves about four. Without the shared connection table the
+    worker running when the burst came accepted all eight, and the other worker's core stayed idle.
+    A worker leaves a connection to its sibling for ``BALANCE_WAIT_S`` only, so on a loaded machine
+    a sibling slow to wake may miss one of them: three and five is still a shared burst."""
     (tmp_path / "pid_app.py").write_text(PID_APP)
     port = free_port()
     cmd = [sys.executable, "-m", "gunicorn", "-k", "config.gunicorn_worker.LingeringThreadWorker"]
@@ -220,7 +222,7 @@ def test_a_burst_of_connections_is_shared_by_the_workers(tmp_path):
                 served[pid] = served.get(pid, 0) + 1
             for s in socks:
                 s.close()
-            assert sorted(served.values()) == [4, 4], served
+            assert len(served) == 2 and min(served.values()) >= 3, served
             time.sleep(1.5)  # the closed connections leave the table
     finally:
         proc.terminate()
