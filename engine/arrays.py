@@ -27,7 +27,7 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return shift + np.arange(shift.shape[0])
 
 
-def index_dtype(count: int) -> type:
+def index_dtype(count: int) -> np.dtype:
     """int32 for the indexes of ``count`` items when they fit (half the bytes on disk and in the
     page cache), int64 beyond: a kernel indexes with either."""
-    return np.int32 if count <= np.iinfo(np.int32).max else np.int64
+    return np.dtype(np.int32 if count <= np.iinfo(np.int32).max else np.int64)

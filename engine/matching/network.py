@@ -415,12 +415,12 @@ def segment_grid_arrays(
     nx = int((float(gx.max()) - x0) / cell) + 2 if gx.size else 1
     ny = int((float(gy.max()) - y0) / cell) + 2 if gx.size else 1
     n_edges = geom_first.size - 1
-    seg_edge: np.ndarray = np.repeat(np.arange(n_edges, dtype=index_dtype(n_edges)), np.diff(geom_first))
+    seg_edge = np.repeat(np.arange(n_edges, dtype=index_dtype(n_edges)), np.diff(geom_first))
     counts = np.zeros(nx * ny, dtype=np.int64)
     dummy = np.zeros(nx * ny + 1, dtype=np.int64)
     _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, True, dummy, counts)
     cell_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cell_seg: np.ndarray = np.empty(int(cell_first[-1]), dtype=index_dtype(gx.size))
+    cell_seg = np.empty(int(cell_first[-1]), dtype=index_dtype(gx.size))
     _grid_fill(gx, gy, geom_first, seg_edge, x0, y0, cell, nx, ny, False, cell_first, cell_seg)
     return {
         "grid_origin": np.array([x0, y0]),
