@@ -25,9 +25,12 @@ multi-level overlay would scale further. Where turns cost nothing by angle (the 
 junctions) the blow-up is avoided already: the approaches of such a junction share one hub node
 (:mod:`engine.routing.hubs`). ``core_shortcuts`` bounds the work per node: a node that
 would need more shortcuts is never contracted, and when only such nodes remain they form an
-uncontracted core, whose arcs go into both graphs and are searched as a plain graph. The default
-only stops the densest top of very large graphs, if at all; real extracts (Monaco, Helsinki)
-contract fully.
+uncontracted core, whose arcs go into both graphs and are searched as a plain graph. For the car
+(:data:`CORE_SHORTCUTS`) it only stops the densest top of very large graphs, if at all. A graph
+with junction hubs (the walker's, the cyclist's) gets :data:`HUBBED_CORE_SHORTCUTS`: one speed
+everywhere leaves its top without hierarchy, and on a large grid the last few thousand nodes,
+each in a near-clique, took most of the contraction (a core of them costs each long query a
+plain search of the core instead). Real extracts (Monaco, Helsinki) contract fully with either.
 
 The measurements behind these choices (CH against Dijkstra, the contraction variants and their
 parameters, the 1M-node city) are in ``docs/engineering-history.md``.
@@ -82,12 +85,16 @@ def node_count(graph) -> int:
     return int(graph.ch_up_first.shape[0]) - 1
 
 
+CORE_SHORTCUTS = 4096
+HUBBED_CORE_SHORTCUTS = 512
+
+
 def build(
     graph,
     *,
     sim_limit: int = 30,
     settle_limit: int = 500,
-    core_shortcuts: int = 4096,
+    core_shortcuts: int | None = None,
     front: float = 0.05,
     priority: tuple[float, float, float, float, float] = PRIORITY,
     hubs: bool = True,
@@ -100,9 +107,12 @@ def build(
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
     the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
-    rule covers that).
+    rule covers that). By default :data:`HUBBED_CORE_SHORTCUTS` when the graph has junction hubs,
+    else :data:`CORE_SHORTCUTS` (module doc).
     """
     arcs = hubbed_turn_graph(graph, hubs=hubs)
+    if core_shortcuts is None:
+        core_shortcuts = HUBBED_CORE_SHORTCUTS if arcs.hub_edge.shape[0] else CORE_SHORTCUTS
     n = arcs.n
     if progress is not None:
         progress.total = n  # the edges and the hubs

@@ -197,6 +197,33 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     assert found > 0.5 * compared
 
 
+def test_matrix_over_a_dense_core_equals_the_router(tmp_path):
+    """The many-to-many searches cross an uncontracted core as the router does: every cell is
+    the weight of the router's leg, and a plain Dijkstra's, for the same pair."""
+    from engine.routing.matrix import MatrixQuery
+
+    g = random_network(13)
+    graph, _ = build_graph(g.write(tmp_path / "core-matrix.osm.pbf"), with_ch=False)
+    arrays = ch.build(graph, core_shortcuts=2)
+    assert int(arrays.pop("ch_core")[0]) > 50
+    router = router_over(graph, arrays)
+    rng = np.random.default_rng(13)
+    lat, lng = np.asarray(graph.node_lat), np.asarray(graph.node_lng)
+    snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(14)]
+    assert all(s is not None for s in snaps)
+    weights, _, _ = MatrixQuery(router).costs(snaps, snaps)
+    routed = 0
+    for i, o in enumerate(snaps):
+        for j, d in enumerate(snaps):
+            slow = router.leg_dijkstra(o, d)
+            if slow is None:
+                assert weights[i, j] == np.inf
+                continue
+            routed += 1
+            assert weights[i, j] == pytest.approx(slow.weight, rel=1e-9, abs=1e-6)
+    assert routed > 0.5 * len(snaps) ** 2
+
+
 @pytest.mark.parametrize("front", [1.0, 0.05, 0.002])
 def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path, front):
     """No core at all (every node contracted, however many shortcuts it needs): still exact, and

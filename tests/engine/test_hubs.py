@@ -112,6 +112,21 @@ def test_ch_with_hubs_equals_dijkstra_and_paths_hold_only_edges(walk_graph):
     assert found > 0.5 * compared
 
 
+def test_a_hubbed_graph_gets_the_hubbed_core_bound_and_a_car_graph_the_car_bound(walk_graph, tmp_path, monkeypatch):
+    """``ch.build``'s default core bound follows the graph: a graph with junction hubs stops at
+    ``HUBBED_CORE_SHORTCUTS``, a car's at ``CORE_SHORTCUTS`` (each lowered here so that the bound
+    it reads shows as a core)."""
+    _, walk = walk_graph
+    car, _ = build_graph(random_network(21).write(tmp_path / "car.osm.pbf"), profile=CAR, with_ch=False)
+    monkeypatch.setattr(ch, "HUBBED_CORE_SHORTCUTS", 2)
+    assert int(ch.build(walk)["ch_core"][0]) > 0
+    assert int(ch.build(car)["ch_core"][0]) == 0
+    monkeypatch.setattr(ch, "HUBBED_CORE_SHORTCUTS", 1 << 30)
+    monkeypatch.setattr(ch, "CORE_SHORTCUTS", 2)
+    assert int(ch.build(walk)["ch_core"][0]) == 0
+    assert int(ch.build(car)["ch_core"][0]) > 0
+
+
 def test_matrix_cells_equal_legs_with_hubs(walk_graph):
     """The matrix's arc costs know the hubs: every cell's weight, duration and length are the
     router's leg for the pair."""
