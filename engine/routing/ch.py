@@ -85,6 +85,15 @@ def node_count(graph) -> int:
     return int(graph.ch_up_first.shape[0]) - 1
 
 
+def core_rank(graph) -> int:
+    """The lowest rank of the uncontracted core (the last ``ch_core`` ranks); the node count when
+    the graph contracted fully. The core's size is the graph meta's ``counts.ch_core`` (written by
+    the import); a graph without it counts as fully contracted, which only loses the core's
+    stricter stopping rule (:func:`_query`), never an answer."""
+    core = int(getattr(graph, "meta", {}).get("counts", {}).get("ch_core", 0))
+    return node_count(graph) - core
+
+
 CORE_SHORTCUTS = 4096
 HUBBED_CORE_SHORTCUTS = 512
 
@@ -161,6 +170,8 @@ def _query(
     sd,
     tgts,
     td,
+    rank,
+    core_rank,
     distf,
     distb,
     parf,
@@ -175,11 +186,20 @@ def _query(
     hp2,
 ):
     """Returns (best cost, meeting node, n touched fwd, n touched bwd). parf/parb hold the arc index
-    used to reach a node (-1 at a start)."""
+    used to reach a node (-1 at a start).
+
+    The CH's stopping rule: a direction is done when its queue's minimum reaches the best meeting
+    cost. Once both queues hold only core nodes (``rank >= core_rank``: the uncontracted core,
+    whose arcs lead only to core nodes), what is left is a plain bidirectional Dijkstra over the
+    core, which may stop as soon as the two minima together reach the best cost (an empty queue's
+    minimum counting as infinite), as OSRM's core search does. Without a core (``core_rank`` = the
+    node count) no node is a core node and only the CH's rule applies."""
     ntf = 0
     ntb = 0
     s1 = 0
     s2 = 0
+    low1 = 0  # nodes below the core in each queue
+    low2 = 0
     best = INF
     meet = -1
     for i in range(srcs.shape[0]):
@@ -190,6 +210,8 @@ def _query(
         if sd[i] < distf[x]:
             distf[x] = sd[i]
             parf[x] = -1
+            if hp1[x] < 0 and rank[x] < core_rank:
+                low1 += 1
             s1 = heap.push(hk1, hv1, hp1, s1, sd[i], x)
     for i in range(tgts.shape[0]):
         x = tgts[i]
@@ -199,6 +221,8 @@ def _query(
         if td[i] < distb[x]:
             distb[x] = td[i]
             parb[x] = -1
+            if hp2[x] < 0 and rank[x] < core_rank:
+                low2 += 1
             s2 = heap.push(hk2, hv2, hp2, s2, td[i], x)
     for i in range(srcs.shape[0]):
         x = srcs[i]
@@ -210,8 +234,12 @@ def _query(
         m2 = hk2[0] if s2 > 0 else INF
         if m1 >= best and m2 >= best:
             break
+        if low1 == 0 and low2 == 0 and m1 + m2 >= best:
+            break
         if m1 <= m2:
             d, x, s1 = heap.pop(hk1, hv1, hp1, s1)
+            if rank[x] < core_rank:
+                low1 -= 1
             # stall on demand: a cheaper way into x from a higher node via the down graph
             stalled = False
             for k in range(df[x], df[x + 1]):
@@ -230,12 +258,16 @@ def _query(
                         ntf += 1
                     distf[y] = nd
                     parf[y] = k
+                    if hp1[y] < 0 and rank[y] < core_rank:
+                        low1 += 1
                     s1 = heap.push(hk1, hv1, hp1, s1, nd, y)
                     if distb[y] < INF and nd + distb[y] < best:
                         best = nd + distb[y]
                         meet = y
         else:
             d, x, s2 = heap.pop(hk2, hv2, hp2, s2)
+            if rank[x] < core_rank:
+                low2 -= 1
             stalled = False
             for k in range(uf[x], uf[x + 1]):
                 y = ut[k]
@@ -253,6 +285,8 @@ def _query(
                         ntb += 1
                     distb[y] = nd
                     parb[y] = k
+                    if hp2[y] < 0 and rank[y] < core_rank:
+                        low2 += 1
                     s2 = heap.push(hk2, hv2, hp2, s2, nd, y)
                     if distf[y] < INF and nd + distf[y] < best:
                         best = nd + distf[y]
@@ -420,6 +454,8 @@ class CHQuery:
             np.asarray(graph.ch_dn_mid),
             tails["up_from"],
             tails["dn_from"],
+            np.asarray(graph.ch_rank),
+            core_rank(graph),
         )
         self._workspace = CHWorkspace.sized(node_count(graph))
         self._lock = threading.Lock()
@@ -469,6 +505,8 @@ def _route(
     dm,
     up_from,
     dn_from,
+    rank,
+    core_rank,
     distf,
     distb,
     parf,
@@ -484,7 +522,30 @@ def _route(
 ):
     """Query, path unpacking and workspace reset in one dispatch; an empty path when none."""
     best, meet, ntf, ntb = _query(
-        uf, ut, uw, df, dt, dw, srcs, sd, tgts, td, distf, distb, parf, parb, tf, tb, hk1, hv1, hp1, hk2, hv2, hp2
+        uf,
+        ut,
+        uw,
+        df,
+        dt,
+        dw,
+        srcs,
+        sd,
+        tgts,
+        td,
+        rank,
+        core_rank,
+        distf,
+        distb,
+        parf,
+        parb,
+        tf,
+        tb,
+        hk1,
+        hv1,
+        hp1,
+        hk2,
+        hv2,
+        hp2,
     )
     if meet >= 0:
         path = _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from)
@@ -546,6 +607,8 @@ def _edge_leg(
     dm,
     up_from,
     dn_from,
+    rank,
+    core_rank,
     distf,
     distb,
     parf,
@@ -582,6 +645,8 @@ def _edge_leg(
         dm,
         up_from,
         dn_from,
+        rank,
+        core_rank,
         distf,
         distb,
         parf,

@@ -172,10 +172,12 @@ def test_ch_equals_dijkstra_on_samples(datasets, region):
     assert found >= 0.9 * compared
 
 
-def router_over(graph, arrays: dict) -> Router:
-    """A router over ``graph`` with the CH ``arrays`` just built (instead of the stored ones)."""
+def router_over(graph, arrays: dict, core: int = 0) -> Router:
+    """A router over ``graph`` with the CH ``arrays`` just built (instead of the stored ones);
+    ``core``: the size of their uncontracted core, which the import writes into the graph's meta."""
     for k, v in arrays.items():
         setattr(graph, k, v)
+    graph.meta.setdefault("counts", {})["ch_core"] = core
     graph.has_ch = True
     return Router(graph)
 
@@ -193,7 +195,7 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
     arrays = ch.build(graph, core_shortcuts=2)
     core = int(arrays.pop("ch_core")[0])
     assert core > 50  # the early stop really left a core
-    found, compared = check_whole_network(router_over(graph, arrays), seed=9)
+    found, compared = check_whole_network(router_over(graph, arrays, core), seed=9)
     assert found > 0.5 * compared
 
 
@@ -205,8 +207,9 @@ def test_matrix_over_a_dense_core_equals_the_router(tmp_path):
     g = random_network(13)
     graph, _ = build_graph(g.write(tmp_path / "core-matrix.osm.pbf"), with_ch=False)
     arrays = ch.build(graph, core_shortcuts=2)
-    assert int(arrays.pop("ch_core")[0]) > 50
-    router = router_over(graph, arrays)
+    core = int(arrays.pop("ch_core")[0])
+    assert core > 50
+    router = router_over(graph, arrays, core)
     rng = np.random.default_rng(13)
     lat, lng = np.asarray(graph.node_lat), np.asarray(graph.node_lng)
     snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(14)]
