@@ -3,6 +3,9 @@ road networks (one-ways, classes, turn restrictions, barriers) and on the sample
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -172,6 +175,28 @@ def test_ch_equals_dijkstra_on_samples(datasets, region):
     assert found >= 0.9 * compared
 
 
+def random_snaps(router: Router, n: int, seed: int) -> list:
+    """``n`` points drawn in the bounding box of the router's graph, snapped (no distance limit)."""
+    rng = np.random.default_rng(seed)
+    lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
+    snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(n)]
+    assert all(s is not None for s in snaps)
+    return snaps
+
+
+def routed_cells(weights, snaps: list, leg_of) -> Iterator[tuple[int, int, Any]]:
+    """The matrix ``weights`` cell by cell against ``leg_of(origin, destination)``: a pair without
+    a leg must be INF, a routed pair the leg's weight; yields each routed pair's (i, j, leg)."""
+    for i, o in enumerate(snaps):
+        for j, d in enumerate(snaps):
+            leg = leg_of(o, d)
+            if leg is None:
+                assert weights[i, j] == np.inf
+                continue
+            assert weights[i, j] == pytest.approx(leg.weight, rel=1e-9, abs=1e-6)
+            yield i, j, leg
+
+
 def router_over(graph, arrays: dict, core: int = 0) -> Router:
     """A router over ``graph`` with the CH ``arrays`` just built (instead of the stored ones);
     ``core``: the size of their uncontracted core, which the import writes into the graph's meta."""
@@ -210,21 +235,10 @@ def test_matrix_over_a_dense_core_equals_the_router(tmp_path):
     core = int(arrays.pop("ch_core")[0])
     assert core > 50
     router = router_over(graph, arrays, core)
-    rng = np.random.default_rng(13)
-    lat, lng = np.asarray(graph.node_lat), np.asarray(graph.node_lng)
-    snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(14)]
-    assert all(s is not None for s in snaps)
+    snaps = random_snaps(router, 14, seed=13)
     weights, _, _ = MatrixQuery(router).costs(snaps, snaps)
-    routed = 0
-    for i, o in enumerate(snaps):
-        for j, d in enumerate(snaps):
-            slow = router.leg_dijkstra(o, d)
-            if slow is None:
-                assert weights[i, j] == np.inf
-                continue
-            routed += 1
-            assert weights[i, j] == pytest.approx(slow.weight, rel=1e-9, abs=1e-6)
-    assert routed > 0.5 * len(snaps) ** 2
+    routed = list(routed_cells(weights, snaps, router.leg_dijkstra))
+    assert len(routed) > 0.5 * len(snaps) ** 2
 
 
 @pytest.mark.parametrize("front", [1.0, 0.05, 0.002])

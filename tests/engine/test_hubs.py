@@ -18,7 +18,7 @@ from engine.routing.matrix import MatrixQuery
 from engine.routing.profiles import BICYCLE, CAR, FOOT
 from engine.routing.router import Router
 from tests.engine.osm_grid import OsmGrid
-from tests.engine.test_ch import check_whole_network, random_network, router_over
+from tests.engine.test_ch import check_whole_network, random_network, random_snaps, routed_cells, router_over
 
 
 def walkers_network(seed: int):
@@ -135,22 +135,14 @@ def test_matrix_cells_equal_legs_with_hubs(walk_graph):
     arrays.pop("ch_core")
     router = router_over(g, arrays)
     assert isinstance(router, Router)
-    rng = np.random.default_rng(seed)
-    lat, lng = np.asarray(g.node_lat), np.asarray(g.node_lng)
-    snaps = [router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in range(12)]
+    snaps = random_snaps(router, 12, seed)
     w, dur, length = MatrixQuery(router).costs(snaps, snaps)
     routed = 0
-    for i, o in enumerate(snaps):
-        for j, d in enumerate(snaps):
-            leg = router.leg(o, d)
-            if leg is None:
-                assert w[i, j] == np.inf
-                continue
-            routed += 1
-            assert w[i, j] == pytest.approx(leg.weight, rel=1e-9, abs=1e-6)
-            distance, duration = router.leg_summary(leg)
-            assert dur[i, j] == pytest.approx(duration, rel=1e-6, abs=1e-3)
-            assert length[i, j] == pytest.approx(distance, rel=1e-6, abs=1e-3)
+    for i, j, leg in routed_cells(w, snaps, router.leg):
+        routed += 1
+        distance, duration = router.leg_summary(leg)
+        assert dur[i, j] == pytest.approx(duration, rel=1e-6, abs=1e-3)
+        assert length[i, j] == pytest.approx(distance, rel=1e-6, abs=1e-3)
     assert routed > 0.5 * len(snaps) ** 2
 
 
