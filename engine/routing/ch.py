@@ -158,6 +158,23 @@ def build(
 
 
 # ----------------------------------------------------------------------------- query
+@njit(cache=True, inline="always")
+def _push_counted(hk, hv, hp, size, key, node, rank, core_rank, below):
+    """``heap.push``, counting the nodes below the core that enter the heap (``below``)."""
+    if hp[node] < 0 and rank[node] < core_rank:
+        below += 1
+    return heap.push(hk, hv, hp, size, key, node), below
+
+
+@njit(cache=True, inline="always")
+def _pop_counted(hk, hv, hp, size, rank, core_rank, below):
+    """``heap.pop``, counting the nodes below the core that leave the heap (``below``)."""
+    key, node, size = heap.pop(hk, hv, hp, size)
+    if rank[node] < core_rank:
+        below -= 1
+    return key, node, size, below
+
+
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def _query(
     uf,
@@ -210,9 +227,7 @@ def _query(
         if sd[i] < distf[x]:
             distf[x] = sd[i]
             parf[x] = -1
-            if hp1[x] < 0 and rank[x] < core_rank:
-                low1 += 1
-            s1 = heap.push(hk1, hv1, hp1, s1, sd[i], x)
+            s1, low1 = _push_counted(hk1, hv1, hp1, s1, sd[i], x, rank, core_rank, low1)
     for i in range(tgts.shape[0]):
         x = tgts[i]
         if distb[x] == INF:
@@ -221,9 +236,7 @@ def _query(
         if td[i] < distb[x]:
             distb[x] = td[i]
             parb[x] = -1
-            if hp2[x] < 0 and rank[x] < core_rank:
-                low2 += 1
-            s2 = heap.push(hk2, hv2, hp2, s2, td[i], x)
+            s2, low2 = _push_counted(hk2, hv2, hp2, s2, td[i], x, rank, core_rank, low2)
     for i in range(srcs.shape[0]):
         x = srcs[i]
         if distb[x] < INF and distf[x] + distb[x] < best:
@@ -237,9 +250,7 @@ def _query(
         if low1 == 0 and low2 == 0 and m1 + m2 >= best:
             break
         if m1 <= m2:
-            d, x, s1 = heap.pop(hk1, hv1, hp1, s1)
-            if rank[x] < core_rank:
-                low1 -= 1
+            d, x, s1, low1 = _pop_counted(hk1, hv1, hp1, s1, rank, core_rank, low1)
             # stall on demand: a cheaper way into x from a higher node via the down graph
             stalled = False
             for k in range(df[x], df[x + 1]):
@@ -258,16 +269,12 @@ def _query(
                         ntf += 1
                     distf[y] = nd
                     parf[y] = k
-                    if hp1[y] < 0 and rank[y] < core_rank:
-                        low1 += 1
-                    s1 = heap.push(hk1, hv1, hp1, s1, nd, y)
+                    s1, low1 = _push_counted(hk1, hv1, hp1, s1, nd, y, rank, core_rank, low1)
                     if distb[y] < INF and nd + distb[y] < best:
                         best = nd + distb[y]
                         meet = y
         else:
-            d, x, s2 = heap.pop(hk2, hv2, hp2, s2)
-            if rank[x] < core_rank:
-                low2 -= 1
+            d, x, s2, low2 = _pop_counted(hk2, hv2, hp2, s2, rank, core_rank, low2)
             stalled = False
             for k in range(uf[x], uf[x + 1]):
                 y = ut[k]
@@ -285,9 +292,7 @@ def _query(
                         ntb += 1
                     distb[y] = nd
                     parb[y] = k
-                    if hp2[y] < 0 and rank[y] < core_rank:
-                        low2 += 1
-                    s2 = heap.push(hk2, hv2, hp2, s2, nd, y)
+                    s2, low2 = _push_counted(hk2, hv2, hp2, s2, nd, y, rank, core_rank, low2)
                     if distf[y] < INF and nd + distf[y] < best:
                         best = nd + distf[y]
                         meet = y

@@ -11,6 +11,7 @@ import pytest
 
 from engine.routing import ch
 from engine.routing.build import build_graph
+from engine.routing.matrix import MatrixQuery
 from engine.routing.router import Router
 from tests.engine.osm_grid import OsmGrid
 
@@ -227,8 +228,6 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path):
 def test_matrix_over_a_dense_core_equals_the_router(tmp_path):
     """The many-to-many searches cross an uncontracted core as the router does: every cell is
     the weight of the router's leg, and a plain Dijkstra's, for the same pair."""
-    from engine.routing.matrix import MatrixQuery
-
     g = random_network(13)
     graph, _ = build_graph(g.write(tmp_path / "core-matrix.osm.pbf"), with_ch=False)
     arrays = ch.build(graph, core_shortcuts=2)
