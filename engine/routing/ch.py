@@ -400,7 +400,13 @@ ARC_TAILS = DerivedArrays("ch-arc-tails", 1, ("up_from", "dn_from"), _arc_tails)
 @dataclass
 class CHWorkspace:
     """What one query writes, sized to the CH nodes: labels, parents, the touched lists that reset
-    them after the query, and the two heaps. Every query leaves it as it found it."""
+    them after the query, and the two heaps (:mod:`engine.routing.heap`'s three arrays). Every
+    query leaves it as it found it, and reads or writes only the entries of the graph's own nodes,
+    so a workspace sized to a larger graph serves a smaller one as well.
+
+    Node ids, arc ids and heap slots are stored as ``index`` (int32 unless a graph has 2**31
+    nodes or arcs): the labels, parents and heap positions, written over the whole graph as
+    queries go, take 32 bytes a CH node instead of 48 at int64."""
 
     distf: np.ndarray
     distb: np.ndarray
@@ -411,17 +417,25 @@ class CHWorkspace:
     heap_f: tuple[np.ndarray, np.ndarray, np.ndarray]
     heap_b: tuple[np.ndarray, np.ndarray, np.ndarray]
 
+    @property
+    def size(self) -> int:
+        return int(self.distf.shape[0])
+
+    @property
+    def index(self) -> np.dtype:
+        return self.parf.dtype
+
     @classmethod
-    def sized(cls, n: int) -> CHWorkspace:
+    def sized(cls, n: int, index: type = np.int32) -> CHWorkspace:
         return cls(
             distf=np.full(n, INF),
             distb=np.full(n, INF),
-            parf=np.full(n, -1, np.int64),
-            parb=np.full(n, -1, np.int64),
-            touchedf=np.empty(n + 8, np.int64),
-            touchedb=np.empty(n + 8, np.int64),
-            heap_f=heap.new_heap(n),
-            heap_b=heap.new_heap(n),
+            parf=np.full(n, -1, index),
+            parb=np.full(n, -1, index),
+            touchedf=np.empty(n + 8, index),
+            touchedb=np.empty(n + 8, index),
+            heap_f=(np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)),
+            heap_b=(np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)),
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -437,14 +451,44 @@ class CHWorkspace:
         )
 
 
-class CHQuery:
-    """The CH of a graph and the workspace of its queries; ``route`` is the hot path.
+class SharedWorkspace:
+    """The one query workspace of a process, lent under a lock to the CH queries of every graph it
+    serves (each travel profile's, each region's) and sized to the largest of them.
 
-    One per process, shared by its threads: the query kernels hold the GIL, so threads run them
-    one at a time whatever they share, and one workspace guarded by a lock serves them as fast as
-    one per thread would, in a quarter of the memory at four threads (the workspace is about 100
-    bytes per CH node). The graph's arrays and the arcs' tails are memory-mapped when the dataset
-    has them (:data:`ARC_TAILS`)."""
+    The query kernels hold the GIL, so a process runs one of them at a time whatever its threads
+    share: one workspace serves four threads as fast as one each would, and the graphs of three
+    profiles as fast as one each would, in a fraction of the memory. The workspace is about 100
+    bytes per CH node, most of it written on every query sooner or later (private memory): at a
+    country's size, one per profile and thread would be gigabytes in each web worker."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._workspace: CHWorkspace | None = None
+
+    def at_least(self, n: int, index: type = np.int32) -> CHWorkspace:
+        """The workspace, at least ``n`` nodes large and its ids at least as wide as ``index``;
+        the caller holds :attr:`lock` from this call until its query is done (a plain lock: a
+        generator-based context manager would cost a leg of tens of microseconds measurably)."""
+        ws = self._workspace
+        if ws is None or ws.size < n or ws.index.itemsize < np.dtype(index).itemsize:
+            wider = index if ws is None or np.dtype(index).itemsize >= ws.index.itemsize else ws.index
+            self._workspace = None  # let the smaller one go before the larger is allocated
+            ws = self._workspace = CHWorkspace.sized(max(n, 0 if ws is None else ws.size), wider)
+        return ws
+
+    @property
+    def size(self) -> int:
+        """The node count it is sized to (0 before the first query)."""
+        return 0 if self._workspace is None else self._workspace.size
+
+
+WORKSPACE = SharedWorkspace()
+
+
+class CHQuery:
+    """The CH of a graph; ``route`` is the hot path. One per graph and process, shared by its
+    threads, which borrow the process's workspace for each query (:data:`WORKSPACE`). The graph's
+    arrays and the arcs' tails are memory-mapped when the dataset has them (:data:`ARC_TAILS`)."""
 
     def __init__(self, graph) -> None:
         tails = ARC_TAILS.load(graph)
@@ -462,23 +506,26 @@ class CHQuery:
             np.asarray(graph.ch_rank),
             core_rank(graph),
         )
-        self._workspace = CHWorkspace.sized(node_count(graph))
-        self._lock = threading.Lock()
+        self._nodes = node_count(graph)
+        largest = max(self._nodes, int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1]))
+        self._index = np.int32 if largest <= np.iinfo(np.int32).max else np.int64
 
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
         """Best cost and the CH-node (= road edge) sequence from one of ``srcs`` to one of ``tgts``.
 
         ``sd``/``td`` are the initial costs (see :mod:`engine.routing.graph` for the convention).
         """
-        with self._lock:
-            best, path = _route(srcs, sd, tgts, td, *self._graph_arrays, *self._workspace.arrays())
+        with WORKSPACE.lock:
+            workspace = WORKSPACE.at_least(self._nodes, self._index)
+            best, path = _route(srcs, sd, tgts, td, *self._graph_arrays, *workspace.arrays())
         return best, (path if path.shape[0] else None)
 
     def edge_leg(self, starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight):
         """The best leg from a point on one of the ``starts`` edges (at ``start_fracs`` of them) to
         one on the ``ends`` edges: (cost, road edges from the start edge on, end fraction), or None.
         A leg within a single edge is the caller's case (a CH path has at least one turn)."""
-        with self._lock:
+        with WORKSPACE.lock:
+            workspace = WORKSPACE.at_least(self._nodes, self._index)
             cost, edges, end_frac = _edge_leg(
                 starts,
                 start_fracs,
@@ -489,7 +536,7 @@ class CHQuery:
                 tto,
                 tweight,
                 *self._graph_arrays,
-                *self._workspace.arrays(),
+                *workspace.arrays(),
             )
         return None if cost == INF else (cost, edges, end_frac)
 

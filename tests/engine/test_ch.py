@@ -258,3 +258,35 @@ def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path, fro
         assert (rank[arrays[f"ch_{side}_to"].astype(np.int64)] > rank[owner]).all()
     found, compared = check_whole_network(router_over(graph, arrays), seed=5)
     assert found > 0.5 * compared
+
+
+def test_graphs_of_different_sizes_share_one_workspace_and_each_equals_dijkstra(tmp_path, monkeypatch):
+    """The routers of a large and a small network, queried in turns, borrow the process's one
+    workspace: it grows to the larger graph, and what a query on one leaves behind never changes
+    an answer on the other."""
+    monkeypatch.setattr(ch, "WORKSPACE", ch.SharedWorkspace())
+    small_graph, _ = build_graph(random_network(5, n=6).write(tmp_path / "small.osm.pbf"))
+    large_graph, _ = build_graph(random_network(6, n=14).write(tmp_path / "large.osm.pbf"))
+    routers = [Router(small_graph), Router(large_graph)]
+    rng = np.random.default_rng(5)
+    found = 0
+    for turn in range(6):  # the small graph first (the workspace grows), then alternately
+        router = routers[turn % 2]
+        lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
+        found += check_router(router, rng, 25, (lat.min(), lng.min(), lat.max(), lng.max()))[0]
+    assert found > 50
+    assert ch.WORKSPACE.size == max(ch.node_count(small_graph), ch.node_count(large_graph))
+    assert ch.WORKSPACE.size < ch.node_count(small_graph) + ch.node_count(large_graph)
+
+
+def test_the_shared_workspace_widens_its_ids_for_a_graph_that_needs_it():
+    shared = ch.SharedWorkspace()
+    ws = shared.at_least(100)
+    assert ws.size == 100 and ws.index == np.int32
+    assert ws.parf.nbytes == 400
+    assert shared.at_least(60) is ws  # a smaller graph borrows it as it is
+    ws = shared.at_least(50, np.int64)  # a graph of 2**31 arcs, in miniature
+    assert ws.size == 100 and ws.index == np.int64
+    ws = shared.at_least(200)  # never narrower again: the wide graph may come back
+    assert ws.size == 200 and ws.index == np.int64
+    assert np.all(ws.distf == np.inf) and np.all(ws.parf == -1) and np.all(ws.heap_f[2] == -1)
