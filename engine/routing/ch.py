@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numba import njit
+from numpy.typing import DTypeLike
 
 from engine.arrays import grown
 from engine.progress import Step
@@ -426,7 +427,7 @@ class CHWorkspace:
         return self.parf.dtype
 
     @classmethod
-    def sized(cls, n: int, index: type = np.int32) -> CHWorkspace:
+    def sized(cls, n: int, index: DTypeLike = np.int32) -> CHWorkspace:
         return cls(
             distf=np.full(n, INF),
             distb=np.full(n, INF),
@@ -465,7 +466,7 @@ class SharedWorkspace:
         self.lock = threading.Lock()
         self._workspace: CHWorkspace | None = None
 
-    def at_least(self, n: int, index: type = np.int32) -> CHWorkspace:
+    def at_least(self, n: int, index: DTypeLike = np.int32) -> CHWorkspace:
         """The workspace, at least ``n`` nodes large and its ids at least as wide as ``index``;
         the caller holds :attr:`lock` from this call until its query is done (a plain lock: a
         generator-based context manager would cost a leg of tens of microseconds measurably)."""
