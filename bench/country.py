@@ -49,6 +49,7 @@ import requests
 
 from bench import peers
 from bench.load_deploy import Deployment
+from bench.memory import anonymous_mb
 from bench.peers import KIT as PEERS_KIT
 from config.settings import PROJECT_ROOT
 
@@ -250,13 +251,22 @@ def private_mb(proc: psutil.Process) -> float:
 
 
 def memory(dep: Deployment) -> dict[str, Any]:
-    """Private memory (USS) of each gunicorn worker and each Celery process (main and pool)."""
-    web = [private_mb(p) for p in dep.children(WEB_PROCESS)]
+    """Private memory (USS) and anonymous memory of each gunicorn worker and each Celery process
+    (main and pool): USS also counts the dataset's mapped pages no other process touched
+    (:mod:`bench.memory`), anonymous is what each process pays alone."""
+    web = dep.children(WEB_PROCESS)
     workers = []
     for name in WORKER_PROCESSES:
         main = psutil.Process(dep.procs[name].pid)
-        workers += [private_mb(p) for p in [main, *main.children(recursive=True)]]
-    return {"web_private_mb": web, "worker_private_mb": workers, "worker_private_total_mb": round(sum(workers), 1)}
+        workers += [main, *main.children(recursive=True)]
+    worker_private = [private_mb(p) for p in workers]
+    return {
+        "web_private_mb": [private_mb(p) for p in web],
+        "web_anonymous_mb": [anonymous_mb(p.pid) for p in web],
+        "worker_private_mb": worker_private,
+        "worker_private_total_mb": round(sum(worker_private), 1),
+        "worker_anonymous_total_mb": round(sum(anonymous_mb(p.pid) for p in workers), 1),
+    }
 
 
 def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]:

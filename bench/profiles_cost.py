@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import json_child
+from bench.memory import smaps_rollup_mb
 from bench.record import run_record
 from config.settings import PROJECT_ROOT
 
@@ -59,10 +60,7 @@ def child_serve(data: str, region: str) -> dict[str, Any]:
 
     ds = DatasetRegistry(Path(data)).require(region)
     warm_dataset(ds)
-    fields: dict[str, float] = {}
-    for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
-        name, value, *_ = line.split()
-        fields[name.rstrip(":")] = int(value) / 1024
+    fields = smaps_rollup_mb()
     return {
         "rss": round(fields["Rss"], 1),
         "anonymous": round(fields["Anonymous"], 1),

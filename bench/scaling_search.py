@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from bench.child import json_child
+from bench.memory import smaps_rollup_mb
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
@@ -52,25 +53,18 @@ WEB_THREADS = 4  # threads of a gunicorn worker (config/gunicorn.py)
 
 
 def memory_mb() -> dict[str, float]:
-    """This process's resident memory split into private and shared pages (MB)."""
-    fields: dict[str, int] = {}
-    with open("/proc/self/smaps_rollup", encoding="ascii") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) == 3 and parts[2] == "kB":
-                fields[parts[0].rstrip(":")] = int(parts[1])
+    """This process's resident memory split into private and shared pages (MB); anonymous is what
+    each worker really pays (:mod:`bench.memory`)."""
+    fields = smaps_rollup_mb()
     private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
     shared = fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
     anon = fields.get("Anonymous", 0)
     return {
-        "rss_mb": round(fields.get("Rss", 0) / 1024, 1),
-        "private_mb": round(private / 1024, 1),
-        "shared_mb": round(shared / 1024, 1),
-        # smaps counts a file page as private while one process maps it: a lone worker's view of
-        # the memory-mapped dataset is "private" until a second worker maps the same pages.
-        # Anonymous memory (heap, arrays built in the process) is what each worker really pays.
-        "anon_mb": round(anon / 1024, 1),
-        "file_mb": round((fields.get("Rss", 0) - anon) / 1024, 1),
+        "rss_mb": round(fields.get("Rss", 0), 1),
+        "private_mb": round(private, 1),
+        "shared_mb": round(shared, 1),
+        "anon_mb": round(anon, 1),
+        "file_mb": round(fields.get("Rss", 0) - anon, 1),
     }
 
 
