@@ -49,7 +49,7 @@ import requests
 
 from bench import peers
 from bench.load_deploy import Deployment
-from bench.memory import anonymous_mb
+from bench.memory import own_mb
 from bench.peers import KIT as PEERS_KIT
 from config.settings import PROJECT_ROOT
 
@@ -251,9 +251,9 @@ def private_mb(proc: psutil.Process) -> float:
 
 
 def memory(dep: Deployment) -> dict[str, Any]:
-    """Private memory (USS) and anonymous memory of each gunicorn worker and each Celery process
-    (main and pool): USS also counts the dataset's mapped pages no other process touched
-    (:mod:`bench.memory`), anonymous is what each process pays alone."""
+    """Private memory (USS) and own memory (private dirty pages) of each gunicorn worker and each
+    Celery process (main and pool): USS also counts the dataset's mapped pages no other process
+    touched, own memory is what each process costs alone (:mod:`bench.memory`)."""
     web = dep.children(WEB_PROCESS)
     workers = []
     for name in WORKER_PROCESSES:
@@ -262,10 +262,10 @@ def memory(dep: Deployment) -> dict[str, Any]:
     worker_private = [private_mb(p) for p in workers]
     return {
         "web_private_mb": [private_mb(p) for p in web],
-        "web_anonymous_mb": [anonymous_mb(p.pid) for p in web],
+        "web_own_mb": [own_mb(p.pid) for p in web],
         "worker_private_mb": worker_private,
         "worker_private_total_mb": round(sum(worker_private), 1),
-        "worker_anonymous_total_mb": round(sum(anonymous_mb(p.pid) for p in workers), 1),
+        "worker_own_total_mb": round(sum(own_mb(p.pid) for p in workers), 1),
     }
 
 

@@ -1,9 +1,16 @@
 """A process's memory as Linux accounts it (``/proc/<pid>/smaps_rollup``), for the benchmarks.
 
-Anonymous memory (the heap, arrays a process builds) is what each process really pays. A page of
-a memory-mapped file counts as *private* while only one process maps it, so a lone web worker's
-view of the dataset looks private (USS) until a second worker touches the same pages: a figure of
-private memory alone overstates what a worker costs a node.
+What a process costs a node on its own is the memory it wrote and nobody else maps: its private
+dirty pages (its heap, the arrays it built). Two other figures overstate it:
+
+- private memory (USS) also counts the clean pages of a memory-mapped file while only this process
+  maps them: a lone web worker's view of the dataset looks private until a second worker touches
+  the same pages;
+- anonymous memory also counts the pages a forked process still shares, copy-on-write, with its
+  parent (gunicorn's workers, Celery's pool processes): summed over the processes of one parent,
+  it counts those pages once per process.
+
+A fresh process that forked from nothing (a benchmark's child) has the three close together.
 """
 
 from __future__ import annotations
@@ -22,5 +29,6 @@ def smaps_rollup_mb(pid: int | str = "self") -> dict[str, float]:
     return fields
 
 
-def anonymous_mb(pid: int | str = "self") -> float:
-    return round(smaps_rollup_mb(pid).get("Anonymous", 0.0), 1)
+def own_mb(pid: int | str = "self") -> float:
+    """The process's private dirty pages, MiB: what it alone costs (module doc)."""
+    return round(smaps_rollup_mb(pid).get("Private_Dirty", 0.0), 1)

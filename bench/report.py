@@ -1005,7 +1005,7 @@ def country_section(doc: dict) -> list[str]:
         "`/usr/bin/time -v`, served by the Procfile's processes (gunicorn as config/gunicorn.py "
         "starts it, the Celery workers), asked over HTTP one request at a time; private memory is "
         "each process's USS after the queries (it counts the dataset's mapped pages that no other "
-        "process touched), anonymous memory what the process holds alone (bench/memory.py). 'start' is from the processes' start: ready, first "
+        "process touched), own memory the pages the process wrote and alone maps (bench/memory.py). 'start' is from the processes' start: ready, first "
         "route, first isochrone. OSRM: the peers kit's MLD build (extract, partition, customize) "
         "of the same PBF.",
         "",
@@ -1025,7 +1025,7 @@ def country_section(doc: dict) -> list[str]:
                 f"{start['ready_s']:.0f} / {start['first_route_s']:.0f} / {start['first_isochrone_s']:.0f} s",
                 "; ".join(_p(ms.get(k)) for k in ("route", "isochrone", "geocode", "suggest", "reverse")),
                 _mb(max(mem["web_private_mb"])),
-                _mb(max(mem["web_anonymous_mb"])) if "web_anonymous_mb" in mem else "not measured",
+                _mb(max(mem["web_own_mb"])) if "web_own_mb" in mem else "not measured",
                 _mb(mem["worker_private_total_mb"]),
                 f"{e['replicate']['publish_s']:.0f} / {e['replicate']['pull_s']:.0f} s",
                 _osrm(e),
@@ -1041,7 +1041,7 @@ def country_section(doc: dict) -> list[str]:
         "start: ready / route / iso",
         "ms, p50 / p95: route with steps; isochrone; geocode; suggest; reverse",
         "web worker private (USS)",
-        "web worker anonymous",
+        "web worker own (private dirty)",
         "all workers private",
         "publish / pull",
         "OSRM MLD",
