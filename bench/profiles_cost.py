@@ -6,7 +6,8 @@ bicycle, then opened in a fresh process that warms every component and routes on
 Each import runs in a child process (``engine.ingest.pipeline.import_pbf`` with ``force``): its
 wall time, roads-stage time, the manifest's peak RSS (the largest stage's, engine.progress) and
 the dataset's size on disk. The serving child opens the dataset as a web process does
-(``engine.warmup.warm_dataset``) and reads its own ``/proc/self/smaps_rollup``: anonymous memory
+(``engine.warmup.warm_dataset``), routes random legs with each profile it has, and reads its own
+``/proc/self/smaps_rollup``: anonymous memory
 is private to the process, ``private`` (USS) is what the process alone holds. ``--synthetic N`` adds bench/synthetic.py's city of N nodes (its all-profile dataset is kept
 in ``$MERIDIAN_SCALING_DIR/data-N``, where bench.matrix_job finds it, with ``--keep-synthetic``).
 Results: bench/results/travel-profiles.json (the section "Travel profiles" of docs/benchmarks.md).
@@ -54,12 +55,30 @@ def child_import(pbf: str, data: str, region: str, profiles: str) -> dict[str, A
     }
 
 
+LEGS_PER_PROFILE = 50
+
+
+def _route_randomly(router, legs: int) -> None:
+    """``legs`` legs between random points of the router's graph (what a day of requests does to
+    its query's memory: the workspace is written over the whole graph)."""
+    import numpy as np
+
+    lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
+    rng = np.random.default_rng(legs)
+    for _ in range(legs):
+        o, d = (router.snap(rng.uniform(lat.min(), lat.max()), rng.uniform(lng.min(), lng.max())) for _ in "od")
+        if o is not None and d is not None:
+            router.leg(o, d)
+
+
 def child_serve(data: str, region: str) -> dict[str, Any]:
     from engine.dataset import DatasetRegistry
     from engine.warmup import warm_dataset
 
     ds = DatasetRegistry(Path(data)).require(region)
     warm_dataset(ds)
+    for profile in ds.profiles:  # the warm-up routes the car: a web process serves every profile
+        _route_randomly(ds.component("router", profile), LEGS_PER_PROFILE)
     fields = smaps_rollup_mb()
     return {
         "rss": round(fields["Rss"], 1),
@@ -132,8 +151,8 @@ def _write(argv: list[str] | None, load_start: float, imports: list[dict], memor
     doc = {
         **run_record("bench.profiles_cost", argv, load_start),
         "what": "each region imported car alone and car+foot+bicycle (`meridian import --profiles`, numba "
-        "cache warm), then one fresh process per dataset that warms every component and runs each service once "
-        "(/proc/self/smaps_rollup)",
+        "cache warm), then one fresh process per dataset that warms every component, runs each service once "
+        f"and routes {LEGS_PER_PROFILE} random legs with each profile (/proc/self/smaps_rollup)",
         "machine_note": f"2 shared cores, load average {load_start:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the last write",
         "imports": imports,
