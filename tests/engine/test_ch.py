@@ -277,6 +277,10 @@ def test_graphs_of_different_sizes_share_one_workspace_and_each_equals_dijkstra(
     assert found > 50
     assert ch.WORKSPACE.size == max(ch.node_count(small_graph), ch.node_count(large_graph))
     assert ch.WORKSPACE.size < ch.node_count(small_graph) + ch.node_count(large_graph)
+    ch.WORKSPACE.at_least(1, np.int64)  # as a graph of 2**31 arcs would: the kernels at int64 ids
+    for router in routers:
+        lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
+        assert check_router(router, rng, 10, (lat.min(), lng.min(), lat.max(), lng.max()))[0] > 0
 
 
 def test_the_shared_workspace_widens_its_ids_for_a_graph_that_needs_it():
