@@ -7,8 +7,9 @@ Each import runs in a child process (``engine.ingest.pipeline.import_pbf`` with 
 wall time, roads-stage time, the manifest's peak RSS (the largest stage's, engine.progress) and
 the dataset's size on disk. The serving child opens the dataset as a web process does
 (``engine.warmup.warm_dataset``), routes random legs with each profile it has, and reads its own
-``/proc/self/smaps_rollup``: anonymous memory
-is private to the process, ``private`` (USS) is what the process alone holds. ``--synthetic N`` adds bench/synthetic.py's city of N nodes (its all-profile dataset is kept
+``/proc/self/smaps_rollup``: anonymous memory is what the process built (a child forked from
+nothing shares none of it), ``private`` (USS) adds the dataset's mapped pages only it touched
+(:mod:`bench.memory`). ``--synthetic N`` adds bench/synthetic.py's city of N nodes (its all-profile dataset is kept
 in ``$MERIDIAN_SCALING_DIR/data-N``, where bench.matrix_job finds it, with ``--keep-synthetic``).
 Results: bench/results/travel-profiles.json (the section "Travel profiles" of docs/benchmarks.md).
 """
@@ -24,6 +25,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench.child import json_child
 from bench.memory import smaps_rollup_mb
@@ -61,8 +64,6 @@ LEGS_PER_PROFILE = 50
 def _route_randomly(router, legs: int) -> None:
     """``legs`` legs between random points of the router's graph (what a day of requests does to
     its query's memory: the workspace is written over the whole graph)."""
-    import numpy as np
-
     lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
     rng = np.random.default_rng(legs)
     for _ in range(legs):

@@ -64,7 +64,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import DTypeLike
 
-from engine.arrays import grown
+from engine.arrays import grown, index_dtype
 from engine.progress import Step
 from engine.routing import heap
 from engine.routing.contraction import PRIORITY, contract
@@ -398,6 +398,11 @@ def _arc_tails(graph) -> dict[str, np.ndarray]:
 ARC_TAILS = DerivedArrays("ch-arc-tails", 1, ("up_from", "dn_from"), _arc_tails)
 
 
+def _heap(n: int, index: DTypeLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`engine.routing.heap.new_heap`'s three arrays with its node ids and slots as ``index``."""
+    return np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)
+
+
 @dataclass
 class CHWorkspace:
     """What one query writes, sized to the CH nodes: labels, parents, the touched lists that reset
@@ -435,8 +440,8 @@ class CHWorkspace:
             parb=np.full(n, -1, index),
             touchedf=np.empty(n + 8, index),
             touchedb=np.empty(n + 8, index),
-            heap_f=(np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)),
-            heap_b=(np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)),
+            heap_f=_heap(n, index),
+            heap_b=_heap(n, index),
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -458,9 +463,10 @@ class SharedWorkspace:
 
     The query kernels hold the GIL, so a process runs one of them at a time whatever its threads
     share: one workspace serves four threads as fast as one each would, and the graphs of three
-    profiles as fast as one each would, in a fraction of the memory. The workspace is about 100
-    bytes per CH node, most of it written on every query sooner or later (private memory): at a
-    country's size, one per profile and thread would be gigabytes in each web worker."""
+    profiles as fast as one each would, in a fraction of the memory. The workspace's labels,
+    parents and heap positions, 32 bytes a CH node, are written over the whole graph at once
+    (private memory): at a country's size, one per profile and thread would be gigabytes in each
+    web worker."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -470,12 +476,14 @@ class SharedWorkspace:
         """The workspace, at least ``n`` nodes large and its ids at least as wide as ``index``;
         the caller holds :attr:`lock` from this call until its query is done (a plain lock: a
         generator-based context manager would cost a leg of tens of microseconds measurably)."""
-        ws = self._workspace
-        if ws is None or ws.size < n or ws.index.itemsize < np.dtype(index).itemsize:
-            wider = index if ws is None or np.dtype(index).itemsize >= ws.index.itemsize else ws.index
-            self._workspace = None  # let the smaller one go before the larger is allocated
-            ws = self._workspace = CHWorkspace.sized(max(n, 0 if ws is None else ws.size), wider)
-        return ws
+        ws, want = self._workspace, np.dtype(index)
+        if ws is not None and ws.size >= n and ws.index.itemsize >= want.itemsize:
+            return ws
+        if ws is not None:  # never smaller or narrower than before: its graphs may come back
+            n, want = max(n, ws.size), max(want, ws.index, key=lambda dtype: dtype.itemsize)
+        self._workspace = None  # let the smaller one go before the larger is allocated
+        self._workspace = CHWorkspace.sized(n, want)
+        return self._workspace
 
     @property
     def size(self) -> int:
@@ -508,8 +516,7 @@ class CHQuery:
             core_rank(graph),
         )
         self._nodes = node_count(graph)
-        largest = max(self._nodes, int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1]))
-        self._index = np.int32 if largest <= np.iinfo(np.int32).max else np.int64
+        self._index = index_dtype(max(self._nodes, int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1])))
 
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
         """Best cost and the CH-node (= road edge) sequence from one of ``srcs`` to one of ``tgts``.

@@ -79,6 +79,11 @@ def random_network(seed: int, n: int = 12) -> OsmGrid:
     return g
 
 
+def graph_bbox(router: Router) -> tuple[float, float, float, float]:
+    lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
+    return lat.min(), lng.min(), lat.max(), lng.max()
+
+
 def check_router(router: Router, rng, pairs: int, bbox) -> tuple[int, int]:
     lat0, lng0, lat1, lng1 = bbox
     found = compared = 0
@@ -109,11 +114,7 @@ def test_ch_equals_dijkstra_on_random_networks(tmp_path, seed):
     assert counts["turn_restrictions"] > 0
     assert graph.meta["restrictions"]["applied_turns_removed"] > 0
     router = Router(graph)
-    lat = np.asarray(graph.node_lat)
-    lng = np.asarray(graph.node_lng)
-    found, compared = check_router(
-        router, np.random.default_rng(seed), 150, (lat.min(), lng.min(), lat.max(), lng.max())
-    )
+    found, compared = check_router(router, np.random.default_rng(seed), 150, graph_bbox(router))
     assert found > 0.5 * compared
 
 
@@ -272,15 +273,13 @@ def test_graphs_of_different_sizes_share_one_workspace_and_each_equals_dijkstra(
     found = 0
     for turn in range(6):  # the small graph first (the workspace grows), then alternately
         router = routers[turn % 2]
-        lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
-        found += check_router(router, rng, 25, (lat.min(), lng.min(), lat.max(), lng.max()))[0]
+        found += check_router(router, rng, 25, graph_bbox(router))[0]
     assert found > 50
     assert ch.WORKSPACE.size == max(ch.node_count(small_graph), ch.node_count(large_graph))
     assert ch.WORKSPACE.size < ch.node_count(small_graph) + ch.node_count(large_graph)
     ch.WORKSPACE.at_least(1, np.int64)  # as a graph of 2**31 arcs would: the kernels at int64 ids
     for router in routers:
-        lat, lng = np.asarray(router.g.node_lat), np.asarray(router.g.node_lng)
-        assert check_router(router, rng, 10, (lat.min(), lng.min(), lat.max(), lng.max()))[0] > 0
+        assert check_router(router, rng, 10, graph_bbox(router))[0] > 0
 
 
 def test_the_shared_workspace_widens_its_ids_for_a_graph_that_needs_it():
