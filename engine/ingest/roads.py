@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine import layout
 from engine.errors import DatasetError
+from engine.heap_memory import release_free_memory
 from engine.ingest.context import ImportContext
 from engine.matching.network import NETWORK_ARRAYS
 from engine.routing.build import iter_graphs
@@ -40,18 +41,19 @@ def run(ctx: ImportContext) -> dict[str, int]:
     for name, graph, graph_counts in iter_graphs(ctx.pbf_path, profiles, log=ctx.log, progress=ctx.progress):
         if graph.n_edges == 0:
             ctx.log.warning("roads: no %s road in %s", PROFILES[name].adjective, ctx.pbf_path.name)
+        if graph.meta.get("bbox"):
+            boxes.append(graph.meta["bbox"])
         out = ctx.out_dir / layout.profile_graph_dir(name)
         try:
             graph.save(out)
+            del graph  # the derived arrays are computed from the written files, mapped
+            release_free_memory()
             _write_derived(out)
         except OSError as exc:
             raise DatasetError(f"cannot write the {name} road graph to {out}: {exc}") from exc
         prefix = "" if name == "car" else f"{name}_"
         counts.update({prefix + key: value for key, value in graph_counts.items()})
         written.append(out)
-        if graph.meta.get("bbox"):
-            boxes.append(graph.meta["bbox"])
-        del graph
     car = ctx.out_dir / layout.profile_graph_dir("car")
     first = RoadGraph.open(written[0])
     ctx.shared["road_graph"] = RoadGraph.open(car) if car in written else first  # memory-mapped

@@ -717,7 +717,13 @@ def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> No
 
 
 def _profile_graph(
-    path: Path, roads: OsmRoads, profile: Profile, t_read: float, with_ch: bool, progress: ImportProgress
+    path: Path,
+    roads: OsmRoads,
+    profile: Profile,
+    t_read: float,
+    with_ch: bool,
+    progress: ImportProgress,
+    log: logging.Logger | None,
 ) -> tuple[RoadGraph, dict[str, int]]:
     """One profile's graph from what the reading pass kept for it."""
     arrays, names = _graph_arrays(roads.ways, roads.node_penalty)
@@ -740,6 +746,8 @@ def _profile_graph(
         "road_turns": int(turns.to.shape[0]),
         "turn_restrictions": len(roads.restrictions),
     }
+    if log:
+        log.info("roads (%s): %s", profile.name, graph.meta)
     return graph, counts
 
 
@@ -759,11 +767,9 @@ def iter_graphs(
     roads = read_osm(path, profiles, progress)
     t_read = time.perf_counter() - t0
     for p in profiles:
-        graph, counts = _profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress)
-        if log:
-            log.info("roads (%s): %s", p.name, graph.meta)
-        yield p.name, graph, counts
-        del graph  # before the next profile's is built
+        # no name in this frame holds the graph while the caller has it: a caller that wrote it
+        # can let it go (and does, before it computes the derived arrays from the written files)
+        yield (p.name, *_profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress, log))
 
 
 def build_graphs(

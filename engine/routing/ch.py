@@ -55,9 +55,11 @@ Arrays (CH node = directed edge id of the road graph, then the junction hubs of
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -65,20 +67,15 @@ from numba import njit
 from numpy.typing import DTypeLike
 
 from engine.arrays import grown, index_dtype
+from engine.heap_memory import release_free_memory
 from engine.progress import Step
 from engine.routing import heap
+from engine.routing.arc_chunks import ArcChunks
 from engine.routing.contraction import PRIORITY, contract
 from engine.routing.derived import DerivedArrays
 from engine.routing.hubs import hubbed_turn_graph
 
 INF = np.inf
-
-
-def _csr(n, at, to, w, mid):
-    order = np.argsort(at, kind="stable")
-    first = np.zeros(n + 1, np.int64)
-    np.add.at(first, at.astype(np.int64) + 1, 1)
-    return np.cumsum(first), to[order], w[order], mid[order]
 
 
 def node_count(graph) -> int:
@@ -95,6 +92,11 @@ def core_rank(graph) -> int:
     return node_count(graph) - core
 
 
+# the contraction's output arcs (20 bytes each, ~18 per CH node of a car's turn graph: a quarter of
+# the import's peak memory at 1M road nodes) spill to disk above this size of turn graph, in chunks
+SPILL_MIN_ARCS = 1 << 16
+FLUSH_ARCS = 1 << 20
+
 CORE_SHORTCUTS = 4096
 HUBBED_CORE_SHORTCUTS = 512
 
@@ -109,6 +111,8 @@ def build(
     priority: tuple[float, float, float, float, float] = PRIORITY,
     hubs: bool = True,
     progress: Step | None = None,
+    spill: bool | None = None,
+    flush_arcs: int = FLUSH_ARCS,
 ) -> dict[str, np.ndarray]:
     """Contract the turn graph, its uniform junctions as hubs (:mod:`engine.routing.hubs`; the
     parameters' measured effect: ``docs/engineering-history.md``); ``progress`` (a step of the
@@ -119,6 +123,11 @@ def build(
     the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
     rule covers that). By default :data:`HUBBED_CORE_SHORTCUTS` when the graph has junction hubs,
     else :data:`CORE_SHORTCUTS` (module doc).
+
+    ``spill``: the finished arcs go to a temporary directory (``TMPDIR``) in chunks of
+    ``flush_arcs`` instead of staying in memory until the end (:mod:`engine.routing.arc_chunks`);
+    by default when the turn graph has :data:`SPILL_MIN_ARCS` arcs or more. The hierarchy is the
+    same either way.
     """
     arcs = hubbed_turn_graph(graph, hubs=hubs)
     if core_shortcuts is None:
@@ -127,22 +136,33 @@ def build(
     if progress is not None:
         progress.total = n  # the edges and the hubs
     done = np.zeros(1, np.int64)
-    with progress.watch(done) if progress is not None else nullcontext():
-        rank, n_core, ua, ut, uw, um, da, dt, dw, dm = contract(
-            n,
-            arcs.first,
-            arcs.to,
-            arcs.w,
-            sim_limit,
-            settle_limit,
-            core_shortcuts,
-            np.asarray(priority, np.float64),
-            front,
-            numba.get_num_threads(),
-            done,
-        )
-    uf, ut, uw, um = _csr(n, ua, ut, uw, um)
-    df, dt, dw, dm = _csr(n, da, dt, dw, dm)
+    if spill is None:
+        spill = arcs.to.shape[0] >= SPILL_MIN_ARCS
+    with tempfile.TemporaryDirectory(prefix="meridian-contraction-") if spill else nullcontext(None) as spill_dir:
+        directory = Path(spill_dir) if spill_dir is not None else None
+        up, down = ArcChunks("up", directory), ArcChunks("down", directory)
+        with progress.watch(done) if progress is not None else nullcontext():
+            rank, n_core = contract(
+                n,
+                arcs.first,
+                arcs.to,
+                arcs.w,
+                sim_limit,
+                settle_limit,
+                core_shortcuts,
+                np.asarray(priority, np.float64),
+                front,
+                numba.get_num_threads(),
+                done,
+                up,
+                down,
+                flush_arcs if spill else None,
+            )
+        hub_edge = arcs.hub_edge
+        del arcs  # the turn graph: contracted now
+        uf, ut, uw, um = up.csr(n)
+        df, dt, dw, dm = down.csr(n)
+    release_free_memory()  # what the contraction freed, before the import's next step
     return {
         "ch_rank": rank.astype(np.int32),
         "ch_core": np.asarray([n_core], dtype=np.int64),
@@ -154,7 +174,7 @@ def build(
         "ch_dn_to": dt,
         "ch_dn_w": dw,
         "ch_dn_mid": dm,
-        "ch_hub_edge": arcs.hub_edge,
+        "ch_hub_edge": hub_edge,
     }
 
 

@@ -23,6 +23,12 @@ their witness searches avoid all of them, so a node's shortcuts are right whatev
 add (a witness through another node of the round could vanish with it); the witnesses so blocked
 cost a few percent more arcs.
 
+Calls: :func:`contract` (Python) runs one round per call of the :func:`_contract_round` kernel and
+between rounds hands the finished arcs to its outputs (:mod:`engine.routing.arc_chunks`), which
+may spill them to disk. The pools and output buffers travel in numba typed lists, so that a round
+that grows one frees the old arrays at once (arrays passed as arguments would stay referenced by
+the call until it returns).
+
 numba note: no kernel here returns or rebinds an array inside a loop. A loop in which an array
 variable may be rebound pays two atomic reference-count updates per iteration for it, even on a
 branch never taken, which would dominate the build. Pools and output buffers are therefore grown
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.typed import List
 
 from engine.arrays import resized
 from engine.routing import heap
@@ -71,6 +78,12 @@ def _new_pool(degree):
         np.empty(size, np.int32),
         used,
     )
+
+
+@njit(cache=True, inline="always")
+def _pool_short(pool, need):
+    """Whether the pool lacks room for ``need`` more slots (:func:`_pool_grown` makes it)."""
+    return pool[7][0] + need > pool[3].shape[0]
 
 
 @njit(cache=True)
@@ -409,6 +422,12 @@ def _new_output(cap):
     )
 
 
+@njit(cache=True, inline="always")
+def _output_short(buf, need):
+    """Whether the buffer lacks room for ``need`` more arcs (:func:`_output_grown` makes it)."""
+    return buf[4][0] + need > buf[0].shape[0]
+
+
 @njit(cache=True)
 def _output_grown(buf, need):
     at, to, w, mid, used = buf
@@ -540,31 +559,71 @@ def _still_remaining(remaining, n_rem, rank):
     return kept
 
 
-@njit(cache=True, nogil=True)
-def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done):
-    """Contract the CSR graph; returns (rank, core size, upward (at, to, w, mid), downward (at, to,
-    w, mid)). Nodes that would need more than ``core_shortcuts`` shortcuts are never contracted
-    and when only those remain, they form the core: ranked last, their arcs in both outputs.
-    ``done[0]`` counts the nodes contracted so far (read by the import's progress line while this
-    runs without the GIL)."""
+@njit(cache=True)
+def _contraction_state(n, first, to, w, threads):
+    """What the rounds carry from one call of :func:`_contract_round` to the next: the pools, the
+    search workspaces, per node deleted neighbours, level, priority, shortcut need, dirty flag and
+    rank, the remaining nodes, a round's scratch (chosen nodes, their shortcut buffer offsets and
+    counts, neighbours) and ``counters`` (remaining count, next rank, finished). The pools are
+    given apart (:func:`contract` keeps them in a typed list)."""
     out, inn = _dynamic_graph(n, first, to, w)
-    wss = _workspaces(threads, n)
-    deleted = np.zeros(n, np.float64)
-    level = np.zeros(n, np.float64)
-    prio = np.zeros(n, np.float64)
-    need = np.zeros(n, np.int64)
-    dirty = np.ones(n, np.bool_)
-    remaining = np.arange(n).astype(np.int64)
-    chosen = np.empty(n, np.int64)
-    base = np.zeros(n + 1, np.int64)
-    count = np.zeros(n, np.int64)
-    nbr = np.empty(2 * n + 2, np.int64)
-    rank = np.full(n, -1, np.int64)
-    up = _new_output(2 * first[n] + 1024)
-    down = _new_output(2 * first[n] + 1024)
-    n_rem = n
-    r = 0
-    while n_rem > 0:
+    return (
+        out,
+        inn,
+        _workspaces(threads, n),
+        np.zeros(n, np.float64),
+        np.zeros(n, np.float64),
+        np.zeros(n, np.float64),
+        np.zeros(n, np.int64),
+        np.ones(n, np.bool_),
+        np.arange(n).astype(np.int64),
+        np.full(n, -1, np.int64),
+        np.empty(n, np.int64),
+        np.zeros(n + 1, np.int64),
+        np.zeros(n, np.int64),
+        np.empty(2 * n + 2, np.int64),
+        np.array([n, 0, 0], np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def _contract_round(
+    pools,
+    outputs,
+    wss,
+    deleted,
+    level,
+    prio,
+    need,
+    dirty,
+    remaining,
+    rank,
+    chosen,
+    base,
+    count,
+    nbr,
+    counters,
+    sim_limit,
+    settle_limit,
+    core_shortcuts,
+    coef,
+    front,
+    done,
+):
+    """One round: every node whose priority is below its neighbours' is contracted. When only
+    nodes that would need more than ``core_shortcuts`` shortcuts remain, they form the core
+    instead: ranked last, their arcs in both outputs; then, or when no node remains,
+    ``counters[2]`` is set and ``counters[0]`` is the core's size.
+
+    ``pools`` (out, in) and ``outputs`` (up, down) are typed lists: a pool or buffer grown here
+    replaces its old arrays in the list at once, which frees them (had the caller passed the
+    arrays themselves, its references would keep every replaced generation until the round ends)."""
+    out, inn = pools[0], pools[1]
+    up, down = outputs[0], outputs[1]
+    n_rem = counters[0]
+    r = counters[1]
+    n_chosen = 0
+    if n_rem > 0:
         limit = _front_limit(prio, remaining, n_rem, front)
         while True:
             _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
@@ -574,8 +633,23 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
             # the lowest clean node at or below the limit is always a local minimum, so this
             # happens only when every node of the front rose above the limit: refresh them all
             limit = INF
-        if n_chosen == 0:
-            break
+    if n_chosen == 0:
+        for i in range(n_rem):  # the core
+            v = remaining[i]
+            rank[v] = r
+            r += 1
+            deg = out[1][v]
+            if _output_short(up, deg):
+                up = _output_grown(up, deg)
+                outputs[0] = up
+            if _output_short(down, deg):
+                down = _output_grown(down, deg)
+                outputs[1] = down
+            for k in range(out[0][v], out[0][v] + deg):
+                _emit(up, v, out[3][k], out[4][k], out[5][k])
+                _emit(down, out[3][k], v, out[4][k], out[5][k])
+        counters[2] = 1
+    else:
         for i in range(n_chosen):
             v = chosen[i]
             base[i + 1] = base[i] + out[1][v] * inn[1][v]
@@ -583,39 +657,50 @@ def contract(n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, fro
         _collect(chosen, n_chosen, settle_limit, out, inn, wss, buf, base, count)
         for i in range(n_chosen):
             v = chosen[i]
-            out = _pool_grown(out, _room(out, inn, v))
-            inn = _pool_grown(inn, _room(inn, out, v))
+            room = _room(out, inn, v)
+            if _pool_short(out, room):
+                out = _pool_grown(out, room)
+                pools[0] = out
+            room = _room(inn, out, v)
+            if _pool_short(inn, room):
+                inn = _pool_grown(inn, room)
+                pools[1] = inn
             _insert(v, buf, base[i], count[i], out, inn)
             rank[v] = r
             r += 1
-            up = _output_grown(up, out[1][v])
-            down = _output_grown(down, inn[1][v])
+            if _output_short(up, out[1][v]):
+                up = _output_grown(up, out[1][v])
+                outputs[0] = up
+            if _output_short(down, inn[1][v]):
+                down = _output_grown(down, inn[1][v])
+                outputs[1] = down
             nn = _retire(v, out, inn, up, down, nbr)
             _after(v, nbr, nn, deleted, level, dirty)
         n_rem = _still_remaining(remaining, n_rem, rank)
-        done[0] = r
-    for i in range(n_rem):  # the core
-        v = remaining[i]
-        rank[v] = r
-        r += 1
-        deg = out[1][v]
-        up = _output_grown(up, deg)
-        down = _output_grown(down, deg)
-        for k in range(out[0][v], out[0][v] + deg):
-            _emit(up, v, out[3][k], out[4][k], out[5][k])
-            _emit(down, out[3][k], v, out[4][k], out[5][k])
+        counters[2] = n_rem == 0
     done[0] = r
-    nu = up[4][0]
-    nd = down[4][0]
-    return (
-        rank,
-        n_rem,
-        up[0][:nu].copy(),
-        up[1][:nu].copy(),
-        up[2][:nu].copy(),
-        up[3][:nu].copy(),
-        down[0][:nd].copy(),
-        down[1][:nd].copy(),
-        down[2][:nd].copy(),
-        down[3][:nd].copy(),
-    )
+    counters[0] = n_rem
+    counters[1] = r
+
+
+def contract(
+    n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None
+):
+    """Contract the CSR graph; returns (rank, core size). The arcs go to ``up`` and ``down``
+    (:class:`engine.routing.arc_chunks.ArcChunks`: upward arcs ``at -> to`` and downward arcs stored
+    at their lower end), handed over whenever the two hold ``flush_at`` arcs (None: once, at the
+    end), so that a contraction whose outputs spill to disk never holds more of them than that.
+    ``done[0]`` counts the nodes contracted so far (read by the import's progress line while a
+    round runs without the GIL)."""
+    out, inn, *rest = _contraction_state(n, first, to, w, threads)
+    pools = List([out, inn])
+    del out, inn  # in the list only: a round that grows a pool frees the old one
+    outputs = List([_new_output(2 * first[n] + 1024), _new_output(2 * first[n] + 1024)])
+    rank, counters = rest[7], rest[12]
+    while not counters[2]:
+        _contract_round(pools, outputs, *rest, sim_limit, settle_limit, core_shortcuts, coef, front, done)
+        held = outputs[0][4][0] + outputs[1][4][0]
+        if counters[2] or (flush_at is not None and held >= flush_at):
+            up.take(outputs[0])
+            down.take(outputs[1])
+    return rank, int(counters[0])

@@ -3,6 +3,7 @@ road networks (one-ways, classes, turn restrictions, barriers) and on the sample
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -239,6 +240,29 @@ def test_matrix_over_a_dense_core_equals_the_router(tmp_path):
     weights, _, _ = MatrixQuery(router).costs(snaps, snaps)
     routed = list(routed_cells(weights, snaps, router.leg_dijkstra))
     assert len(routed) > 0.5 * len(snaps) ** 2
+
+
+@pytest.mark.parametrize("core_shortcuts", [2, None])
+def test_a_contraction_that_spills_its_arcs_to_disk_builds_the_same_hierarchy(tmp_path, monkeypatch, core_shortcuts):
+    """Handing the finished arcs over in small chunks on disk, the rounds stopped and resumed at
+    each (with a core and without), gives the very arrays of a contraction that keeps them in
+    memory; the chunks go to TMPDIR and leave nothing behind."""
+    g = random_network(11)
+    graph, _ = build_graph(g.write(tmp_path / "spill.osm.pbf"), with_ch=False)
+    spill_dir = tmp_path / "tmp"
+    spill_dir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill_dir))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    kept = ch.build(graph, core_shortcuts=core_shortcuts, spill=False)
+    spilled = ch.build(graph, core_shortcuts=core_shortcuts, spill=True, flush_arcs=32)
+    assert kept.keys() == spilled.keys()
+    for name, array in kept.items():
+        np.testing.assert_array_equal(spilled[name], array, err_msg=name)
+        assert spilled[name].dtype == array.dtype, name
+    arcs = kept["ch_up_to"].shape[0] + kept["ch_dn_to"].shape[0]
+    assert arcs > 20 * 32  # the rounds stopped for the outputs twenty times or more
+    assert (int(kept["ch_core"][0]) > 0) is (core_shortcuts == 2)
+    assert list(spill_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("front", [1.0, 0.05, 0.002])

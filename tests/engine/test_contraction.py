@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from engine.routing import contraction as C
+from engine.routing.arc_chunks import ArcChunks
 
 
 def random_csr(n: int, seed: int, degree: int = 4):
@@ -58,3 +59,37 @@ def test_front_limit_is_off_for_few_nodes_or_a_full_front():
     assert C._front_limit(prio, remaining, 255, 0.05) == np.inf
     assert C._front_limit(prio, remaining, 1000, 1.0) == np.inf
     assert C._front_limit(prio, remaining, 1000, 0.05) < 100
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_arc_chunks_make_the_csr_of_a_stable_sort_by_node(tmp_path, on_disk):
+    """The CSR of arcs handed over in several chunks (on disk or in memory) equals the stable
+    argsort by ``at`` over all of them, also for arcs emitted out of node order (the core's
+    downward arcs) and for nodes with no arc; only the used part of each buffer counts, and a taken
+    buffer is empty."""
+    rng = np.random.default_rng(5)
+    n, cap = 300, 3_000
+    taken = []
+    chunks = ArcChunks("up", tmp_path if on_disk else None)
+    for m in (2_500, 0, 1_700, 3_000):
+        buffer = (
+            rng.integers(0, n - 20, cap).astype(np.int32),  # the last 20 nodes have no arc
+            rng.integers(0, n, cap).astype(np.int32),
+            rng.uniform(0.0, 100.0, cap),
+            rng.integers(-1, n, cap).astype(np.int32),
+            np.array([m], np.int64),
+        )
+        taken.append(tuple(column[:m].copy() for column in buffer[:4]))
+        chunks.take(buffer)
+        assert buffer[4][0] == 0
+    assert (len(list(tmp_path.iterdir())) == 3) is on_disk  # the empty buffer wrote nothing
+    at, to, w, mid = (np.concatenate(column) for column in zip(*taken, strict=True))
+    first, out_to, out_w, out_mid = chunks.csr(n)
+
+    order = np.argsort(at, kind="stable")
+    np.testing.assert_array_equal(first, np.concatenate([[0], np.cumsum(np.bincount(at, minlength=n))]))
+    np.testing.assert_array_equal(out_to, to[order])
+    np.testing.assert_array_equal(out_w, w[order])
+    np.testing.assert_array_equal(out_mid, mid[order])
+    assert (out_to.dtype, out_w.dtype, out_mid.dtype) == (np.int32, np.float64, np.int32)
+    assert list(tmp_path.iterdir()) == []  # each chunk's files go once placed
