@@ -21,6 +21,7 @@ from pathlib import Path
 
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
+from engine.heap_memory import release_free_memory
 from engine.ingest.context import ImportContext
 from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
 from engine.routing.profiles import NAMES as PROFILE_NAMES
@@ -149,6 +150,7 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
         t0 = time.perf_counter()
         log.info("region %s: stage %s", ctx.region, stage.name)
         ctx.progress.stage_started(stage.name, number, len(stages))
+        release_free_memory()  # what the earlier stages freed does not weigh on this one
         reset_peak_rss()
         try:
             stage_counts = stage.load()(ctx)

@@ -43,6 +43,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.geo import haversine_m_np
+from engine.heap_memory import release_free_memory
 from engine.progress import ImportProgress
 from engine.routing import ch, foot
 from engine.routing import profile as P
@@ -705,6 +706,7 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
 def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
+    release_free_memory()  # what reading the file and building the columns freed
     with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
         ch_arrays = ch.build(graph, progress=step)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
