@@ -67,7 +67,6 @@ from numba import njit
 from numpy.typing import DTypeLike
 
 from engine.arrays import grown, index_dtype
-from engine.heap_memory import release_free_memory
 from engine.progress import Step
 from engine.routing import heap
 from engine.routing.arc_chunks import ArcChunks
@@ -162,7 +161,6 @@ def build(
         del arcs  # the turn graph: contracted now
         uf, ut, uw, um = up.csr(n)
         df, dt, dw, dm = down.csr(n)
-    release_free_memory()  # what the contraction freed, before the import's next step
     return {
         "ch_rank": rank.astype(np.int32),
         "ch_core": np.asarray([n_core], dtype=np.int64),

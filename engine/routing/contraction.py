@@ -81,21 +81,24 @@ def _new_pool(degree):
 
 
 @njit(cache=True, inline="always")
-def _pool_short(pool, need):
-    """Whether the pool lacks room for ``need`` more slots (:func:`_pool_grown` makes it)."""
-    return pool[7][0] + need > pool[3].shape[0]
+def _pool_with_room(pools, i, need):
+    """``pools[i]`` with room for ``need`` more slots: when it had not, a grown pool that replaces
+    it in the typed list at once (which frees the old arrays)."""
+    pool = pools[i]
+    if pool[7][0] + need > pool[3].shape[0]:
+        pool = _pool_grown(pool, need)
+        pools[i] = pool
+    return pool
 
 
 @njit(cache=True)
 def _pool_grown(pool, need):
-    """The pool with room for ``need`` more slots (a new pool when it had not). A new pool holds
-    only the live lists, packed in node order (each keeps its capacity; an empty list gets none
-    and is given space on its next append): a list that outgrows its space moves to the end and
-    leaves a hole, and without packing the holes of the whole contraction stayed allocated.
-    Packing keeps every list's order, so the contraction does the same work."""
+    """A new pool with room for ``need`` more slots. It holds only the live lists, packed in node
+    order (each keeps its capacity; an empty list gets none and is given space on its next
+    append): a list that outgrows its space moves to the end and leaves a hole, and without packing
+    the holes of the whole contraction stayed allocated. Packing keeps every list's order, so the
+    contraction does the same work."""
     start, length, cap, pto, pw, pmid, phop, used = pool
-    if used[0] + need <= pto.shape[0]:
-        return pool
     live = 0
     for u in range(start.shape[0]):
         if length[u] == 0:
@@ -423,16 +426,19 @@ def _new_output(cap):
 
 
 @njit(cache=True, inline="always")
-def _output_short(buf, need):
-    """Whether the buffer lacks room for ``need`` more arcs (:func:`_output_grown` makes it)."""
-    return buf[4][0] + need > buf[0].shape[0]
+def _output_with_room(outputs, i, need):
+    """``outputs[i]`` with room for ``need`` more arcs: when it had not, a grown buffer that
+    replaces it in the typed list at once (which frees the old arrays)."""
+    buf = outputs[i]
+    if buf[4][0] + need > buf[0].shape[0]:
+        buf = _output_grown(buf, need)
+        outputs[i] = buf
+    return buf
 
 
 @njit(cache=True)
 def _output_grown(buf, need):
     at, to, w, mid, used = buf
-    if used[0] + need <= at.shape[0]:
-        return buf
     size = max(2 * at.shape[0], used[0] + need)
     u = used[0]
     return resized(at, size, u), resized(to, size, u), resized(w, size, u), resized(mid, size, u), used
@@ -561,15 +567,17 @@ def _still_remaining(remaining, n_rem, rank):
 
 @njit(cache=True)
 def _contraction_state(n, first, to, w, threads):
-    """What the rounds carry from one call of :func:`_contract_round` to the next: the pools, the
-    search workspaces, per node deleted neighbours, level, priority, shortcut need, dirty flag and
-    rank, the remaining nodes, a round's scratch (chosen nodes, their shortcut buffer offsets and
-    counts, neighbours) and ``counters`` (remaining count, next rank, finished). The pools are
-    given apart (:func:`contract` keeps them in a typed list)."""
+    """What the rounds carry from one call of :func:`_contract_round` to the next: the pools, each
+    node's rank, ``counters`` (remaining count, next rank, finished), the search workspaces, per
+    node deleted neighbours, level, priority, shortcut need and dirty flag, the remaining nodes and
+    a round's scratch (chosen nodes, their shortcut buffer offsets and counts, neighbours). The
+    pools are given apart (:func:`contract` keeps them in a typed list)."""
     out, inn = _dynamic_graph(n, first, to, w)
     return (
         out,
         inn,
+        np.full(n, -1, np.int64),
+        np.array([n, 0, 0], np.int64),
         _workspaces(threads, n),
         np.zeros(n, np.float64),
         np.zeros(n, np.float64),
@@ -577,12 +585,10 @@ def _contraction_state(n, first, to, w, threads):
         np.zeros(n, np.int64),
         np.ones(n, np.bool_),
         np.arange(n).astype(np.int64),
-        np.full(n, -1, np.int64),
         np.empty(n, np.int64),
         np.zeros(n + 1, np.int64),
         np.zeros(n, np.int64),
         np.empty(2 * n + 2, np.int64),
-        np.array([n, 0, 0], np.int64),
     )
 
 
@@ -590,6 +596,8 @@ def _contraction_state(n, first, to, w, threads):
 def _contract_round(
     pools,
     outputs,
+    rank,
+    counters,
     wss,
     deleted,
     level,
@@ -597,12 +605,10 @@ def _contract_round(
     need,
     dirty,
     remaining,
-    rank,
     chosen,
     base,
     count,
     nbr,
-    counters,
     sim_limit,
     settle_limit,
     core_shortcuts,
@@ -639,12 +645,8 @@ def _contract_round(
             rank[v] = r
             r += 1
             deg = out[1][v]
-            if _output_short(up, deg):
-                up = _output_grown(up, deg)
-                outputs[0] = up
-            if _output_short(down, deg):
-                down = _output_grown(down, deg)
-                outputs[1] = down
+            up = _output_with_room(outputs, 0, deg)
+            down = _output_with_room(outputs, 1, deg)
             for k in range(out[0][v], out[0][v] + deg):
                 _emit(up, v, out[3][k], out[4][k], out[5][k])
                 _emit(down, out[3][k], v, out[4][k], out[5][k])
@@ -657,23 +659,13 @@ def _contract_round(
         _collect(chosen, n_chosen, settle_limit, out, inn, wss, buf, base, count)
         for i in range(n_chosen):
             v = chosen[i]
-            room = _room(out, inn, v)
-            if _pool_short(out, room):
-                out = _pool_grown(out, room)
-                pools[0] = out
-            room = _room(inn, out, v)
-            if _pool_short(inn, room):
-                inn = _pool_grown(inn, room)
-                pools[1] = inn
+            out = _pool_with_room(pools, 0, _room(out, inn, v))
+            inn = _pool_with_room(pools, 1, _room(inn, out, v))
             _insert(v, buf, base[i], count[i], out, inn)
             rank[v] = r
             r += 1
-            if _output_short(up, out[1][v]):
-                up = _output_grown(up, out[1][v])
-                outputs[0] = up
-            if _output_short(down, inn[1][v]):
-                down = _output_grown(down, inn[1][v])
-                outputs[1] = down
+            up = _output_with_room(outputs, 0, out[1][v])
+            down = _output_with_room(outputs, 1, inn[1][v])
             nn = _retire(v, out, inn, up, down, nbr)
             _after(v, nbr, nn, deleted, level, dirty)
         n_rem = _still_remaining(remaining, n_rem, rank)
@@ -692,13 +684,14 @@ def contract(
     end), so that a contraction whose outputs spill to disk never holds more of them than that.
     ``done[0]`` counts the nodes contracted so far (read by the import's progress line while a
     round runs without the GIL)."""
-    out, inn, *rest = _contraction_state(n, first, to, w, threads)
+    out, inn, rank, counters, *rest = _contraction_state(n, first, to, w, threads)
     pools = List([out, inn])
     del out, inn  # in the list only: a round that grows a pool frees the old one
     outputs = List([_new_output(2 * first[n] + 1024), _new_output(2 * first[n] + 1024)])
-    rank, counters = rest[7], rest[12]
     while not counters[2]:
-        _contract_round(pools, outputs, *rest, sim_limit, settle_limit, core_shortcuts, coef, front, done)
+        _contract_round(
+            pools, outputs, rank, counters, *rest, sim_limit, settle_limit, core_shortcuts, coef, front, done
+        )
         held = outputs[0][4][0] + outputs[1][4][0]
         if counters[2] or (flush_at is not None and held >= flush_at):
             up.take(outputs[0])
