@@ -21,7 +21,7 @@ from pathlib import Path
 
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
-from engine.heap_memory import release_free_memory
+from engine.heap_memory import release_free_memory, unmap_large_blocks
 from engine.ingest.context import ImportContext
 from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
 from engine.routing.profiles import NAMES as PROFILE_NAMES
@@ -146,6 +146,7 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
     """Run the stages in order; each one's report has its seconds and its peak memory (the
     process's peak resident set while it ran, :mod:`engine.progress`)."""
     run = StageRun()
+    unmap_large_blocks()  # the stages' large arrays go back to the system when freed
     for number, stage in enumerate(stages, 1):
         t0 = time.perf_counter()
         log.info("region %s: stage %s", ctx.region, stage.name)

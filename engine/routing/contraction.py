@@ -57,6 +57,13 @@ PRIORITY = (1.0, 0.0, 0.0, 0.0, 1.0)
 
 
 # --- pools: (start, length, cap, to, w, mid, hop, used[1]) per direction
+# A pool out of room is packed in place while its lists fill at most PACK_SHARE of it, else it
+# grows to POOL_GROWTH times their slots (docs/engineering-history.md: the pools were most of the
+# contraction's memory, two thirds of it holes left by moved lists).
+PACK_SHARE = 0.75
+POOL_GROWTH = 1.5
+
+
 @njit(cache=True)
 def _new_pool(degree):
     n = degree.shape[0]
@@ -66,7 +73,7 @@ def _new_pool(degree):
     for u in range(n):
         start[u] = pos
         pos += cap[u]
-    size = 2 * pos + 16
+    size = int(POOL_GROWTH * pos) + 16
     used = np.full(1, pos, np.int64)
     return (
         start,
@@ -82,29 +89,62 @@ def _new_pool(degree):
 
 @njit(cache=True, inline="always")
 def _pool_with_room(pools, i, need):
-    """``pools[i]`` with room for ``need`` more slots: when it had not, a grown pool that replaces
-    it in the typed list at once (which frees the old arrays)."""
+    """``pools[i]`` with room for ``need`` more slots. Out of room, it first packs its lists in
+    place (:func:`_pool_packed`): a list that outgrows its space moves to the end and leaves a hole,
+    and the holes soon hold more slots than the lists. Only when the lists themselves fill the pool
+    does a grown pool replace it in the typed list (which frees the old arrays at once)."""
     pool = pools[i]
     if pool[7][0] + need > pool[3].shape[0]:
-        pool = _pool_grown(pool, need)
-        pools[i] = pool
+        if _live_slots(pool) + need <= PACK_SHARE * pool[3].shape[0]:
+            _pool_packed(pool)
+        else:
+            pool = _pool_grown(pool, need)
+            pools[i] = pool
     return pool
 
 
 @njit(cache=True)
-def _pool_grown(pool, need):
-    """A new pool with room for ``need`` more slots. It holds only the live lists, packed in node
-    order (each keeps its capacity; an empty list gets none and is given space on its next
-    append): a list that outgrows its space moves to the end and leaves a hole, and without packing
-    the holes of the whole contraction stayed allocated. Packing keeps every list's order, so the
-    contraction does the same work."""
-    start, length, cap, pto, pw, pmid, phop, used = pool
+def _live_slots(pool):
+    """The slots the lists keep (an empty list gives its space up: it gets new space on its next
+    append)."""
+    length, cap = pool[1], pool[2]
     live = 0
-    for u in range(start.shape[0]):
+    for u in range(length.shape[0]):
         if length[u] == 0:
             cap[u] = 0
         live += cap[u]
-    size = max(2 * live, live + need) + 16
+    return live
+
+
+@njit(cache=True)
+def _pool_packed(pool):
+    """Move every list down to the start of the pool, in the order they lie, each keeping its
+    capacity (:func:`_live_slots` ran first); a list only ever moves towards the front, onto slots
+    already read, so this needs no second array. Every list keeps its order, so the contraction
+    does the same work wherever its lists lie."""
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    pos = 0
+    for u in np.argsort(start, kind="mergesort"):
+        if cap[u] == 0:
+            continue
+        s = start[u]
+        for k in range(length[u]):
+            pto[pos + k] = pto[s + k]
+            pw[pos + k] = pw[s + k]
+            pmid[pos + k] = pmid[s + k]
+            phop[pos + k] = phop[s + k]
+        start[u] = pos
+        pos += cap[u]
+    used[0] = pos
+
+
+@njit(cache=True)
+def _pool_grown(pool, need):
+    """A new pool with room for ``need`` more slots, its lists packed in node order (each keeps
+    its capacity and its order)."""
+    start, length, cap, pto, pw, pmid, phop, used = pool
+    live = _live_slots(pool)
+    size = max(int(POOL_GROWTH * live), live + need) + 16
     nto = np.empty(size, np.int32)
     nw = np.empty(size, np.float64)
     nmid = np.empty(size, np.int32)
@@ -228,13 +268,14 @@ def _dynamic_graph(n, first, to, w):
 @njit(cache=True)
 def _workspaces(t, n):
     """One search workspace per thread (row c of each array): dist, touched, heap (keys, nodes,
-    slots), target marks and their stamp."""
+    slots), target marks and their stamp. Node ids and heap slots are int32 (the pools' ids are);
+    the marks hold stamps, one per search of the whole contraction: int64."""
     return (
         np.full((t, n), INF),
-        np.empty((t, n), np.int64),
+        np.empty((t, n), np.int32),
         np.empty((t, n), np.float64),
-        np.empty((t, n), np.int64),
-        np.full((t, n), -1, np.int64),
+        np.empty((t, n), np.int32),
+        np.full((t, n), -1, np.int32),
         np.full((t, n), -1, np.int64),
         np.zeros((t, 1), np.int64),
     )
@@ -571,24 +612,28 @@ def _contraction_state(n, first, to, w, threads):
     node's rank, ``counters`` (remaining count, next rank, finished), the search workspaces, per
     node deleted neighbours, level, priority, shortcut need and dirty flag, the remaining nodes and
     a round's scratch (chosen nodes, their shortcut buffer offsets and counts, neighbours). The
-    pools are given apart (:func:`contract` keeps them in a typed list)."""
+    pools are given apart (:func:`contract` keeps them in a typed list).
+
+    Node ids and ranks are int32 like the pools' ids; deleted neighbours and levels are whole
+    numbers, exact in float32 and widened to float64 where the priority is computed; shortcut
+    counts (products of degrees) and their offsets stay int64."""
     out, inn = _dynamic_graph(n, first, to, w)
     return (
         out,
         inn,
-        np.full(n, -1, np.int64),
+        np.full(n, -1, np.int32),
         np.array([n, 0, 0], np.int64),
         _workspaces(threads, n),
-        np.zeros(n, np.float64),
-        np.zeros(n, np.float64),
+        np.zeros(n, np.float32),
+        np.zeros(n, np.float32),
         np.zeros(n, np.float64),
         np.zeros(n, np.int64),
         np.ones(n, np.bool_),
-        np.arange(n).astype(np.int64),
-        np.empty(n, np.int64),
+        np.arange(n).astype(np.int32),
+        np.empty(n, np.int32),
         np.zeros(n + 1, np.int64),
         np.zeros(n, np.int64),
-        np.empty(2 * n + 2, np.int64),
+        np.empty(2 * n + 2, np.int32),
     )
 
 

@@ -55,9 +55,35 @@ INF = np.inf
 
 # ----------------------------------------------------------------------------- arc costs
 @njit(cache=True)
+def _by_middle_rank(rank, um, dm, order):
+    """Fill ``order`` with the upward arcs' indexes then the downward arcs' (offset by the upward
+    count), sorted by the rank of their middle node, original arcs (no middle) first, ties in index
+    order: a counting sort, the order a stable argsort of those ranks gives, without the int64 keys
+    and indexes of an argsort over every arc (at 1M road nodes, 21M arcs: 340 MB)."""
+    n_up = um.shape[0]
+    start = np.zeros(rank.shape[0] + 2, np.int64)
+    for k in range(n_up):
+        start[(rank[um[k]] + 1 if um[k] >= 0 else 0) + 1] += 1
+    for k in range(dm.shape[0]):
+        start[(rank[dm[k]] + 1 if dm[k] >= 0 else 0) + 1] += 1
+    for b in range(1, start.shape[0]):
+        start[b] += start[b - 1]
+    for k in range(n_up):
+        b = rank[um[k]] + 1 if um[k] >= 0 else 0
+        order[start[b]] = k
+        start[b] += 1
+    for k in range(dm.shape[0]):
+        b = rank[dm[k]] + 1 if dm[k] >= 0 else 0
+        order[start[b]] = n_up + k
+        start[b] += 1
+
+
+@njit(cache=True)
 def _arc_costs_kernel(
-    rank, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_edge
+    order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_edge
 ):
+    """Every arc's duration and length, in ``order`` (:func:`_by_middle_rank`): a shortcut's two
+    halves come before it."""
     n_up = ut.shape[0]
     n_dn = dt.shape[0]
     up_dur = np.zeros(n_up, np.float64)
@@ -65,12 +91,7 @@ def _arc_costs_kernel(
     dn_dur = np.zeros(n_dn, np.float64)
     dn_len = np.zeros(n_dn, np.float64)
     n_edges = dur.shape[0]  # CH nodes from here on are junction hubs
-    key = np.empty(n_up + n_dn, np.int64)
-    for k in range(n_up):
-        key[k] = rank[um[k]] if um[k] >= 0 else -1
-    for k in range(n_dn):
-        key[n_up + k] = rank[dm[k]] if dm[k] >= 0 else -1
-    for i in np.argsort(key, kind="mergesort"):
+    for i in order:
         if i < n_up:
             u, x, m = up_from[i], ut[i], um[i]
         else:
@@ -102,8 +123,11 @@ def _arc_costs_kernel(
 def _arc_costs(graph) -> dict[str, np.ndarray]:
     wide = WIDE_COLUMNS.load(graph)
     tails = ARC_TAILS.load(graph)
+    n_arcs = graph.ch_up_to.shape[0] + graph.ch_dn_to.shape[0]
+    order = np.empty(n_arcs, np.int32 if n_arcs < 2**31 else np.int64)
+    _by_middle_rank(np.asarray(graph.ch_rank), np.asarray(graph.ch_up_mid), np.asarray(graph.ch_dn_mid), order)
     up_dur, up_len, dn_dur, dn_len = _arc_costs_kernel(
-        np.asarray(graph.ch_rank, np.int64),
+        order,
         np.asarray(graph.ch_up_first),
         np.asarray(graph.ch_up_to),
         np.asarray(graph.ch_up_w),

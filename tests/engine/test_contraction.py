@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba.typed import List
 
 from engine.routing import contraction as C
 from engine.routing.arc_chunks import ArcChunks
@@ -93,3 +94,50 @@ def test_arc_chunks_make_the_csr_of_a_stable_sort_by_node(tmp_path, on_disk):
     np.testing.assert_array_equal(out_mid, mid[order])
     assert (out_to.dtype, out_w.dtype, out_mid.dtype) == (np.int32, np.float64, np.int32)
     assert list(tmp_path.iterdir()) == []  # each chunk's files go once placed
+
+
+def _lists(pool) -> list[list[tuple]]:
+    """Every node's list as (to, w, mid, hop) tuples, in list order."""
+    start, length = pool[0], pool[1]
+    return [[tuple(column[s + k] for column in pool[3:7]) for k in range(length[u])] for u, s in enumerate(start)]
+
+
+def _pool_with_holes():
+    """An out pool whose growing lists moved to its end (leaving holes) and some of whose lists
+    were emptied, in a typed list as the contraction keeps it."""
+    n = 200
+    first, to, w = random_csr(n, 7, degree=3)
+    out, _ = C._dynamic_graph(n, first, to, w)
+    pools = List([out])
+    for node in range(10):
+        for x in range(60):
+            C._append(C._pool_with_room(pools, 0, 64), node, x, float(x), -1, 1)
+    pool = pools[0]
+    for node in range(100, 120):
+        for y in [pool[3][pool[0][node] + k] for k in range(pool[1][node])]:
+            C._remove(pool, node, y)
+    return pools
+
+
+def test_packing_a_pool_in_place_keeps_every_list_and_gives_the_holes_back():
+    pools = _pool_with_holes()
+    pool = pools[0]
+    before, arrays = _lists(pool), pool[3]
+    live = C._live_slots(pool)
+    assert pool[7][0] > live + 200  # holes, and emptied lists' space, to give back
+    C._pool_packed(pool)
+    assert np.shares_memory(pool[3], arrays)  # no second array
+    assert pool[7][0] == live == int(pool[2].sum())
+    assert _lists(pool) == before
+
+
+def test_a_pool_whose_lists_fill_it_grows_with_every_list_kept():
+    pools = _pool_with_holes()
+    pool = pools[0]
+    before, size = _lists(pool), pool[3].shape[0]
+    live = C._live_slots(pool)
+    grown = C._pool_with_room(pools, 0, size)  # more than packing could free
+    assert np.shares_memory(pools[0][3], grown[3])  # the grown pool replaced the old one
+    assert grown[3].shape[0] >= max(C.POOL_GROWTH * live, live + size)
+    assert grown[7][0] == live
+    assert _lists(grown) == before

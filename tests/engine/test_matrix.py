@@ -12,6 +12,7 @@ from engine.codec import json_bytes
 from engine.dataset import DatasetRegistry
 from engine.errors import InvalidParameter, NotFound
 from engine.limits import Limits
+from engine.routing import matrix as routing_matrix
 from engine.services import matrix, routing
 from tests.engine.osm_grid import OsmGrid
 from tests.engine.test_routing import serve, square
@@ -218,3 +219,19 @@ def test_limits_name_the_parameter(datasets):
         with pytest.raises(InvalidParameter) as err:
             matrix.run(datasets, params, small)
         assert err.value.parameter == name, params
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_arcs_come_in_the_order_of_a_stable_sort_by_middle_rank(seed):
+    """The arc costs' order (a counting sort) is a stable argsort of the middle nodes' ranks,
+    original arcs (no middle node) first, upward arcs before downward ones among equals."""
+    rng = np.random.default_rng(seed)
+    n = 500
+    rank = rng.permutation(n).astype(np.int32)
+    up_mid = np.where(rng.random(3_000) < 0.4, -1, rng.integers(0, n, 3_000)).astype(np.int32)
+    dn_mid = np.where(rng.random(2_000) < 0.4, -1, rng.integers(0, n, 2_000)).astype(np.int32)
+    mid = np.concatenate((up_mid, dn_mid))
+    key = np.where(mid >= 0, rank[mid], -1)
+    order = np.empty(mid.shape[0], np.int32)
+    routing_matrix._by_middle_rank(rank, up_mid, dn_mid, order)
+    np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
