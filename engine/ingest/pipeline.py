@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
 from engine.heap_memory import release_free_memory, unmap_large_blocks
 from engine.ingest.context import ImportContext
+from engine.ingest.forked import call_in_child
 from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
@@ -35,6 +37,9 @@ class Stage:
     name: str
     target: str  # "module:function", the function takes an ImportContext and returns counts
     writes: tuple[str, ...]
+    # run in a forked child (engine.ingest.forked): what the stage allocates leaves with it instead
+    # of weighing on the later stages' peak; such a stage may read ``ctx.shared``, not add to it
+    isolated: bool = False
 
     def load(self) -> Callable[[ImportContext], dict[str, int]]:
         module, func = self.target.split(":")
@@ -44,7 +49,7 @@ class Stage:
 # Order matters: later stages may read what earlier ones put in ``ctx.shared``.
 STAGES: tuple[Stage, ...] = (
     Stage("admin", "engine.ingest.admin:run", (layout.ADMIN_DB,)),
-    Stage("search", "engine.ingest.search:run", (layout.SEARCH_DB,)),
+    Stage("search", "engine.ingest.search:run", (layout.SEARCH_DB,), isolated=True),
     Stage("roads", "engine.ingest.roads:run", tuple(layout.profile_graph_dir(p) for p in PROFILE_NAMES)),
     Stage("layers", "engine.ingest.layers:run", (layout.LAYERS_DB,)),
 )
@@ -152,15 +157,13 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
         log.info("region %s: stage %s", ctx.region, stage.name)
         ctx.progress.stage_started(stage.name, number, len(stages))
         release_free_memory()  # what the earlier stages freed does not weigh on this one
-        reset_peak_rss()
         try:
-            stage_counts = stage.load()(ctx)
+            stage_counts, peak = _run_stage(stage, ctx)
         except DatasetError:
             raise
         except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
             raise DatasetError(f"stage {stage.name} failed on {ctx.pbf_path.name}: {exc}") from exc
         seconds = time.perf_counter() - t0
-        peak = peak_rss_mb()
         ctx.progress.stage_finished(stage.name, seconds, peak)
         run.reports[stage.name] = {
             "seconds": round(seconds, 3),
@@ -172,6 +175,27 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
     if not any(run.counts.values()):
         raise DatasetError(f"empty extract: nothing to serve in {ctx.pbf_path.name}")
     return run
+
+
+def _run_stage(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
+    if not stage.isolated:
+        return _measured(stage, ctx)
+    if ctx.progress.stream is None:
+        return call_in_child(_measured, stage, ctx)
+    return call_in_child(_measured_in_child, stage, ctx, output=ctx.progress.stream)
+
+
+def _measured_in_child(stage: Stage, ctx: ImportContext, stream: TextIO) -> tuple[dict[str, int], float]:
+    ctx.progress.stream = stream  # the child's copy of the progress: its lines reach the parent's stream
+    return _measured(stage, ctx)
+
+
+def _measured(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
+    """The stage's counts and the process's peak resident set in MB while it ran (in a child
+    forked for it: what it shares with this process included, as if it had run here)."""
+    reset_peak_rss()
+    counts = stage.load()(ctx)
+    return counts, peak_rss_mb()
 
 
 def _manifest(
