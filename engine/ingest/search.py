@@ -136,12 +136,12 @@ Outline = list[LonLat] | shapely.Geometry
 # -- what the PBF pass collects -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CollectedWay:
     """A named highway way: one piece of a street."""
 
     osm_id: int
-    coords: list[LonLat]
+    coords: np.ndarray  # (k, 2) lon/lat: one object a way, not a tuple and two floats a point
     name: str
     names: dict[str, str]
     highway: str
@@ -312,7 +312,7 @@ def _street_way(way: osmium.osm.Way, coords: list[LonLat]) -> CollectedWay | Non
     if not (highway and highway not in STREET_HIGHWAYS_EXCLUDED and name):
         return None
     square = _is_closed(coords) and tags.get("area") == "yes"
-    return CollectedWay(way.id, coords, name, names_of(tags), highway, square)
+    return CollectedWay(way.id, np.array(coords, dtype=np.float64), name, names_of(tags), highway, square)
 
 
 def _take_way(col: _Collector, way: osmium.osm.Way) -> None:
@@ -576,7 +576,7 @@ def _cluster_ways(ways: list[CollectedWay], proj: LocalProjection) -> list[list[
     return list(groups.values())
 
 
-def _line_length_m(coords: list[LonLat], proj: LocalProjection) -> float:
+def _line_length_m(coords: np.ndarray, proj: LocalProjection) -> float:
     arr = np.asarray(coords)
     x, y = proj.to_xy(arr[:, 1], arr[:, 0])
     return float(np.sum(np.hypot(np.diff(x), np.diff(y))))
