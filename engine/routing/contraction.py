@@ -56,12 +56,17 @@ INF = np.inf
 PRIORITY = (1.0, 0.0, 0.0, 0.0, 1.0)
 
 
-# --- pools: (start, length, cap, to, w, mid, hop, used[1]) per direction
-# A pool out of room is packed in place while its lists fill at most PACK_SHARE of it, else it
+# --- pools: (start, length, cap, to, w, mid, hop, used[2]) per direction; used[0]: the slots
+# handed out so far, used[1]: the budget of slots the pool may hand out before it packs or grows.
+# The arrays are POOL_RESERVE times the budget: the pages past the slots handed out are never
+# touched, so they cost address space, not memory, and a budget that grows within them needs no
+# second copy of the pool (which, next to the first, was the contraction's peak).
+# Over budget, a pool whose lists fill at most PACK_SHARE of it is packed in place, else its budget
 # grows to POOL_GROWTH times their slots (docs/engineering-history.md: the pools were most of the
 # contraction's memory, two thirds of it holes left by moved lists).
 PACK_SHARE = 0.75
 POOL_GROWTH = 1.5
+POOL_RESERVE = 4
 
 
 @njit(cache=True)
@@ -73,8 +78,8 @@ def _new_pool(degree):
     for u in range(n):
         start[u] = pos
         pos += cap[u]
-    size = int(POOL_GROWTH * pos) + 16
-    used = np.full(1, pos, np.int64)
+    budget = int(POOL_GROWTH * pos) + 16
+    size = POOL_RESERVE * budget
     return (
         start,
         np.zeros(n, np.int64),
@@ -83,23 +88,28 @@ def _new_pool(degree):
         np.empty(size, np.float64),
         np.empty(size, np.int32),
         np.empty(size, np.int32),
-        used,
+        np.array([pos, budget], np.int64),
     )
 
 
 @njit(cache=True, inline="always")
 def _pool_with_room(pools, i, need):
-    """``pools[i]`` with room for ``need`` more slots. Out of room, it first packs its lists in
-    place (:func:`_pool_packed`): a list that outgrows its space moves to the end and leaves a hole,
-    and the holes soon hold more slots than the lists. Only when the lists themselves fill the pool
-    does a grown pool replace it in the typed list (which frees the old arrays at once)."""
+    """``pools[i]`` with room for ``need`` more slots within its budget. Over budget, it packs its
+    lists in place (:func:`_pool_packed`): a list that outgrows its space moves to the end and
+    leaves a hole, and the holes soon hold more slots than the lists; when the lists themselves
+    fill the budget, the budget grows first. Only a budget beyond the arrays makes a grown pool,
+    which replaces the old one in the typed list (and so frees its arrays at once)."""
     pool = pools[i]
-    if pool[7][0] + need > pool[3].shape[0]:
-        if _live_slots(pool) + need <= PACK_SHARE * pool[3].shape[0]:
-            _pool_packed(pool)
-        else:
-            pool = _pool_grown(pool, need)
+    used = pool[7]
+    if used[0] + need > used[1]:
+        live = _live_slots(pool)
+        if live + need > PACK_SHARE * used[1]:
+            used[1] = max(int(POOL_GROWTH * live), live + need) + 16
+        if used[1] > pool[3].shape[0]:
+            pool = _pool_grown(pool)
             pools[i] = pool
+        else:
+            _pool_packed(pool)
     return pool
 
 
@@ -139,12 +149,11 @@ def _pool_packed(pool):
 
 
 @njit(cache=True)
-def _pool_grown(pool, need):
-    """A new pool with room for ``need`` more slots, its lists packed in node order (each keeps
-    its capacity and its order)."""
+def _pool_grown(pool):
+    """A new pool of POOL_RESERVE times its budget (``used[1]``), its lists packed in node order
+    (each keeps its capacity and its order; :func:`_live_slots` ran first)."""
     start, length, cap, pto, pw, pmid, phop, used = pool
-    live = _live_slots(pool)
-    size = max(int(POOL_GROWTH * live), live + need) + 16
+    size = POOL_RESERVE * used[1]
     nto = np.empty(size, np.int32)
     nw = np.empty(size, np.float64)
     nmid = np.empty(size, np.int32)

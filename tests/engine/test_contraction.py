@@ -131,13 +131,31 @@ def test_packing_a_pool_in_place_keeps_every_list_and_gives_the_holes_back():
     assert _lists(pool) == before
 
 
-def test_a_pool_whose_lists_fill_it_grows_with_every_list_kept():
+def test_a_pool_whose_lists_fill_its_budget_raises_it_within_its_arrays():
+    """Over budget with lists that fill it, the budget grows to POOL_GROWTH times their slots and
+    the lists are packed: within the arrays reserved, no second copy of the pool is made."""
+    pools = _pool_with_holes()
+    pool = pools[0]
+    before, arrays, budget = _lists(pool), pool[3], int(pool[7][1])
+    need = budget - int(pool[7][0]) + 1  # just over the budget
+    live = C._live_slots(pool)
+    assert live + need > C.PACK_SHARE * budget  # too full to pack within the budget
+    pool = C._pool_with_room(pools, 0, need)
+    assert np.shares_memory(pool[3], arrays)
+    assert pool[7][1] == max(int(C.POOL_GROWTH * live), live + need) + 16
+    assert pool[7][0] == live
+    assert _lists(pool) == before
+
+
+def test_a_budget_beyond_the_arrays_makes_a_grown_pool_with_every_list_kept():
     pools = _pool_with_holes()
     pool = pools[0]
     before, size = _lists(pool), pool[3].shape[0]
     live = C._live_slots(pool)
-    grown = C._pool_with_room(pools, 0, size)  # more than packing could free
+    grown = C._pool_with_room(pools, 0, size)
     assert np.shares_memory(pools[0][3], grown[3])  # the grown pool replaced the old one
-    assert grown[3].shape[0] >= max(C.POOL_GROWTH * live, live + size)
+    assert not np.shares_memory(grown[3], pool[3])
+    assert grown[7][1] == live + size + 16
+    assert grown[3].shape[0] == C.POOL_RESERVE * grown[7][1]
     assert grown[7][0] == live
     assert _lists(grown) == before
