@@ -17,7 +17,7 @@ Either way the arrays are identical: the same function made them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +37,9 @@ class DerivedArrays:
     name: str
     version: int
     arrays: tuple[str, ...]  # the names ``compute`` returns, each written as <name>.npy
-    compute: Callable[[RoadGraph], Arrays]
+    # the arrays by name, or (name, array) pairs one after the other, so that ``write`` saves each
+    # and lets it go before the next is computed
+    compute: Callable[[RoadGraph], Arrays | Iterator[tuple[str, np.ndarray]]]
 
     def directory(self, graph_dir: Path) -> Path:
         return Path(graph_dir) / DERIVED_DIR / f"{self.name}-v{self.version}"
@@ -46,19 +48,31 @@ class DerivedArrays:
         """The group's arrays: memory-mapped when the import wrote them, else computed now."""
         graph_dir = getattr(graph, "path", None)  # None: a graph built in memory
         written = self._mapped(graph_dir) if graph_dir is not None else None
-        return written if written is not None else self._computed(graph)
+        return written if written is not None else self.computed(graph)
 
     def write(self, graph: RoadGraph, graph_dir: Path) -> None:
         directory = self.directory(graph_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        for name, array in self._computed(graph).items():
-            np.save(directory / f"{name}.npy", array)
+        written = []
+        for name, array in self._pairs(graph):
+            np.save(directory / f"{name}.npy", np.ascontiguousarray(array))
+            written.append(name)
+            del array  # before the next one is computed
+        self._check(written)
 
-    def _computed(self, graph: RoadGraph) -> Arrays:
-        arrays = self.compute(graph)
-        if set(arrays) != set(self.arrays):
-            raise ValueError(f"derived arrays {self.name}: computed {sorted(arrays)}, declared {sorted(self.arrays)}")
+    def computed(self, graph: RoadGraph) -> Arrays:
+        """The arrays by name, computed now (what a process does for a graph without them written)."""
+        arrays = dict(self._pairs(graph))
+        self._check(list(arrays))
         return {name: np.ascontiguousarray(arrays[name]) for name in self.arrays}
+
+    def _pairs(self, graph: RoadGraph) -> Iterator[tuple[str, np.ndarray]]:
+        computed = self.compute(graph)
+        return iter(computed.items()) if isinstance(computed, dict) else computed
+
+    def _check(self, names: list[str]) -> None:
+        if sorted(names) != sorted(self.arrays):
+            raise ValueError(f"derived arrays {self.name}: computed {sorted(names)}, declared {sorted(self.arrays)}")
 
     def _mapped(self, graph_dir: Path) -> Arrays | None:
         """Every array of the group as a plain read-only ndarray over the file's pages (see

@@ -79,18 +79,13 @@ def _by_middle_rank(rank, um, dm, order):
 
 
 @njit(cache=True)
-def _arc_costs_kernel(
-    order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, dur, length, hub_edge
-):
-    """Every arc's duration and length, in ``order`` (:func:`_by_middle_rank`): a shortcut's two
-    halves come before it."""
+def _arc_sums(order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, value, with_turns, hub_edge):
+    """One cost of every arc (the edges' ``value``, plus the turns' costs when ``with_turns``), in
+    ``order`` (:func:`_by_middle_rank`): a shortcut's two halves come before it."""
     n_up = ut.shape[0]
-    n_dn = dt.shape[0]
-    up_dur = np.zeros(n_up, np.float64)
-    up_len = np.zeros(n_up, np.float64)
-    dn_dur = np.zeros(n_dn, np.float64)
-    dn_len = np.zeros(n_dn, np.float64)
-    n_edges = dur.shape[0]  # CH nodes from here on are junction hubs
+    up = np.zeros(n_up, np.float64)
+    dn = np.zeros(dt.shape[0], np.float64)
+    n_edges = value.shape[0]  # CH nodes from here on are junction hubs
     for i in order:
         if i < n_up:
             u, x, m = up_from[i], ut[i], um[i]
@@ -98,35 +93,31 @@ def _arc_costs_kernel(
             k = i - n_up
             u, x, m = dt[k], dn_from[k], dm[k]  # a downward arc stored at x, from u
         if m < 0 and x >= n_edges:  # into a junction hub: the turn is paid on the way out
-            d = 0.0
-            ln = 0.0
+            c = 0.0
         elif m < 0 and u >= n_edges:  # out of a hub onto edge x: the turn of an edge arriving there
-            d = turn_cost(tfirst, tto, tcost, hub_edge[u - n_edges], x) + dur[x]
-            ln = length[x]
+            c = turn_cost(tfirst, tto, tcost, hub_edge[u - n_edges], x) + value[x] if with_turns else value[x]
         elif m < 0:
-            d = turn_cost(tfirst, tto, tcost, u, x) + dur[x]
-            ln = length[x]
+            c = turn_cost(tfirst, tto, tcost, u, x) + value[x] if with_turns else value[x]
         else:
             k1 = arc_at(df, dt, dw, dm, m, u)  # u -> m, stored at m
             k2 = arc_at(uf, ut, uw, um, m, x)  # m -> x, stored at m
-            d = dn_dur[k1] + up_dur[k2]
-            ln = dn_len[k1] + up_len[k2]
+            c = dn[k1] + up[k2]
         if i < n_up:
-            up_dur[i] = d
-            up_len[i] = ln
+            up[i] = c
         else:
-            dn_dur[i - n_up] = d
-            dn_len[i - n_up] = ln
-    return up_dur, up_len, dn_dur, dn_len
+            dn[i - n_up] = c
+    return up, dn
 
 
-def _arc_costs(graph) -> dict[str, np.ndarray]:
+def _arc_costs(graph) -> Iterator[tuple[str, np.ndarray]]:
+    """The arcs' durations, then their lengths: a caller that writes each array and lets it go
+    (:meth:`DerivedArrays.write`) holds two of the four at a time."""
     wide = WIDE_COLUMNS.load(graph)
     tails = ARC_TAILS.load(graph)
     n_arcs = graph.ch_up_to.shape[0] + graph.ch_dn_to.shape[0]
     order = np.empty(n_arcs, np.int32 if n_arcs < 2**31 else np.int64)
     _by_middle_rank(np.asarray(graph.ch_rank), np.asarray(graph.ch_up_mid), np.asarray(graph.ch_dn_mid), order)
-    up_dur, up_len, dn_dur, dn_len = _arc_costs_kernel(
+    arcs = (
         order,
         np.asarray(graph.ch_up_first),
         np.asarray(graph.ch_up_to),
@@ -141,11 +132,14 @@ def _arc_costs(graph) -> dict[str, np.ndarray]:
         np.asarray(graph.turn_first_out, np.int64),
         np.asarray(graph.turn_to),
         np.asarray(graph.turn_cost_s),
-        wide["edge_duration_s"],
-        wide["edge_length_m"],
-        np.asarray(getattr(graph, "ch_hub_edge", np.zeros(0, np.int32)), np.int64),  # format 1: no hubs
     )
-    return {"up_dur": up_dur, "up_len": up_len, "dn_dur": dn_dur, "dn_len": dn_len}
+    hub_edge = np.asarray(getattr(graph, "ch_hub_edge", np.zeros(0, np.int32)), np.int64)  # format 1: no hubs
+    for kind, value, with_turns in (("dur", wide["edge_duration_s"], True), ("len", wide["edge_length_m"], False)):
+        up, dn = _arc_sums(*arcs, value, with_turns, hub_edge)
+        yield f"up_{kind}", up
+        del up
+        yield f"dn_{kind}", dn
+        del dn
 
 
 ARC_COSTS = DerivedArrays("ch-arc-costs", 1, ("up_dur", "up_len", "dn_dur", "dn_len"), _arc_costs)

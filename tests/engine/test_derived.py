@@ -5,6 +5,7 @@ gives the same answers, and the one CH query of a process serves concurrent thre
 from __future__ import annotations
 
 import shutil
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from engine import layout
 from engine.dataset import DatasetRegistry
 from engine.ingest.roads import CH_DERIVED, DERIVED
-from engine.routing.derived import DERIVED_DIR
+from engine.routing.derived import DERIVED_DIR, DerivedArrays
 from engine.routing.graph import RoadGraph
 from engine.services.isochrone import IsochroneParams
 from engine.services.isochrone import run as isochrone
@@ -57,7 +58,7 @@ def test_the_import_writes_every_group(monaco_graph_dir: Path) -> None:
 def test_mapped_arrays_equal_computed_ones(monaco_graph_dir: Path) -> None:
     graph = RoadGraph.open(monaco_graph_dir)
     for group in DERIVED + CH_DERIVED:
-        mapped, computed = group.load(graph), group.compute(graph)
+        mapped, computed = group.load(graph), group.computed(graph)
         for name in group.arrays:
             assert mapped[name].dtype == np.asarray(computed[name]).dtype, (group.name, name)
             assert np.array_equal(mapped[name], computed[name]), (group.name, name)
@@ -114,3 +115,25 @@ def test_threads_share_the_ch_query(datasets: DatasetRegistry) -> None:
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(distances, pairs * 5))
     assert together == alone * 5
+
+
+def test_a_group_computed_one_array_at_a_time_is_written_one_at_a_time(tmp_path: Path, monaco_graph_dir: Path) -> None:
+    """A group whose ``compute`` yields (name, array) pairs: each array is saved, and let go,
+    before the next one is computed; a name it was not declared with is refused."""
+    alive: list[weakref.ref] = []
+
+    def arrays(graph):
+        for i, name in enumerate(("a", "b", "c")):
+            assert all(ref() is None for ref in alive), "an earlier array is still held"
+            array = np.full(1_000, float(i))
+            alive.append(weakref.ref(array))
+            yield name, array
+            del array
+
+    graph = RoadGraph.open(monaco_graph_dir)
+    DerivedArrays("streamed", 1, ("a", "b", "c"), arrays).write(graph, tmp_path)
+    directory = tmp_path / DERIVED_DIR / "streamed-v1"
+    for i, name in enumerate("abc"):
+        assert np.array_equal(np.load(directory / f"{name}.npy"), np.full(1_000, float(i)))
+    with pytest.raises(ValueError, match="declared"):
+        DerivedArrays("streamed", 2, ("a", "b"), arrays).write(graph, tmp_path)
