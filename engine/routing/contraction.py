@@ -128,48 +128,41 @@ def _live_slots(pool):
 
 @njit(cache=True)
 def _pool_packed(pool):
-    """Move every list down to the start of the pool, in the order they lie, each keeping its
-    capacity (:func:`_live_slots` ran first); a list only ever moves towards the front, onto slots
-    already read, so this needs no second array. Every list keeps its order, so the contraction
-    does the same work wherever its lists lie."""
-    start, length, cap, pto, pw, pmid, phop, used = pool
-    pos = 0
-    for u in np.argsort(start, kind="mergesort"):
-        if cap[u] == 0:
-            continue
-        s = start[u]
-        for k in range(length[u]):
-            pto[pos + k] = pto[s + k]
-            pw[pos + k] = pw[s + k]
-            pmid[pos + k] = pmid[s + k]
-            phop[pos + k] = phop[s + k]
-        start[u] = pos
-        pos += cap[u]
-    used[0] = pos
+    """The pool's lists packed in place (:func:`_packed_into` its own arrays)."""
+    _packed_into(pool, pool[3], pool[4], pool[5], pool[6])
 
 
 @njit(cache=True)
 def _pool_grown(pool):
-    """A new pool of POOL_RESERVE times its budget (``used[1]``), its lists packed in node order
-    (each keeps its capacity and its order; :func:`_live_slots` ran first)."""
-    start, length, cap, pto, pw, pmid, phop, used = pool
-    size = POOL_RESERVE * used[1]
+    """A new pool of POOL_RESERVE times its budget (``used[1]``), its lists packed into it."""
+    size = POOL_RESERVE * pool[7][1]
     nto = np.empty(size, np.int32)
     nw = np.empty(size, np.float64)
     nmid = np.empty(size, np.int32)
     nhop = np.empty(size, np.int32)
+    _packed_into(pool, nto, nw, nmid, nhop)
+    return pool[0], pool[1], pool[2], nto, nw, nmid, nhop, pool[7]
+
+
+@njit(cache=True)
+def _packed_into(pool, dto, dw, dmid, dhop):
+    """Move every list, in the order they lie, to the start of the arrays given (the pool's own or
+    larger ones), each keeping its capacity and its order (:func:`_live_slots` ran first). Within
+    the pool's own arrays a list only ever moves towards the front, onto slots already read, so
+    packing needs no second array. Every list keeps its order, so the contraction does the same
+    work wherever its lists lie."""
+    start, length, cap, pto, pw, pmid, phop, used = pool
     pos = 0
-    for u in range(start.shape[0]):
+    for u in np.argsort(start, kind="mergesort"):
         s = start[u]
         for k in range(length[u]):
-            nto[pos + k] = pto[s + k]
-            nw[pos + k] = pw[s + k]
-            nmid[pos + k] = pmid[s + k]
-            nhop[pos + k] = phop[s + k]
+            dto[pos + k] = pto[s + k]
+            dw[pos + k] = pw[s + k]
+            dmid[pos + k] = pmid[s + k]
+            dhop[pos + k] = phop[s + k]
         start[u] = pos
         pos += cap[u]
     used[0] = pos
-    return start, length, cap, nto, nw, nmid, nhop, used
 
 
 @njit(cache=True)
