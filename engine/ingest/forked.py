@@ -10,7 +10,8 @@ gives all of its memory back when it exits; the stage returns its counts through
 it writes to the progress stream comes through that pipe as it is written, to the parent's stream
 (a terminal, a log, a test's buffer alike).
 
-Where ``fork`` is not available (Windows) the stage runs in the process, as before.
+Where ``fork`` is not available (Windows), or in a daemonic process (which may have no children),
+the stage runs in the process, as before.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ T = TypeVar("T")
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    """``fork`` exists here, and this process may have children (a daemonic one, such as a worker
+    of a process pool, may not)."""
+    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
 
 
 def call_in_child(fn: Callable[..., T], *args: Any, output: TextIO | None = None) -> T:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
 import signal
 
@@ -72,3 +73,18 @@ def test_what_the_child_writes_reaches_the_parents_stream_in_order():
     out = io.StringIO()  # no file descriptor a child could write to itself
     assert call_in_child(_writes, 500, output=out) == 500
     assert out.getvalue() == "".join(f"line {i}\n" for i in range(500))
+
+
+def _in_child_of_daemon(queue) -> None:
+    queue.put(call_in_child(os.getpid))
+
+
+def test_a_daemonic_process_runs_the_call_itself():
+    """A pool's worker (daemonic) may not have children: the call runs in it instead."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    daemon = context.Process(target=_in_child_of_daemon, args=(queue,), daemon=True)
+    daemon.start()
+    pid = queue.get(timeout=30)
+    daemon.join(timeout=30)
+    assert pid == daemon.pid
