@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+import tempfile
 import time
 from array import array
 from collections import defaultdict
@@ -47,11 +48,14 @@ from engine.heap_memory import release_free_memory
 from engine.progress import ImportProgress
 from engine.routing import ch, foot
 from engine.routing import profile as P
-from engine.routing.graph import RoadGraph
+from engine.routing.graph import ARRAYS, RoadGraph
 from engine.routing.profiles import CAR, Profile
 
 # tags the reading pass looks at (the pre-filter: objects with none of them never reach Python)
 OSM_KEYS = ("highway", "barrier", "route", "type", "access", "foot", "bicycle")
+# a turn graph this large waits on disk while it is contracted (park_columns): the samples' and the
+# tests' towns stay in memory
+PARK_MIN_TURNS = ch.SPILL_MIN_ARCS
 AREA_MAX_ENTRIES = 12  # a pedestrian area with more entry points is walked along its outline only (each
 # crossing adds turns at both ends: 40 entries tripled the contraction time of Helsinki's foot graph)
 
@@ -706,9 +710,12 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
 def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
-    release_free_memory()  # what reading the file and building the columns freed
-    with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
-        ch_arrays = ch.build(graph, progress=step)
+    with tempfile.TemporaryDirectory(prefix="meridian-graph-") as parked:
+        if graph.turn_to.shape[0] >= PARK_MIN_TURNS:
+            park_columns(graph, Path(parked))
+        release_free_memory()  # what reading the file and building the columns freed
+        with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
+            ch_arrays = ch.build(graph, progress=step)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
     for k, v in ch_arrays.items():
         setattr(graph, k, v)
@@ -716,6 +723,17 @@ def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> No
     graph.meta["seconds"]["ch"] = round(time.perf_counter() - t0, 3)
     shortcuts = (ch_arrays["ch_up_mid"] >= 0).sum() + (ch_arrays["ch_dn_mid"] >= 0).sum()
     graph.meta["counts"]["ch_shortcuts"] = int(shortcuts)
+
+
+def park_columns(graph: RoadGraph, directory: Path) -> None:
+    """Replace the graph's columns by read-only maps of copies written to ``directory``: while
+    the contraction runs, the columns it does not read (geometry, nodes, names) cost no memory,
+    and those it reads are clean pages of a file. Saving the graph reads them back. The maps stay
+    valid once the files are removed (their pages live as long as the maps)."""
+    for name in ARRAYS:
+        path = directory / f"{name}.npy"
+        np.save(path, np.ascontiguousarray(getattr(graph, name)))
+        setattr(graph, name, np.load(path, mmap_mode="r"))
 
 
 def _profile_graph(

@@ -129,23 +129,24 @@ def build(
     same either way.
     """
     arcs = hubbed_turn_graph(graph, hubs=hubs)
+    hub_edge = arcs.hub_edge
     if core_shortcuts is None:
-        core_shortcuts = HUBBED_CORE_SHORTCUTS if arcs.hub_edge.shape[0] else CORE_SHORTCUTS
+        core_shortcuts = HUBBED_CORE_SHORTCUTS if hub_edge.shape[0] else CORE_SHORTCUTS
     n = arcs.n
     if progress is not None:
         progress.total = n  # the edges and the hubs
     done = np.zeros(1, np.int64)
     if spill is None:
         spill = arcs.to.shape[0] >= SPILL_MIN_ARCS
+    turn_graph = [arcs.first, arcs.to, arcs.w]  # contract() lets it go once its pools hold it
+    del arcs
     with tempfile.TemporaryDirectory(prefix="meridian-contraction-") if spill else nullcontext(None) as spill_dir:
         directory = Path(spill_dir) if spill_dir is not None else None
         up, down = ArcChunks("up", directory), ArcChunks("down", directory)
         with progress.watch(done) if progress is not None else nullcontext():
             rank, n_core = contract(
                 n,
-                arcs.first,
-                arcs.to,
-                arcs.w,
+                turn_graph,
                 sim_limit,
                 settle_limit,
                 core_shortcuts,
@@ -157,8 +158,6 @@ def build(
                 down,
                 flush_arcs if spill else None,
             )
-        hub_edge = arcs.hub_edge
-        del arcs  # the turn graph: contracted now
         uf, ut, uw, um = up.csr(n)
         df, dt, dw, dm = down.csr(n)
     return {

@@ -722,19 +722,21 @@ def _contract_round(
     counters[1] = r
 
 
-def contract(
-    n, first, to, w, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None
-):
-    """Contract the CSR graph; returns (rank, core size). The arcs go to ``up`` and ``down``
+def contract(n, csr, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None):
+    """Contract the graph ``csr`` (a list: first, to, w), emptied once the pools hold the graph so
+    that the caller's arrays can go for the rest of the contraction; returns (rank, core size).
+    The arcs go to ``up`` and ``down``
     (:class:`engine.routing.arc_chunks.ArcChunks`: upward arcs ``at -> to`` and downward arcs stored
     at their lower end), handed over whenever the two hold ``flush_at`` arcs (None: once, at the
     end), so that a contraction whose outputs spill to disk never holds more of them than that.
     ``done[0]`` counts the nodes contracted so far (read by the import's progress line while a
     round runs without the GIL)."""
-    out, inn, rank, counters, *rest = _contraction_state(n, first, to, w, threads)
+    out, inn, rank, counters, *rest = _contraction_state(n, *csr, threads)
+    n_arcs = int(csr[0][n])
+    csr.clear()
     pools = List([out, inn])
     del out, inn  # in the list only: a round that grows a pool frees the old one
-    outputs = List([_new_output(2 * first[n] + 1024), _new_output(2 * first[n] + 1024)])
+    outputs = List([_new_output(2 * n_arcs + 1024), _new_output(2 * n_arcs + 1024)])
     while not counters[2]:
         _contract_round(
             pools, outputs, rank, counters, *rest, sim_limit, settle_limit, core_shortcuts, coef, front, done

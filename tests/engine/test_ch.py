@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.routing import ch
+from engine.routing import build, ch
 from engine.routing.build import build_graph
+from engine.routing.graph import ARRAYS, CH_ARRAYS
 from engine.routing.matrix import MatrixQuery
 from engine.routing.router import Router
 from tests.engine.osm_grid import OsmGrid
@@ -263,6 +264,24 @@ def test_a_contraction_that_spills_its_arcs_to_disk_builds_the_same_hierarchy(tm
     assert arcs > 20 * 32  # the rounds stopped for the outputs twenty times or more
     assert (int(kept["ch_core"][0]) > 0) is (core_shortcuts == 2)
     assert list(spill_dir.iterdir()) == []
+
+
+def test_a_graph_parked_on_disk_while_it_is_contracted_is_the_same_graph(tmp_path, monkeypatch):
+    """Above PARK_MIN_TURNS turns, the graph's columns wait on disk as read-only maps while the
+    contraction runs: every array (the columns read back, the hierarchy built over the maps) equals
+    the graph built in memory, and the parked files are gone once the graph is built."""
+    path = random_network(12).write(tmp_path / "park.osm.pbf")
+    in_memory, _ = build_graph(path)
+    park_dir = tmp_path / "tmp"
+    park_dir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(park_dir))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.setattr(build, "PARK_MIN_TURNS", 0)
+    parked, _ = build_graph(path)
+    assert isinstance(parked.geom_lat, np.memmap)  # the geometry was never read back into memory
+    for name in ARRAYS + CH_ARRAYS:
+        np.testing.assert_array_equal(getattr(parked, name), getattr(in_memory, name), err_msg=name)
+    assert list(park_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("front", [1.0, 0.05, 0.002])
