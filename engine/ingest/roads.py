@@ -71,10 +71,11 @@ def run(ctx: ImportContext) -> dict[str, int]:
 
 def _write_derived(graph_dir: Path) -> None:
     """The derived arrays, computed from the graph as written (what a process would compute from
-    the same files on open)."""
-    written = RoadGraph.open(graph_dir)
-    for group in DERIVED + (CH_DERIVED if written.has_ch else ()):
-        group.write(written, graph_dir)
+    the same files on open). Each group opens the graph afresh: the pages an earlier group read
+    leave the process's resident set with its maps."""
+    groups = DERIVED + (CH_DERIVED if RoadGraph.open(graph_dir).has_ch else ())
+    for group in groups:
+        group.write(RoadGraph.open(graph_dir), graph_dir)
 
 
 def _warm_up(graph_dir) -> None:
