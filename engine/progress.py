@@ -41,6 +41,7 @@ import numpy as np
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+_RSS = re.compile(r"^VmRSS:\s+(\d+) kB", re.MULTILINE)
 
 
 def reset_peak_rss() -> bool:
@@ -50,6 +51,15 @@ def reset_peak_rss() -> bool:
     except OSError:
         return False
     return True
+
+
+def rss_mb() -> float:
+    """This process's resident set in MB now (0 where the kernel lacks ``/proc/self/status``)."""
+    try:
+        found = _RSS.search(_STATUS.read_text())
+    except OSError:
+        found = None
+    return int(found.group(1)) / 1024 if found is not None else 0.0
 
 
 def peak_rss_mb() -> float:

@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -23,9 +23,9 @@ from typing import TextIO
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
 from engine.heap_memory import release_free_memory, unmap_large_blocks
+from engine.ingest.child_process import call_in_child
 from engine.ingest.context import ImportContext
-from engine.ingest.forked import call_in_child
-from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
+from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss, rss_mb
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
 
@@ -37,8 +37,9 @@ class Stage:
     name: str
     target: str  # "module:function", the function takes an ImportContext and returns counts
     writes: tuple[str, ...]
-    # run in a forked child (engine.ingest.forked): what the stage allocates leaves with it instead
-    # of weighing on the later stages' peak; such a stage may read ``ctx.shared``, not add to it
+    # run in a child process (engine.ingest.child_process): what the stage allocates leaves with it
+    # instead of weighing on the later stages' peak; such a stage may read ``ctx.shared`` (pickled
+    # to the child), not add to it
     isolated: bool = False
 
     def load(self) -> Callable[[ImportContext], dict[str, int]]:
@@ -178,21 +179,27 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
 
 
 def _run_stage(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
+    """The stage's counts and the peak memory while it ran: this process's, or for an isolated
+    stage its child's plus what this process holds meanwhile (both are alive)."""
     if not stage.isolated:
         return _measured(stage, ctx)
+    holding = rss_mb()
+    quiet = replace(ctx, progress=ImportProgress.silent())  # a stream does not travel to a child
     if ctx.progress.stream is None:
-        return call_in_child(_measured, stage, ctx)
-    return call_in_child(_measured_in_child, stage, ctx, output=ctx.progress.stream)
+        counts, peak = call_in_child(_measured, stage, quiet)
+    else:
+        counts, peak = call_in_child(_measured_in_child, stage, quiet, ctx.progress.live, output=ctx.progress.stream)
+    return counts, holding + peak
 
 
-def _measured_in_child(stage: Stage, ctx: ImportContext, stream: TextIO) -> tuple[dict[str, int], float]:
-    ctx.progress.stream = stream  # the child's copy of the progress: its lines reach the parent's stream
+def _measured_in_child(stage: Stage, ctx: ImportContext, live: bool, stream: TextIO) -> tuple[dict[str, int], float]:
+    """In the child: its progress lines go to ``stream``, which forwards them to the parent's."""
+    ctx.progress = ImportProgress(stream, live=live)
     return _measured(stage, ctx)
 
 
 def _measured(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
-    """The stage's counts and the process's peak resident set in MB while it ran (in a child
-    forked for it: what it shares with this process included, as if it had run here)."""
+    """The stage's counts and the process's peak resident set in MB while it ran."""
     reset_peak_rss()
     counts = stage.load()(ctx)
     return counts, peak_rss_mb()

@@ -1,4 +1,5 @@
-"""engine/ingest/forked.py: a stage in a forked child gives its memory back, and answers like a call."""
+"""engine/ingest/child_process.py: a stage in a child process gives its memory back, and answers
+like a call."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import signal
 import pytest
 
 from engine.errors import DatasetError
-from engine.ingest.forked import call_in_child
+from engine.ingest.child_process import call_in_child
 
 
 def _rss_mb() -> float:
@@ -88,3 +89,22 @@ def test_a_daemonic_process_runs_the_call_itself():
     pid = queue.get(timeout=30)
     daemon.join(timeout=30)
     assert pid == daemon.pid
+
+
+def _reads_a_pbf(path: str) -> int:
+    import osmium  # noqa: PLC0415
+
+    return sum(1 for _ in osmium.FileProcessor(path).with_locations())
+
+
+def test_a_child_reads_with_osmium_after_this_process_did(tmp_path):
+    """osmium's reading threads, started here, are not there in a forked child: a child that read
+    a PBF then waited for them forever. A spawned child starts its own."""
+    from tests.engine.osm_grid import OsmGrid  # noqa: PLC0415
+
+    grid = OsmGrid("A-B-C\n|   |\nD-E-F")
+    grid.way("ABCFEDA", highway="residential")
+    path = str(grid.write(tmp_path / "grid.osm.pbf"))
+    here = _reads_a_pbf(path)
+    assert here > 0
+    assert call_in_child(_reads_a_pbf, path) == here

@@ -1,17 +1,20 @@
-"""Run one import stage in a forked child process, so that what it allocates leaves with it.
+"""Run one import stage in a child process of its own, so that what it allocates leaves with it.
 
 A stage that makes millions of short-lived Python objects beside long-lived ones (the search
 stage: an address's tags, records and rows around the string pools and indexes it keeps) leaves
 CPython's small-object allocator with arenas that each still hold a live block: at 1M road nodes,
 486 arenas of 1 MB holding 44 MB of objects when the stage had returned. Neither the garbage
-collector nor ``malloc_trim`` can give those back, and the next stage's peak counted them. A child
-forked for the stage inherits everything the earlier stages left in ``ImportContext.shared`` and
-gives all of its memory back when it exits; the stage returns its counts through a pipe, and what
-it writes to the progress stream comes through that pipe as it is written, to the parent's stream
-(a terminal, a log, a test's buffer alike).
+collector nor ``malloc_trim`` can give those back, and the next stage's peak counted them. A
+child process gives all of its memory back when it exits.
 
-Where ``fork`` is not available (Windows), or in a daemonic process (which may have no children),
-the stage runs in the process, as before.
+The child is *spawned* (a fresh interpreter), not forked: a forked child inherits the parent's
+libraries without their threads, and osmium's reading thread pool, started by an earlier stage
+(or an earlier import of the same process), then waits forever for workers that are not there.
+So the call and its arguments travel pickled; the result (or the exception) comes back through a
+pipe, and with ``output``, what the child writes to its stream comes through that pipe as it is
+written, to the parent's stream (a terminal, a log, a test's buffer alike).
+
+In a daemonic process (which may have no children) the call runs in the process, as before.
 """
 
 from __future__ import annotations
@@ -27,20 +30,20 @@ from engine.errors import DatasetError
 T = TypeVar("T")
 
 
-def can_fork() -> bool:
-    """``fork`` exists here, and this process may have children (a daemonic one, such as a worker
-    of a process pool, may not)."""
-    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+def can_have_children() -> bool:
+    """This process may start children (a daemonic one, such as a worker of a process pool, may not)."""
+    return not multiprocessing.current_process().daemon
 
 
 def call_in_child(fn: Callable[..., T], *args: Any, output: TextIO | None = None) -> T:
-    """``fn(*args)`` in a forked child; its result (picklable), or its exception raised here. With
-    ``output``, the child calls ``fn(*args, stream)`` instead, ``stream`` a text stream whose writes
-    reach ``output`` here. A child that dies without an answer (the kernel's out-of-memory killer,
-    a signal) is a :class:`DatasetError` naming its exit code."""
-    if not can_fork():
+    """``fn(*args)`` in a spawned child (``fn`` importable, ``args`` and the result picklable);
+    its result, or its exception raised here. With ``output``, the child calls ``fn(*args,
+    stream)`` instead, ``stream`` a text stream whose writes reach ``output`` here. A child that
+    dies without an answer (the kernel's out-of-memory killer, a signal) is a
+    :class:`DatasetError` naming its exit code."""
+    if not can_have_children():
         return fn(*args, output) if output is not None else fn(*args)
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_answer, args=(sender, fn, args, output is not None), name=f"meridian-{fn.__name__}")
     child.start()
