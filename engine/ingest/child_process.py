@@ -23,11 +23,13 @@ import multiprocessing
 import pickle
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TextIO, TypeVar
 
 from engine.errors import DatasetError
 
 T = TypeVar("T")
+CHILD_POLL_S = 0.5  # how often the parent looks whether a silent child is still alive
 
 
 def can_have_children() -> bool:
@@ -49,7 +51,7 @@ def call_in_child(fn: Callable[..., T], *args: Any, output: TextIO | None = None
     child.start()
     sender.close()  # the child's end: recv() sees EOF when the child dies without answering
     try:
-        ok, value = _outcome(receiver, output)
+        ok, value = _outcome(receiver, output, child)
         child.join()
     except EOFError:
         child.join()
@@ -67,9 +69,13 @@ def call_in_child(fn: Callable[..., T], *args: Any, output: TextIO | None = None
     raise value
 
 
-def _outcome(receiver: Connection, output: TextIO | None) -> tuple[bool, Any]:
-    """The child's (ok, result or exception), writing its text to ``output`` until then."""
+def _outcome(receiver: Connection, output: TextIO | None, child: BaseProcess) -> tuple[bool, Any]:
+    """The child's (ok, result or exception), writing its text to ``output`` until then. EOFError
+    when the child is gone without an answer: also a child that died before it took its end of
+    the pipe, whose copy the parent's resource sharer still holds open (so no EOF would come)."""
     while True:
+        if not receiver.poll(CHILD_POLL_S) and not child.is_alive() and not receiver.poll(0):
+            raise EOFError
         kind, *payload = receiver.recv()
         if kind == "text" and output is not None:
             output.write(payload[0])

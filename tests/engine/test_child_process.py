@@ -7,6 +7,9 @@ import io
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +111,29 @@ def test_a_child_reads_with_osmium_after_this_process_did(tmp_path):
     here = _reads_a_pbf(path)
     assert here > 0
     assert call_in_child(_reads_a_pbf, path) == here
+
+
+UNGUARDED_MAIN = """
+import os
+from engine.ingest.child_process import call_in_child
+
+print(call_in_child(os.getpid))  # no __main__ guard: the spawned child runs this line again
+"""
+
+
+def test_a_child_that_dies_before_it_takes_its_end_of_the_pipe_is_an_error_not_a_hang(tmp_path):
+    """A script without the ``__main__`` guard: the spawned child runs it again and dies while it
+    starts, before it has taken its end of the pipe (which the parent's resource sharer keeps open,
+    so no end-of-file comes); the parent sees the child gone and raises."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED_MAIN)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode != 0
+    assert "exited with code" in done.stderr
