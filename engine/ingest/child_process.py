@@ -74,8 +74,11 @@ def _outcome(receiver: Connection, output: TextIO | None, child: BaseProcess) ->
     when the child is gone without an answer: also a child that died before it took its end of
     the pipe, whose copy the parent's resource sharer still holds open (so no EOF would come)."""
     while True:
-        if not receiver.poll(CHILD_POLL_S) and not child.is_alive() and not receiver.poll(0):
-            raise EOFError
+        if not receiver.poll(CHILD_POLL_S):
+            if child.is_alive():
+                continue
+            if not receiver.poll(0):
+                raise EOFError
         kind, *payload = receiver.recv()
         if kind == "text" and output is not None:
             output.write(payload[0])

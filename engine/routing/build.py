@@ -33,6 +33,7 @@ import time
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -710,8 +711,9 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
 def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
-    with tempfile.TemporaryDirectory(prefix="meridian-graph-") as parked:
-        if graph.turn_to.shape[0] >= PARK_MIN_TURNS:
+    park = graph.turn_to.shape[0] >= PARK_MIN_TURNS
+    with tempfile.TemporaryDirectory(prefix="meridian-graph-") if park else nullcontext(None) as parked:
+        if parked is not None:
             park_columns(graph, Path(parked))
         release_free_memory()  # what reading the file and building the columns freed
         with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
