@@ -52,6 +52,7 @@ from bench.load_deploy import Deployment
 from bench.memory import own_mb
 from bench.peers import KIT as PEERS_KIT
 from config.settings import PROJECT_ROOT
+from engine.identical_files import distinct_bytes
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "country.json"
 WORK = Path(os.environ.get("MERIDIAN_COUNTRY_DIR", "/tmp/meridian-country"))
@@ -151,13 +152,9 @@ def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
             for name, report in manifest["stages"].items()
         },
         "counts": manifest["counts"],
-        "dataset_mb": round(dir_bytes(version.resolve()) / 1e6, 1),
+        "dataset_mb": round(distinct_bytes(version.resolve()) / 1e6, 1),
         "pbf_mb": round(Path(manifest["source"]["path"]).stat().st_size / 1e6, 1),
     }
-
-
-def dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 # -- 4-6: serve and ask -------------------------------------------------------------------------
@@ -348,7 +345,7 @@ def osrm_mld(pbf: Path, name: str, max_gb: float) -> dict[str, Any]:
         if found:
             steps[found.group(1)] = {"seconds": float(found.group(2)), "peak_rss_mb": int(found.group(3))}
     data = peers_dir / "regions" / name / "osrm"
-    return {**out, "fits": proc.returncode == 0, "steps": steps, "data_mb": round(dir_bytes(data) / 1e6, 1)}
+    return {**out, "fits": proc.returncode == 0, "steps": steps, "data_mb": round(distinct_bytes(data) / 1e6, 1)}
 
 
 # -- the run --------------------------------------------------------------------------------------

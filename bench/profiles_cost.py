@@ -32,6 +32,7 @@ from bench.child import json_child
 from bench.memory import smaps_rollup_mb
 from bench.record import run_record
 from config.settings import PROJECT_ROOT
+from engine.identical_files import distinct_bytes
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "travel-profiles.json"
 SAMPLES = PROJECT_ROOT / "data" / "samples"
@@ -39,8 +40,9 @@ SCALING = Path(os.environ.get("MERIDIAN_SCALING_DIR", "/tmp/meridian-scaling"))
 VARIANTS = ("car", "car,foot,bicycle")
 
 
-def _tree_mb(path: Path) -> float:
-    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6, 2)
+def _tree_mb(*paths: Path) -> float:
+    """Their size on disk: a file the import linked under several paths counts once."""
+    return round(distinct_bytes(*paths) / 1e6, 2)
 
 
 def child_import(pbf: str, data: str, region: str, profiles: str) -> dict[str, Any]:
@@ -54,7 +56,7 @@ def child_import(pbf: str, data: str, region: str, profiles: str) -> dict[str, A
         "roads_stage_s": round(res.manifest["stages"]["roads"]["seconds"], 1),
         "peak_rss_mib": round(res.manifest["peak_rss_mb"]),
         "dataset_mb": _tree_mb(res.path),
-        "graph_mb": round(sum(_tree_mb(d) for d in graphs), 2),
+        "graph_mb": _tree_mb(*graphs),
     }
 
 

@@ -40,6 +40,7 @@ from fsspec.spec import AbstractFileSystem
 
 from engine import layout
 from engine.errors import DatasetError
+from engine.identical_files import sha256_of
 from engine.ingest.pipeline import prune_old_versions, swap_current
 
 PUBLISHED = "published.json"
@@ -97,20 +98,17 @@ def check_relative_path(value: object) -> str:
     return value
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def list_version_files(version_dir: Path) -> list[FileEntry]:
     """Every regular file of a version directory, sorted, with size and SHA-256."""
     entries = []
+    digests: dict[tuple[int, int], str] = {}  # a file linked under several paths is read once
     for path in sorted(p for p in version_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(version_dir).as_posix()
-        entries.append(FileEntry(rel, path.stat().st_size, sha256_of(path)))
+        stat = path.stat()
+        inode = (stat.st_dev, stat.st_ino)
+        if inode not in digests:
+            digests[inode] = sha256_of(path)
+        entries.append(FileEntry(rel, stat.st_size, digests[inode]))
     return entries
 
 
@@ -314,8 +312,12 @@ class DatasetStore:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         try:
+            pulled: dict[str, Path] = {}  # by SHA-256: files of equal content are fetched once, then linked
             for entry in entries:
-                self._download_file(self._version_path(region, version, entry.path), staging / entry.path, entry)
+                local = staging / entry.path
+                if entry.sha256 not in pulled or not _linked(pulled[entry.sha256], local):
+                    self._download_file(self._version_path(region, version, entry.path), local, entry)
+                    pulled[entry.sha256] = local
             _check_manifest(staging, region, version)
             final = versions / version
             shutil.rmtree(final, ignore_errors=True)  # an incomplete leftover (no manifest)
@@ -340,6 +342,16 @@ class DatasetStore:
             raise StoreError(f"{entry.path} is listed in {PUBLISHED} but missing from the store") from exc
         if size != entry.bytes or digest.hexdigest() != entry.sha256:
             raise StoreError(f"checksum mismatch for {entry.path}: the store's copy differs from {PUBLISHED}")
+
+
+def _linked(existing: Path, path: Path) -> bool:
+    """Make ``path`` a hard link to ``existing``; False where the file system has none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(existing, path)
+    except OSError:
+        return False
+    return True
 
 
 def _check_manifest(version_dir: Path, region: str, version: str) -> None:

@@ -23,6 +23,7 @@ from typing import TextIO
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
 from engine.heap_memory import release_free_memory, unmap_large_blocks
+from engine.identical_files import link_identical, sha256_of
 from engine.ingest.child_process import call_in_child
 from engine.ingest.context import ImportContext
 from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss, rss_mb
@@ -65,14 +66,6 @@ class ImportResult:
     path: Path
     manifest: dict
     skipped: bool  # True when the same source was already imported with this format
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_source(pbf_path: Path) -> None:
@@ -257,7 +250,7 @@ def import_pbf(
     region = region or region_name_for(pbf_path)
     _check_region_name(region)
     check_source(pbf_path)
-    source_hash = sha256_file(pbf_path)
+    source_hash = sha256_of(pbf_path)
     fingerprint = code_fingerprint()
 
     current = layout.current_link(data_dir, region)
@@ -284,7 +277,15 @@ def import_pbf(
     )
     try:
         run = _run_stages(stages, ctx)
+        linked = link_identical(building)
+        log.info(
+            "region %s: %d files linked to identical ones (%.1f MB saved)",
+            region,
+            linked.linked,
+            linked.bytes_saved / 1e6,
+        )
         manifest = _manifest(ctx, version, source_hash, fingerprint, stages, run, started)
+        manifest["identical_files"] = linked.as_dict()
         with open(building / layout.MANIFEST, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, indent=2, ensure_ascii=False)
         final = versions / version

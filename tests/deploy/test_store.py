@@ -56,6 +56,39 @@ def test_publish_then_pull_gives_the_same_files_and_moves_current(source, tmp_pa
     assert not store.pull(REGION, node).pulled
 
 
+def test_files_of_equal_content_are_pulled_once_and_linked(data_dir, tmp_path, monkeypatch):
+    """The import stores equal files once (hard links); a node that pulls the version gets the
+    same links, each content fetched from the store once."""
+    version_dir = layout.current_link(data_dir, REGION).resolve()
+    store = DatasetStore(str(tmp_path / "store"))
+    published = store.publish(version_dir)
+    fetched: list[str] = []
+    download = store._download_file
+
+    def counting_download(remote, local, entry):
+        fetched.append(entry.path)
+        download(remote, local, entry)
+
+    monkeypatch.setattr(store, "_download_file", counting_download)
+    node = tmp_path / "node"
+    store.pull(REGION, node)
+    pulled = layout.current_link(node, REGION).resolve()
+
+    def inodes_by_path(root: Path) -> dict[str, int]:
+        return {p.relative_to(root).as_posix(): p.stat().st_ino for p in root.rglob("*") if p.is_file()}
+
+    def same_file_groups(root: Path) -> set[frozenset[str]]:
+        groups: dict[int, set[str]] = {}
+        for path, inode in inodes_by_path(root).items():
+            groups.setdefault(inode, set()).add(path)
+        return {frozenset(g) for g in groups.values()}
+
+    assert same_file_groups(pulled) == same_file_groups(version_dir)
+    assert any(len(group) > 1 for group in same_file_groups(pulled))
+    assert len(fetched) == len(same_file_groups(version_dir)) < published.files
+    assert tree(pulled) == tree(version_dir)
+
+
 def test_published_index_lists_every_file_with_its_checksum(source, tmp_path):
     store = DatasetStore(str(tmp_path / "store"))
     result = store.publish(layout.current_link(source, REGION).resolve())

@@ -15,6 +15,7 @@ from config.settings import PROJECT_ROOT
 from engine import layout
 from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError
+from engine.identical_files import sha256_of
 from engine.ingest.pipeline import import_pbf
 
 HELSINKI = PROJECT_ROOT / "data" / "samples" / "helsinki.osm.pbf"
@@ -41,6 +42,22 @@ def test_manifest_records_source_counts_and_stages(data_dir):
         for stage in manifest["stages"].values():
             for written in stage["writes"]:
                 assert (version_dir / written).exists(), written
+
+
+def test_files_of_equal_content_are_stored_once(data_dir):
+    """The profiles' graphs repeat columns (foot's weight is its duration, its node offsets in and
+    out are the same array, the grids' headers are alike in every profile): each content is one
+    inode, which the manifest accounts for."""
+    for region in ("monaco", "helsinki"):
+        version_dir = layout.current_link(data_dir, region).resolve()
+        by_content: dict[str, set[int]] = {}
+        for path in (p for p in version_dir.rglob("*") if p.is_file()):
+            by_content.setdefault(sha256_of(path), set()).add(path.stat().st_ino)
+        assert all(len(inodes) == 1 for inodes in by_content.values()), region
+        linked = json.loads((version_dir / layout.MANIFEST).read_text())["identical_files"]
+        files = sum(1 for p in version_dir.rglob("*") if p.is_file())
+        assert linked["linked"] > 0 and files - linked["linked"] == len(by_content), region
+        assert linked["bytes_saved"] > 0
 
 
 def test_reimport_same_file_is_a_no_op(data_dir, tmp_path):
