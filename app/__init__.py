@@ -13,12 +13,13 @@ from werkzeug.exceptions import RequestURITooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from accounts.quota_headers import rate_limit_headers
-from app import bodies, core, docs, errors, health, logs, metrics
+from app import bodies, core, docs, errors, health, metrics
 from app.after_response import AfterResponse, FinishedRequest
 from app.gateway.base import GatewayDocsPlugin
 from app.json_provider import OrjsonProvider
 from app.portal import init_portal
 from app.runtime import Runtime
+from common import logs
 from config.settings import Settings
 
 log = logging.getLogger("meridian.request")

@@ -8,15 +8,23 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from accounts.store import AccountError, AccountStore
-from accounts.users import User, UserDirectory
 from config.settings import ConfigError
+
+if TYPE_CHECKING:
+    from accounts.users import User, UserDirectory
+
+# The accounts' modules (SQLAlchemy, the password hasher, the fences' kernels) are imported by the
+# commands that use them: every ``meridian`` command loads this module, ``meridian import`` too,
+# whose processes would otherwise carry them through a country's import.
 
 
 def _directory() -> UserDirectory:
+    from accounts.store import AccountStore
+    from accounts.users import UserDirectory
     from cli.main import _settings
 
     store = AccountStore(_settings().database_url)
@@ -113,6 +121,8 @@ def accounts_disable(email: str, enable: bool) -> None:
 @click.argument("plan")
 def accounts_set_plan(email: str, plan: str) -> None:
     """Move the account and all its keys to PLAN."""
+    from accounts.store import AccountError
+
     users = _directory()
     try:
         moved = users.set_plan(_user(users, email).id, plan)

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from accounts.store import AccountStore, KeyRecord
 from config.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:  # the caller brings the store: every ``meridian`` command loads this module
+    from accounts.store import AccountStore, KeyRecord
 
 DEMO_KEY_FILE = PROJECT_ROOT / "var" / "demo-key"
 DEMO_ACCOUNT = "demo"

@@ -64,7 +64,7 @@ def main() -> None:
 )
 def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> None:
     """Import an OSM PBF extract as a region (atomic: the previous version keeps serving on failure)."""
-    from app.logs import configure
+    from common.logs import configure
     from engine.errors import DatasetError
     from engine.ingest.pipeline import import_pbf
     from engine.progress import ImportProgress

@@ -1,4 +1,4 @@
-"""app.logs: the request line through standard ``logging``, as JSON (python-json-logger) or text,
+"""common/logs.py: the request line through standard ``logging``, as JSON (python-json-logger) or text,
 with the same fields either way; ``configure`` owns one handler of the root logger."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from app import logs
+from common import logs
 
 FIELDS = {"duration_ms": 0.412, "request_id": "rid-1", "key_prefix": "abcDEF123"}
 

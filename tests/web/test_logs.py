@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from app.logs import JsonFormatter
+from common.logs import JsonFormatter
 from tests.fixtures_live import free_port, start_gunicorn, stop
 
 

@@ -1,5 +1,8 @@
 """Structured logs: one line per request (method, path, status, duration, request id).
 
+Here, below every package of the project, because not only the web app configures its logs: the
+command line's ``meridian import`` does too, and it should not load the web app for that.
+
 The request line is written once the answer has been sent, by a background thread of the process
 (``app/after_response.py``), so formatting and writing it is not part of any client's wait; its
 ``duration_ms`` runs until the last byte, its ``ts`` is the time of that byte.
