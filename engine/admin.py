@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import shapely
 from shapely import STRtree
 from shapely.geometry.base import BaseGeometry
 
 from engine import layout
 from engine.search.normalize import normalize
+
+POINTS_CHUNK = 1 << 20  # points per tree query of parts_of_points (a few arrays of this length)
 
 
 @dataclass
@@ -94,10 +98,44 @@ class AdminIndex:
         if self._tree is None:
             return []
         pt = shapely.Point(lng, lat)
-        idx = self._tree.query(pt)
-        hits = [self.areas[i] for i in idx if self.areas[i].geometry.covers(pt)]
-        hits.sort(key=lambda a: (a.level, a.geometry.area * -1))
-        return hits
+        return self._by_level([int(i) for i in sorted(self._tree.query(pt)) if self.areas[i].geometry.covers(pt)])
+
+    def _by_level(self, indexes: list[int]) -> list[AdminArea]:
+        """The areas of these indexes (ascending), country first: by level, then the larger first."""
+        return sorted((self.areas[i] for i in indexes), key=lambda a: (a.level, a.geometry.area * -1))
+
+    def parts_of_points(
+        self, lats: np.ndarray, lngs: np.ndarray, chunk: int = POINTS_CHUNK
+    ) -> Iterator[dict[str, str | None]]:
+        """:func:`address_parts` of :meth:`containing` for many points, in their order (the import's
+        millions of addresses). Each chunk of points is one query of the tree (predicate
+        ``covered_by``: the area covers the point, as in :meth:`containing`), and the parts of each
+        distinct set of areas are worked out once: a region has few such sets."""
+        parts_by_set: dict[tuple[int, ...], dict[str, str | None]] = {}
+        for start in range(0, len(lats), chunk):
+            sets, inverse = self._area_sets(lats[start : start + chunk], lngs[start : start + chunk])
+            parts = []
+            for areas in sets:
+                if areas not in parts_by_set:
+                    parts_by_set[areas] = address_parts(self._by_level(list(areas)))
+                parts.append(parts_by_set[areas])
+            yield from (parts[k] for k in inverse.tolist())
+
+    def _area_sets(self, lats: np.ndarray, lngs: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """The distinct sets of areas (ascending indexes) covering these points, and for each
+        point the position of its set."""
+        n = len(lats)
+        if self._tree is None or n == 0:
+            return [()], np.zeros(n, dtype=np.int64)
+        point, area = self._tree.query(shapely.points(lngs, lats), predicate="covered_by")
+        order = np.lexsort((area, point))
+        point, area = point[order], area[order]
+        counts = np.bincount(point, minlength=n)
+        # one row per point: its areas, ascending, padded with -1 (np.unique then finds the sets)
+        rows = np.full((n, max(int(counts.max()), 1)), -1, dtype=np.int64)
+        rows[point, np.arange(point.size) - (np.cumsum(counts) - counts)[point]] = area
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return [tuple(int(i) for i in row if i >= 0) for row in distinct], inverse.ravel()
 
     def by_name(self, name: str, level: int | None = None) -> list[AdminArea]:
         found = self._by_name.get(normalize(name), [])

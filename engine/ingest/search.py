@@ -703,8 +703,8 @@ def _add_address_streets(writer: _IndexWriter, table: AddressTable, unknown: lis
         table.street_id[street.rows] = fid
 
 
-def _add_address(writer: _IndexWriter, a: AddressRecord) -> None:
-    p = writer.parts(a.lat, a.lng)
+def _add_address(writer: _IndexWriter, a: AddressRecord, p: dict[str, str | None]) -> None:
+    """One address; ``p`` the country, city and district of its admin areas."""
     feature = Feature(
         id=writer.next_id,
         type="address",
@@ -744,8 +744,9 @@ def _add_addresses(
     fill_postcodes(table, rows, proj)
     _add_address_streets(writer, table, assign_streets(table, rows, streets, proj))
     with progress.step("search: addresses", total=len(rows), unit="addresses") as step:
-        for address in table.records(rows):
-            _add_address(writer, address)
+        areas_parts = writer.admin.parts_of_points(table.lat[rows], table.lng[rows])
+        for address, parts in zip(table.records(rows), areas_parts, strict=True):
+            _add_address(writer, address, parts)
             step.advance()
     writer.set_street_postcodes(street_postcodes(table, rows))
 
