@@ -97,8 +97,8 @@ class AdminIndex:
         """Areas containing the point, sorted by admin level (country first)."""
         if self._tree is None:
             return []
-        pt = shapely.Point(lng, lat)
-        return self._by_level([int(i) for i in sorted(self._tree.query(pt)) if self.areas[i].geometry.covers(pt)])
+        covering = self._tree.query(shapely.Point(lng, lat), predicate="covered_by")  # as parts_of_points
+        return self._by_level(sorted(int(i) for i in covering))
 
     def _by_level(self, indexes: list[int]) -> list[AdminArea]:
         """The areas of these indexes (ascending), country first: by level, then the larger first."""

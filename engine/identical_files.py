@@ -61,6 +61,15 @@ def _same_content_groups(files: list[Path]) -> list[list[Path]]:
     return groups
 
 
+def hard_link(existing: Path, path: Path) -> bool:
+    """Make ``path`` a hard link to ``existing``; False where the file system has none."""
+    try:
+        os.link(existing, path)
+    except OSError:
+        return False
+    return True
+
+
 def link_identical(directory: Path) -> LinkedFiles:
     """Replace every file of ``directory`` (recursively) whose content an earlier file (in path
     order) has by a hard link to that file. Atomic per path: a link is made under a temporary
@@ -72,9 +81,7 @@ def link_identical(directory: Path) -> LinkedFiles:
                 continue
             size = copy.stat().st_size
             temporary = copy.with_name(f".{copy.name}.link")
-            try:
-                os.link(first, temporary)
-            except OSError:  # no hard links on this file system: keep the copy
+            if not hard_link(first, temporary):  # no hard links on this file system: keep the copies
                 return LinkedFiles(linked, saved)
             os.replace(temporary, copy)
             linked += 1

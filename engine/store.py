@@ -40,7 +40,7 @@ from fsspec.spec import AbstractFileSystem
 
 from engine import layout
 from engine.errors import DatasetError
-from engine.identical_files import sha256_of
+from engine.identical_files import hard_link, sha256_of
 from engine.ingest.pipeline import prune_old_versions, swap_current
 
 PUBLISHED = "published.json"
@@ -315,7 +315,8 @@ class DatasetStore:
             pulled: dict[str, Path] = {}  # by SHA-256: files of equal content are fetched once, then linked
             for entry in entries:
                 local = staging / entry.path
-                if entry.sha256 not in pulled or not _linked(pulled[entry.sha256], local):
+                local.parent.mkdir(parents=True, exist_ok=True)
+                if entry.sha256 not in pulled or not hard_link(pulled[entry.sha256], local):
                     self._download_file(self._version_path(region, version, entry.path), local, entry)
                     pulled[entry.sha256] = local
             _check_manifest(staging, region, version)
@@ -342,16 +343,6 @@ class DatasetStore:
             raise StoreError(f"{entry.path} is listed in {PUBLISHED} but missing from the store") from exc
         if size != entry.bytes or digest.hexdigest() != entry.sha256:
             raise StoreError(f"checksum mismatch for {entry.path}: the store's copy differs from {PUBLISHED}")
-
-
-def _linked(existing: Path, path: Path) -> bool:
-    """Make ``path`` a hard link to ``existing``; False where the file system has none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(existing, path)
-    except OSError:
-        return False
-    return True
 
 
 def _check_manifest(version_dir: Path, region: str, version: str) -> None:
