@@ -37,6 +37,7 @@ from engine.dataset import COMPONENTS, PROFILE_COMPONENTS, Dataset, DatasetRegis
 from engine.geofence.index import warm_up as geofence_warm_up
 from engine.render.overlays import Marker
 from engine.render.overlays import Path as OverlayPath
+from engine.routing.ch import reserve_workspace
 from engine.services import (
     geocoding,
     isochrone,
@@ -295,12 +296,19 @@ def warm_dataset(ds: Dataset, state: WarmState | None = None) -> None:
         if state is not None:
             state.at(f"opening {ds.region} {ds.version} {name} ({profile})")
         ds.component(name, profile)
+    reserve_query_workspace([ds])
     probe = _probe(ds)
     if probe is None:
         return
     if state is not None:
         state.at(f"running each service once on {ds.region} {ds.version}")
     _run_services(ds, probe)
+
+
+def reserve_query_workspace(datasets: list[Dataset]) -> None:
+    """The process's CH workspace sized at once for the largest routing graph of ``datasets``
+    (every profile of every region), before a query grows it graph by graph."""
+    reserve_workspace(ds.component("router", profile).g for ds in datasets for profile in ds.profiles)
 
 
 def warm_in_background(registry: DatasetRegistry, state: WarmState, then: Callable[[], None] | None = None) -> None:
@@ -327,6 +335,7 @@ def warm_registry(registry: DatasetRegistry, state: WarmState, attempts: int = 3
         served = registry.all()
         try:
             with _one_compiler_at_a_time():
+                reserve_query_workspace(served)
                 for ds in served:
                     warm_dataset(ds, state)
                 state.step = "geofence distance kernel"

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -511,6 +512,24 @@ class SharedWorkspace:
 WORKSPACE = SharedWorkspace()
 
 
+def query_index(graph) -> np.dtype:
+    """The id width a query on ``graph`` needs: int32 unless it has 2**31 CH nodes or arcs."""
+    return np.dtype(index_dtype(max(node_count(graph), int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1]))))
+
+
+def reserve_workspace(graphs: Iterable) -> None:
+    """Size the process's workspace for the largest of ``graphs`` before any of them is queried.
+
+    Grown graph by graph instead (the car's first, then a larger foot graph's), each replaced
+    workspace's arrays stay with the allocator as free heap rather than going back to the
+    system, private memory of the process for as long as it lives.
+    """
+    graphs = list(graphs)
+    if graphs:
+        widest = max((query_index(g) for g in graphs), key=lambda dtype: dtype.itemsize)
+        WORKSPACE.at_least(max(node_count(g) for g in graphs), widest)
+
+
 class CHQuery:
     """The CH of a graph; ``route`` is the hot path. One per graph and process, shared by its
     threads, which borrow the process's workspace for each query (:data:`WORKSPACE`). The graph's
@@ -533,7 +552,7 @@ class CHQuery:
             core_rank(graph),
         )
         self._nodes = node_count(graph)
-        self._index = index_dtype(max(self._nodes, int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1])))
+        self._index = query_index(graph)
 
     def route(self, srcs, sd, tgts, td) -> tuple[float, np.ndarray | None]:
         """Best cost and the CH-node (= road edge) sequence from one of ``srcs`` to one of ``tgts``.

@@ -107,3 +107,24 @@ def test_ready_only_once_every_process_of_the_server_is_warm(tmp_path: Path) -> 
     finally:
         sibling.kill()
         sibling.wait()
+
+
+def test_warming_sizes_the_query_workspace_for_the_largest_profile_before_any_query(
+    data_dir: Path, monkeypatch
+) -> None:
+    """A process serving several profiles borrows one CH workspace; warming sizes it for the
+    largest graph at once, so that routing each profile afterwards never replaces it (a replaced
+    workspace's memory stays with the allocator)."""
+    from engine.routing import ch
+
+    monkeypatch.setattr(ch, "WORKSPACE", ch.SharedWorkspace())
+    ds = DatasetRegistry(data_dir).require("monaco")
+    sizes = {p: ch.node_count(ds.component("router", p).g) for p in ds.profiles}
+    assert max(sizes.values()) > sizes["car"]  # a walker's graph is the larger one
+    warm_dataset(ds)
+    assert ch.WORKSPACE.size == max(sizes.values())
+    workspace = ch.WORKSPACE.at_least(1)
+    for profile in ds.profiles:
+        router = ds.component("router", profile)
+        assert router.leg(router.snap(*MONACO[0]), router.snap(*MONACO[1])) is not None
+    assert ch.WORKSPACE.at_least(1) is workspace
