@@ -20,14 +20,14 @@ from engine.ingest.context import ImportContext
 from engine.matching.network import NETWORK_ARRAYS
 from engine.routing.build import iter_graphs
 from engine.routing.ch import ARC_TAILS
-from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.derived import DerivedArrays
 from engine.routing.graph import RoadGraph
 from engine.routing.matrix import ARC_COSTS
 from engine.routing.profiles import PROFILES
 from engine.routing.snap import SNAPPER_ARRAYS
 
 # what the router, its CH query, the snapper and the isochrone/matching network read
-DERIVED: tuple[DerivedArrays, ...] = (WIDE_COLUMNS, SNAPPER_ARRAYS, NETWORK_ARRAYS)
+DERIVED: tuple[DerivedArrays, ...] = (SNAPPER_ARRAYS, NETWORK_ARRAYS)
 CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.arrays import index_dtype
 from engine.geo import LocalProjection
-from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.derived import DerivedArrays
 
 # default car speeds (km/h) when a network is built from raw ways (tests, synthetic benchmarks)
 DEFAULT_SPEEDS_KMH = {
@@ -53,8 +53,8 @@ class RoadNetwork:
     tail: np.ndarray  # int32 [E]
     head: np.ndarray  # int32 [E]
     length: np.ndarray  # float64 [E], metres
-    duration: np.ndarray  # float64 [E], seconds
-    geom_first: np.ndarray  # int64 [E+1]
+    duration: np.ndarray  # [E], seconds (a graph's float32 column at its stored width, or float64)
+    geom_first: np.ndarray  # [E+1], int32 or int64
     geom_x: np.ndarray
     geom_y: np.ndarray
     geom_cum: np.ndarray
@@ -525,8 +525,8 @@ def from_routing_graph(graph) -> RoadNetwork:
         tail=np.ascontiguousarray(graph.edge_tail, dtype=np.int32),
         head=np.ascontiguousarray(graph.edge_head, dtype=np.int32),
         length=a["length"],
-        duration=WIDE_COLUMNS.load(graph)["edge_duration_s"],
-        geom_first=np.ascontiguousarray(graph.edge_geom_first, dtype=np.int64),
+        duration=np.asarray(graph.edge_duration_s),
+        geom_first=np.asarray(graph.edge_geom_first),
         geom_x=a["geom_x"],
         geom_y=a["geom_y"],
         geom_cum=a["geom_cum"],
@@ -560,7 +560,7 @@ class MatchingComponent:
 
             g = self.graph
             self._turns = TurnGraph(
-                np.ascontiguousarray(g.turn_first_out, dtype=np.int64),
+                np.asarray(g.turn_first_out),
                 np.ascontiguousarray(g.turn_to, dtype=np.int32),
                 np.asarray(g.turn_cost_s),  # float32, added to float64 sums
             )

@@ -48,7 +48,7 @@ def sample_trace(net: RoadNetwork, edges: np.ndarray, spacing: float, sigma: flo
     tx, ty = np.empty(at.size), np.empty(at.size)
     for k, (i, s) in enumerate(zip(idx, at, strict=False)):
         tx[k], ty[k] = net.point_at(int(edges[i]), float(s - starts[i]))
-    durations = net.duration[edges]
+    durations = np.asarray(net.duration[edges], np.float64)
     t_starts = np.concatenate([[0.0], np.cumsum(durations)])
     ts = t_starts[idx] + (at - starts[idx]) / lengths[idx] * durations[idx]
     path = np.concatenate([net.edge_polyline(int(e)) for e in edges])

@@ -44,6 +44,7 @@ import osmium
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from engine.arrays import index_dtype
 from engine.geo import haversine_m_np
 from engine.heap_memory import release_free_memory
 from engine.progress import ImportProgress
@@ -387,7 +388,12 @@ def _edge_geometry(pts: _WayPoints, a: np.ndarray, b: np.ndarray, backward: np.n
         lat[s:t], lng[s:t] = pts.lat[point], pts.lng[point]
         from_a = pts.cum_m[point] - pts.cum_m[a[edge]]
         cum[s:t] = np.where(back, length[edge] - from_a, from_a)
-    return {"edge_geom_first": first, "geom_lat": lat, "geom_lng": lng, "geom_cum_m": cum}
+    return {
+        "edge_geom_first": first.astype(index_dtype(total), copy=False),
+        "geom_lat": lat,
+        "geom_lng": lng,
+        "geom_cum_m": cum,
+    }
 
 
 def _graph_arrays(ways: list[RoadWay], node_penalty: dict[int, float | None]) -> tuple[Arrays, list[str]]:
@@ -591,7 +597,7 @@ class TurnTable:
         return {
             "edge_bearing_start": self.bearing_start.astype(np.float32),
             "edge_bearing_end": self.bearing_end.astype(np.float32),
-            "turn_first_out": self.first_out,
+            "turn_first_out": self.first_out.astype(index_dtype(int(self.first_out[-1])), copy=False),
             "turn_to": self.to,
             "turn_cost_s": self.cost_s,
             "turn_weight": self.weight,

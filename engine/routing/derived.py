@@ -1,8 +1,9 @@
 """Arrays the query side derives from the road graph, written into the dataset by the import.
 
-The numba kernels read arrays the graph does not store as such: float64 and int64 copies of its
-float32/int32 edge columns, the snapper's segments and grid, the CH arcs' tail nodes, the isochrone
-network's projected geometry. Built in each process, they were private memory in every web worker
+The numba kernels read arrays the graph does not store as such: the snapper's segments and grid,
+the CH arcs' tail nodes and costs, the isochrone network's projected geometry. (The graph's own
+float32/int32 columns they read at their stored width: a float32 widened before it is added or
+subtracted gives the float64 a widened copy would, so no such copy is stored.) Built in each process, they were private memory in every web worker
 (hundreds of MB for a region of a million road nodes); written once by the ``roads`` stage, they
 are memory-mapped like the graph itself, one copy in the page cache for every process of a node.
 
@@ -82,27 +83,3 @@ class DerivedArrays:
         if not all(path.exists() for path in paths.values()):
             return None
         return {name: np.load(path, mmap_mode="r").view(np.ndarray) for name, path in paths.items()}
-
-
-# edge columns the query kernels read at a wider type than the graph stores them (float32 costs
-# summed in float64, int32 ids used as int64 indexes); the router and the isochrone network share
-# them. The per-turn and per-geometry-point columns, the dataset's largest, are read at their stored
-# width instead: a float32 cost added to a float64 sum gives the same float64 as its widened copy
-# (the kernels keep every sum and difference in float64), and a numba index may be int32.
-WIDE_TYPES: dict[str, type] = {
-    "edge_length_m": np.float64,
-    "edge_duration_s": np.float64,
-    "edge_weight": np.float64,
-    "edge_bearing_start": np.float64,
-    "edge_bearing_end": np.float64,
-    "edge_twin": np.int64,
-    "edge_head": np.int64,
-    "edge_name": np.int64,
-}
-
-
-def _wide_columns(graph: RoadGraph) -> Arrays:
-    return {name: np.asarray(getattr(graph, name), dtype=dtype) for name, dtype in WIDE_TYPES.items()}
-
-
-WIDE_COLUMNS = DerivedArrays("wide-columns", 2, tuple(WIDE_TYPES), _wide_columns)

@@ -73,7 +73,7 @@ def _scan(edges, name_ids, flags, bstart, bend, tfirst, tto, tcost, turn_min, rb
         e = edges[i]
         choices = tfirst[p + 1] - tfirst[p]
         turn_s[i] = turn_cost(tfirst, tto, tcost, p, e)
-        a = (bstart[e] - bend[p] + 540.0) % 360.0 - 180.0
+        a = (np.float64(bstart[e]) - np.float64(bend[p]) + 540.0) % 360.0 - 180.0  # float32 bearings
         angle[i] = a
         rb_p = (flags[p] & rb_flag) != 0
         rb = (flags[e] & rb_flag) != 0

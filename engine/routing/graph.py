@@ -33,16 +33,18 @@ implements exactly this (multi-source, bounded, numba).
 
 Hot loops: index plain ndarrays, not the memmaps (``np.asarray(g.edge_head)`` is a zero-copy
 view; ``memmap.__getitem__`` costs ~1 us per scalar access). :class:`engine.routing.router.Router`
-(``dataset.router``) holds such views, the wider-typed columns of :mod:`engine.routing.derived`,
-the :class:`engine.routing.snap.EdgeSnapper` and the process's CH query: reuse them rather than
+(``dataset.router``) holds such views, the :class:`engine.routing.snap.EdgeSnapper` and the process's CH query: reuse them rather than
 building your own.
 
-Arrays derived from these for the query side (float64 copies of float32 edge columns, the snapper's
-grid, the isochrone network's projected geometry) are written by the import under
+Arrays derived from these for the query side (the snapper's grid, the CH arcs' tails and costs,
+the isochrone network's projected geometry) are written by the import under
 ``derived/`` and memory-mapped too (:mod:`engine.routing.derived`).
 
 Arrays (file ``<name>.npy``; N nodes, E edges, G geometry points, T turns, C components)
 --------------------------------------------------------------------------------------------
+The query side reads every array at the type it is stored in. An offset column listed as int32
+is int64 where its offsets pass 2**31, and in graphs an earlier release wrote.
+
 ===================  =========  ====  ============================================================
 name                 dtype      len   meaning
 ===================  =========  ====  ============================================================
@@ -69,10 +71,10 @@ edge_way             int64      E     OSM way id
 edge_name            int32      E     index into ``names.json`` (0 = unnamed, ``""``)
 edge_bearing_start   float32    E     compass bearing (deg, 0 = north) of the first segment
 edge_bearing_end     float32    E     bearing of the last segment (arriving at the head)
-edge_geom_first      int64      E+1   geometry of e = points ``edge_geom_first[e]:..[e+1]``
+edge_geom_first      int32      E+1   geometry of e = points ``edge_geom_first[e]:..[e+1]``
 geom_lat, geom_lng   float64    G     geometry points (both end points included in each edge)
 geom_cum_m           float32    G     distance from the edge's first point to this point, metres
-turn_first_out       int64      E+1   turns after edge e = ``turn_first_out[e]:..[e+1]``
+turn_first_out       int32      E+1   turns after edge e = ``turn_first_out[e]:..[e+1]``
 turn_to              int32      T     the next edge
 turn_cost_s          float32    T     turn duration: angle penalty + signals/gates + U-turn
 turn_weight          float32    T     routing weight of the turn: turn_cost_s + 3600 when it

@@ -45,7 +45,7 @@ from numba import njit
 from engine.arrays import grown, resized
 from engine.routing import heap
 from engine.routing.ch import ARC_TAILS, arc_at, node_count
-from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.derived import DerivedArrays
 from engine.routing.router import Router
 from engine.routing.snap import Snap
 from engine.routing.turns import turn_cost
@@ -112,7 +112,6 @@ def _arc_sums(order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, t
 def _arc_costs(graph) -> Iterator[tuple[str, np.ndarray]]:
     """The arcs' durations, then their lengths: a caller that writes each array and lets it go
     (:meth:`DerivedArrays.write`) holds two of the four at a time."""
-    wide = WIDE_COLUMNS.load(graph)
     tails = ARC_TAILS.load(graph)
     n_arcs = graph.ch_up_to.shape[0] + graph.ch_dn_to.shape[0]
     order = np.empty(n_arcs, np.int32 if n_arcs < 2**31 else np.int64)
@@ -134,7 +133,10 @@ def _arc_costs(graph) -> Iterator[tuple[str, np.ndarray]]:
         np.asarray(graph.turn_cost_s),
     )
     hub_edge = np.asarray(getattr(graph, "ch_hub_edge", np.zeros(0, np.int32)), np.int64)  # format 1: no hubs
-    for kind, value, with_turns in (("dur", wide["edge_duration_s"], True), ("len", wide["edge_length_m"], False)):
+    for kind, value, with_turns in (
+        ("dur", np.asarray(graph.edge_duration_s), True),
+        ("len", np.asarray(graph.edge_length_m), False),
+    ):
         up, dn = _arc_sums(*arcs, value, with_turns, hub_edge)
         yield f"up_{kind}", up
         del up
@@ -389,11 +391,11 @@ class MatrixQuery:
         for i, s in enumerate(sources):
             for e, a in r.starts(s):
                 for j, b in ends_on.get(e, ()):
-                    c = (b - a) * r.weight[e]
+                    c = (b - a) * float(r.weight[e])
                     if b >= a and c <= w[i, j]:
                         w[i, j] = c
-                        dur[i, j] = (b - a) * r.duration[e]
-                        length[i, j] = (b - a) * r.length[e]
+                        dur[i, j] = (b - a) * float(r.duration[e])
+                        length[i, j] = (b - a) * float(r.length[e])
 
 
 def _packed(parts: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:

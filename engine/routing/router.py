@@ -23,7 +23,6 @@ from numba import njit
 from engine import layout
 from engine.routing import profile as P
 from engine.routing.ch import CHQuery, start_turns
-from engine.routing.derived import WIDE_COLUMNS
 from engine.routing.graph import RoadGraph
 from engine.routing.search import dijkstra, path_to
 from engine.routing.snap import EdgeSnapper, Snap
@@ -129,13 +128,14 @@ class Router:
         self.g = graph
         self.snapper = EdgeSnapper(graph)
         g = graph
-        wide = WIDE_COLUMNS.load(graph)
-        self.length = wide["edge_length_m"]
-        self.duration = wide["edge_duration_s"]
-        self.weight = wide["edge_weight"]
-        self.twin = wide["edge_twin"]
-        self.tfirst = np.asarray(g.turn_first_out, dtype=np.int64)
-        self.tto = np.asarray(g.turn_to)  # the turn columns at their stored width (derived.WIDE_TYPES)
+        # every column at its stored width (float32 costs, int32 ids): the kernels widen a float32
+        # before they add or subtract it, which gives the float64 a widened copy would
+        self.length = np.asarray(g.edge_length_m)
+        self.duration = np.asarray(g.edge_duration_s)
+        self.weight = np.asarray(g.edge_weight)
+        self.twin = np.asarray(g.edge_twin)
+        self.tfirst = np.asarray(g.turn_first_out)
+        self.tto = np.asarray(g.turn_to)
         self.tcost = np.asarray(g.turn_cost_s)  # seconds (reported time)
         self.tweight = np.asarray(g.turn_weight)  # routing weight
         self.flags = np.asarray(g.edge_flags)
@@ -144,12 +144,12 @@ class Router:
         self.glat = np.asarray(g.geom_lat)
         self.glng = np.asarray(g.geom_lng)
         self.gcum = np.asarray(g.geom_cum_m)  # float32: _cut widens before it subtracts
-        self.name_ids = wide["edge_name"]
-        self.edge_head = wide["edge_head"]
+        self.name_ids = np.asarray(g.edge_name)
+        self.edge_head = np.asarray(g.edge_head)
         self.node_lat = np.asarray(g.node_lat, dtype=np.float64)
         self.node_lng = np.asarray(g.node_lng, dtype=np.float64)
-        self.bstart = wide["edge_bearing_start"]
-        self.bend = wide["edge_bearing_end"]
+        self.bstart = np.asarray(g.edge_bearing_start)
+        self.bend = np.asarray(g.edge_bearing_end)
         self._ch_query: CHQuery | None = None
         self._ch_lock = threading.Lock()
 
@@ -253,7 +253,7 @@ class Router:
         for t, b in ends:
             if dist[t] == INF:
                 continue
-            c = dist[t] - (1.0 - b) * w[t]
+            c = dist[t] - (1.0 - b) * float(w[t])
             if best is None or c < best.weight:
                 path = path_to(par, t)
                 origin_edge = origin_of[path[0]]
@@ -266,7 +266,7 @@ class Router:
         already kept."""
         if count <= 0:
             return []
-        w = self.weight.copy()
+        w = np.array(self.weight, dtype=np.float64)  # raised by factors: in float64, not float32
         found: list[Leg] = []
         last = best
         for _ in range(count * 4):
@@ -292,7 +292,7 @@ class Router:
 
     def _shared(self, a: Leg, b: Leg) -> float:
         sb = set(b.edges.tolist()) | set(int(x) for x in self.twin[b.edges] if x >= 0)
-        la = float(self.length[a.edges].sum()) or 1.0
+        la = float(np.asarray(self.length[a.edges], np.float64).sum()) or 1.0
         shared = sum(float(self.length[e]) for e in a.edges.tolist() if e in sb)
         return shared / la
 
@@ -314,7 +314,7 @@ def avoid_mask(avoid) -> int:
 def _direct(starts, ends, w) -> list[tuple[float, int, float, float]]:
     """Legs within one edge: (cost, edge, start fraction, end fraction) where a start and an end
     lie on the same directed edge in driving order."""
-    return [((b - a) * w[e], e, a, b) for e, a in starts for f, b in ends if e == f and b >= a]
+    return [((b - a) * float(w[e]), e, a, b) for e, a in starts for f, b in ends if e == f and b >= a]
 
 
 def _arrays(pairs: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:

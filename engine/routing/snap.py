@@ -48,7 +48,7 @@ from scipy.sparse.csgraph import breadth_first_order
 
 from engine.arrays import grown, ranges
 from engine.geo import LocalProjection
-from engine.routing.derived import WIDE_COLUMNS, DerivedArrays
+from engine.routing.derived import DerivedArrays
 from engine.routing.profile import CLASS_CODE, CONNECTOR_CLASSES
 
 CELL_M = 64.0
@@ -331,7 +331,7 @@ class EdgeSnapper:
         self.x0, self.y0, self.x1, self.y1 = a["x0"], a["y0"], a["x1"], a["y1"]
         self.c0, self.c1 = a["c0"], a["c1"]
         self.seg_edge = a["seg_edge"]
-        self.edge_len = WIDE_COLUMNS.load(graph)["edge_length_m"]
+        self.edge_len = np.asarray(graph.edge_length_m)  # float32: divided in float64
         self.minx, self.miny = (float(v) for v in a["grid_origin"])
         self.nx, self.ny = (int(v) for v in a["grid_cells"])
         self.first, self.items = a["grid_first"], a["grid_items"]

@@ -1,8 +1,8 @@
-"""The router reads the turn table and the geometry's cumulative metres at their stored width
-(int32, float32: ``engine.routing.derived.WIDE_TYPES`` leaves them out). Every answer must be the
-one the same router gives with float64/int64 copies of those columns: a kernel that adds or
-subtracts two float32 values in float32 would show here (``router._cut`` widens before it
-subtracts for that reason)."""
+"""The router reads every graph column at its stored width (int32 ids, float32 costs, lengths,
+bearings and cumulative metres; no widened copy is stored). Every answer must be the one the same
+router gives with float64/int64 copies of those columns: a kernel that adds or subtracts two
+float32 values in float32, or numpy arithmetic that keeps a float32 scalar, would show here
+(``router._cut`` and the steps' turn angles widen before they subtract for that reason)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from engine.routing.router import Router
 
 
 def _widened(router: Router) -> Router:
-    wide = copy.copy(router)  # shares the graph, the snapper and the CH; only the four columns differ
-    wide.tto = np.asarray(router.tto, np.int64)
-    wide.tcost = np.asarray(router.tcost, np.float64)
-    wide.tweight = np.asarray(router.tweight, np.float64)
-    wide.gcum = np.asarray(router.gcum, np.float64)
+    wide = copy.copy(router)  # shares the graph, the snapper and the CH; only the columns differ
+    for name in ("tfirst", "tto", "twin", "name_ids", "edge_head"):
+        setattr(wide, name, np.asarray(getattr(router, name), np.int64))
+    for name in ("tcost", "tweight", "gcum", "length", "duration", "weight", "bstart", "bend"):
+        setattr(wide, name, np.asarray(getattr(router, name), np.float64))
     return wide
 
 
@@ -42,6 +42,7 @@ def _answers(router: Router, pairs) -> list[Any]:
                 lng.tolist(),
                 build_steps(router, leg),
                 [(a.weight, router.leg_summary(a)) for a in router.alternatives(o, d, leg, 1)],
+                [(x.weight, x.edges.tolist()) for x in (router.leg_dijkstra(o, d),) if x is not None],
             )
         )
     return out
@@ -52,6 +53,7 @@ def _answers(router: Router, pairs) -> list[Any]:
 def test_answers_at_stored_width_equal_the_widened_ones(datasets, region, profile):
     router = datasets.get(region).router_for(profile)
     assert router.tto.dtype == np.int32 and router.tcost.dtype == np.float32 and router.gcum.dtype == np.float32
+    assert router.weight.dtype == np.float32 and router.bstart.dtype == np.float32 and router.twin.dtype == np.int32
     g = router.g
     rnd = random.Random(5)
     edges = [rnd.randrange(g.n_edges) for _ in range(60)]
