@@ -27,6 +27,11 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return shift + np.arange(shift.shape[0])
 
 
+def narrowed_offsets(first: np.ndarray) -> np.ndarray:
+    """A CSR offset array (``first[-1]`` = the item count) at :func:`index_dtype` of its count."""
+    return first.astype(index_dtype(int(first[-1])), copy=False)
+
+
 def index_dtype(count: int) -> np.dtype:
     """int32 for the indexes of ``count`` items when they fit (half the bytes on disk and in the
     page cache), int64 beyond: a kernel indexes with either."""

@@ -44,7 +44,7 @@ import osmium
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from engine.arrays import index_dtype
+from engine.arrays import narrowed_offsets
 from engine.geo import haversine_m_np
 from engine.heap_memory import release_free_memory
 from engine.progress import ImportProgress
@@ -389,7 +389,7 @@ def _edge_geometry(pts: _WayPoints, a: np.ndarray, b: np.ndarray, backward: np.n
         from_a = pts.cum_m[point] - pts.cum_m[a[edge]]
         cum[s:t] = np.where(back, length[edge] - from_a, from_a)
     return {
-        "edge_geom_first": first.astype(index_dtype(total), copy=False),
+        "edge_geom_first": narrowed_offsets(first),
         "geom_lat": lat,
         "geom_lng": lng,
         "geom_cum_m": cum,
@@ -597,7 +597,7 @@ class TurnTable:
         return {
             "edge_bearing_start": self.bearing_start.astype(np.float32),
             "edge_bearing_end": self.bearing_end.astype(np.float32),
-            "turn_first_out": self.first_out.astype(index_dtype(int(self.first_out[-1])), copy=False),
+            "turn_first_out": narrowed_offsets(self.first_out),
             "turn_to": self.to,
             "turn_cost_s": self.cost_s,
             "turn_weight": self.weight,

@@ -46,8 +46,8 @@ Arrays (CH node = directed edge id of the road graph, then the junction hubs of
 
 * ``ch_rank`` int32 [K]: contraction order.
 * ``ch_hub_edge`` int32 [H]: an edge arriving into hub E + k (absent in graphs of format 1: no hubs).
-* ``ch_up_first`` int32 [K+1] (int64 from 2**31 arcs on, and in graphs an earlier release wrote), ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32:
-  arcs u -> x with rank[x] > rank[u], stored at u (forward search).
+* ``ch_up_first`` int32 [K+1] (int64 from 2**31 arcs on, and in graphs an earlier release
+  wrote), ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32: arcs u -> x with rank[x] > rank[u], stored at u (forward search).
 * ``ch_dn_first`` / ``ch_dn_to`` / ``ch_dn_w`` / ``ch_dn_mid``: arcs u -> x with
   rank[u] > rank[x], stored at x pointing to u (backward search).
   ``mid`` is -1 for a turn of the original graph, else the contracted middle CH node.
@@ -67,7 +67,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import DTypeLike
 
-from engine.arrays import grown, index_dtype
+from engine.arrays import grown, index_dtype, narrowed_offsets
 from engine.progress import Step
 from engine.routing import heap
 from engine.routing.arc_chunks import ArcChunks
@@ -164,11 +164,11 @@ def build(
     return {
         "ch_rank": rank.astype(np.int32),
         "ch_core": np.asarray([n_core], dtype=np.int64),
-        "ch_up_first": uf.astype(index_dtype(int(uf[-1])), copy=False),
+        "ch_up_first": narrowed_offsets(uf),
         "ch_up_to": ut,
         "ch_up_w": uw,
         "ch_up_mid": um,
-        "ch_dn_first": df.astype(index_dtype(int(df[-1])), copy=False),
+        "ch_dn_first": narrowed_offsets(df),
         "ch_dn_to": dt,
         "ch_dn_w": dw,
         "ch_dn_mid": dm,

@@ -3,9 +3,10 @@
 The numba kernels read arrays the graph does not store as such: the snapper's segments and grid,
 the CH arcs' tail nodes and costs, the isochrone network's projected geometry. (The graph's own
 float32/int32 columns they read at their stored width: a float32 widened before it is added or
-subtracted gives the float64 a widened copy would, so no such copy is stored.) Built in each process, they were private memory in every web worker
-(hundreds of MB for a region of a million road nodes); written once by the ``roads`` stage, they
-are memory-mapped like the graph itself, one copy in the page cache for every process of a node.
+subtracted gives the float64 a widened copy would, so no such copy is stored.) Built in each
+process, they were private memory in every web worker (hundreds of MB for a region of a million
+road nodes); written once by the ``roads`` stage, they are memory-mapped like the graph itself,
+one copy in the page cache for every process of a node.
 
 A component names what it needs as a :class:`DerivedArrays` group: the function that computes the
 arrays from a :class:`~engine.routing.graph.RoadGraph`, and a version to bump whenever that function

@@ -33,8 +33,8 @@ implements exactly this (multi-source, bounded, numba).
 
 Hot loops: index plain ndarrays, not the memmaps (``np.asarray(g.edge_head)`` is a zero-copy
 view; ``memmap.__getitem__`` costs ~1 us per scalar access). :class:`engine.routing.router.Router`
-(``dataset.router``) holds such views, the :class:`engine.routing.snap.EdgeSnapper` and the process's CH query: reuse them rather than
-building your own.
+(``dataset.router``) holds such views, the :class:`engine.routing.snap.EdgeSnapper` and the
+process's CH query: reuse them rather than building your own.
 
 Arrays derived from these for the query side (the snapper's grid, the CH arcs' tails and costs,
 the isochrone network's projected geometry) are written by the import under

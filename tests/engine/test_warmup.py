@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from engine.dataset import DatasetRegistry
+from engine.routing import ch
 from engine.services import routing, snaptoroad
 from engine.warmup import WarmState, compile_counter, warm_dataset, warm_registry
 
@@ -115,8 +116,6 @@ def test_warming_sizes_the_query_workspace_for_the_largest_profile_before_any_qu
     """A process serving several profiles borrows one CH workspace; warming sizes it for the
     largest graph at once, so that routing each profile afterwards never replaces it (a replaced
     workspace's memory stays with the allocator)."""
-    from engine.routing import ch
-
     monkeypatch.setattr(ch, "WORKSPACE", ch.SharedWorkspace())
     ds = DatasetRegistry(data_dir).require("monaco")
     sizes = {p: ch.node_count(ds.component("router", p).g) for p in ds.profiles}
