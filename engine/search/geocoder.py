@@ -420,8 +420,13 @@ class Matcher:
         if not rows:
             return []
         best_entry: dict[int, tuple[float, set[int], str]] = {}
+        # a common name is the name of hundreds of streets and shops across a country: aligned once
+        aligned: dict[str, tuple[float, set[int]]] = {}
         for _eid, fid, norm in rows:
-            cov, used = self._align(norm, q, exps, joined)
+            found = aligned.get(norm)
+            if found is None:
+                found = aligned[norm] = self._align(norm, q, exps, joined)
+            cov, used = found
             if cov <= 0.2:
                 continue
             prev = best_entry.get(fid)
