@@ -18,7 +18,9 @@ Tables (see engine.search.index for the reader):
                   an address's building outline or an area POI's outline (park, parking lot; WKB,
                   metres in the projection of meta 'proj'); a street's category is its highway
                   kind ('highway=residential', reverse geocoding tells footways from streets)
-    entries       one row per searchable name variant (normalised), with entries_fts (FTS5)
+    entries       one row per searchable name variant (normalised)
+    names, names_fts  each distinct normalised name once, with its FTS5 index: a name the
+                  entries of thousands of streets share is ranked once (entries_norm finds them)
     entry_context_fts  FTS5 of each entry's name (column norm) and its feature's context words
                   (column context: city, district, postcode, country; a street's also those its
                   addresses give), so '<street>, <town>' asks for both (engine.search.context);
@@ -887,8 +889,11 @@ CREATE TABLE features (
 );
 CREATE TABLE entries (id INTEGER PRIMARY KEY, feature_id INTEGER NOT NULL, norm TEXT NOT NULL,
                       is_primary INTEGER NOT NULL);
-CREATE VIRTUAL TABLE entries_fts USING fts5 (norm, content='entries', content_rowid='id',
-                                              prefix='2 3 4');
+-- each distinct name once, ranked by FTS5 once however many entries hold it (a country's common
+-- street name is the name of thousands of streets and shops); its entries read by entries_norm
+CREATE TABLE names (id INTEGER PRIMARY KEY, norm TEXT NOT NULL, entries INTEGER NOT NULL,
+                    first_entry INTEGER NOT NULL, first_feature INTEGER NOT NULL);
+CREATE VIRTUAL TABLE names_fts USING fts5 (norm, content='names', content_rowid='id', prefix='2 3 4');
 -- each entry's name again, beside its feature's context words (engine.search.context): a query
 -- names the street and the town together (the town perhaps half typed); contentless, rows are
 -- read from entries by rowid
@@ -908,7 +913,8 @@ CREATE INDEX features_street ON features (street_key, hn_norm) WHERE type = 'add
 CREATE INDEX features_street_id ON features (street_id) WHERE type = 'address';
 CREATE INDEX features_category ON features (category) WHERE type = 'poi';
 CREATE INDEX entries_feature ON entries (feature_id);
-INSERT INTO entries_fts (entries_fts) VALUES ('optimize');
+CREATE INDEX entries_norm ON entries (norm);
+INSERT INTO names_fts (names_fts) VALUES ('optimize');
 INSERT INTO entry_context_fts (entry_context_fts) VALUES ('optimize');
 """
 
@@ -923,6 +929,16 @@ ENTRY_CONTEXTS = """
 SELECT e.id, e.norm, c.words FROM entries e
 LEFT JOIN (SELECT feature_id, group_concat(words, ' ') AS words FROM temp.feature_context GROUP BY feature_id) c
     ON c.feature_id = e.feature_id
+ORDER BY e.id
+"""
+
+
+# each name with its number of entries and its first entry (most names have one: no second read)
+NAMES = """
+INSERT INTO names (norm, entries, first_entry, first_feature)
+SELECT e.norm, n.entries, e.id, e.feature_id
+FROM (SELECT min(id) AS first_entry, count(*) AS entries FROM entries GROUP BY norm) n
+JOIN entries e ON e.id = n.first_entry
 ORDER BY e.id
 """
 
@@ -943,7 +959,9 @@ def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
     writer.flush()
     writer.write_contexts()
     conn = writer.conn
-    conn.execute("INSERT INTO entries_fts (rowid, norm) SELECT id, norm FROM entries")
+    # a name's id follows its first entry's: names tied on rank come in the order of their entries
+    conn.execute(NAMES)
+    conn.execute("INSERT INTO names_fts (rowid, norm) SELECT id, norm FROM names")
     _write_entry_contexts(conn)
     conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(writer.vocab.items()))
     vocabulary.write_tables(conn)

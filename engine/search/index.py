@@ -34,6 +34,15 @@ FEATURE_COLUMNS = (
 )
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
 
+# the names matching, best first, with their number of entries; then the entries of the names
+NAME_SEARCH = (
+    "SELECT n.norm, n.entries, n.first_entry, n.first_feature FROM names_fts f JOIN names n ON n.id = f.rowid "
+    "WHERE names_fts MATCH ? ORDER BY f.rank LIMIT ?"
+)
+ENTRIES_NAMED = "SELECT id, feature_id, norm FROM entries WHERE norm = ? ORDER BY id LIMIT ?"
+ENTRIES_OF_NAMES = "SELECT id, feature_id, norm FROM entries WHERE norm IN ({marks}) ORDER BY id"
+NAMES_TABLE = "names_fts"
+# a dataset imported before the names table existed ranks every entry
 ENTRY_SEARCH = (
     "SELECT e.id, e.feature_id, e.norm FROM entries_fts f JOIN entries e ON e.id = f.rowid "
     "WHERE entries_fts MATCH ? ORDER BY f.rank LIMIT ?"
@@ -63,6 +72,7 @@ class SearchIndex:
         lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
         self.proj = LocalProjection(lat0, lng0)
         self.has_context = self._has_table(CONTEXT_TABLE)
+        self.has_names = self._has_table(NAMES_TABLE)
         self._street_geoms: dict[int, object] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
         self._geom_lock = threading.Lock()
@@ -166,8 +176,34 @@ class SearchIndex:
         return {r[0]: self.row_to_feature(r) for r in rows}
 
     def search_entries(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
-        """(entry id, feature id, norm) of entries whose name matches an FTS5 expression, best first."""
-        return self._search(ENTRY_SEARCH, match, limit)
+        """(entry id, feature id, norm) of entries whose name matches an FTS5 expression, best
+        first; the entries of one name (equal in rank) in the order they were written."""
+        if not self.has_names:
+            return self._search(ENTRY_SEARCH, match, limit)
+        names = self._search(NAME_SEARCH, match, limit)
+        # the names of several entries whose every entry is taken: read together
+        budget, several = limit, []
+        for norm, count, _entry, _feature in names:
+            if count > 1 and count < budget:
+                several.append(norm)
+            budget -= count
+            if budget <= 0:
+                break
+        by_name: dict[str, list[tuple[int, int, str]]] = {}
+        if several:
+            for row in self.execute(ENTRIES_OF_NAMES.format(marks=",".join("?" * len(several))), several):
+                by_name.setdefault(row[2], []).append(row)
+        rows: list[tuple[int, int, str]] = []
+        for norm, count, entry, feature in names:
+            if count == 1:
+                rows.append((entry, feature, norm))
+            elif norm in by_name:
+                rows.extend(by_name[norm])
+            else:  # the name that fills the limit
+                rows.extend(self.execute(ENTRIES_NAMED, (norm, limit - len(rows))))
+            if len(rows) >= limit:
+                break
+        return rows
 
     def search_entries_in_context(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
         """(entry id, feature id, norm) of entries matching an FTS5 expression over the columns
@@ -177,7 +213,7 @@ class SearchIndex:
             return []
         return self._search(ENTRY_CONTEXT_SEARCH, match, limit)
 
-    def _search(self, sql: str, match: str, limit: int) -> list[tuple[int, int, str]]:
+    def _search(self, sql: str, match: str, limit: int) -> list[Any]:
         try:
             return list(self.execute(sql, (match, limit)))
         except sqlite3.OperationalError:  # an expression FTS5 cannot parse: no match
