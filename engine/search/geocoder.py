@@ -491,11 +491,11 @@ class Matcher:
             return [self._cand(f, t, (1.0 + imp) * text_score)]
         if t != "street":
             return [self._cand(f, t, (TYPE_BASE_WITH_NUMBER[t] + imp) * text_score)]
-        addrs = self.index.addresses_on_street(f["id"])
-        exact = [a for a in addrs if a["hn_norm"] == q.number]
+        # a street of a country holds dozens of numbers: the one asked for is read alone
+        exact = self.index.addresses_on_street(f["id"], number=q.number)
         if exact:
             return [self._cand(a, "address", (1.0 + imp) * name_score * place(a).score, street=f) for a in exact]
-        point = interpolate(self.index, f, addrs, q.number)
+        point = interpolate(self.index, f, self.index.addresses_on_street(f["id"]), q.number)
         if point is not None:
             lat, lng = point
             cand = self._cand(f, "address", (TYPE_BASE_WITH_NUMBER["interpolated"] + imp) * text_score, street=f)

@@ -33,6 +33,7 @@ FEATURE_COLUMNS = (
     "postcode, country, lat, lng, osm_type, osm_id, category, tags, importance"
 )
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
+ADDRESSES_ON_STREET = f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id = ?"
 
 # the names matching, best first, with their number of entries; then the entries of the names
 NAME_SEARCH = (
@@ -219,11 +220,12 @@ class SearchIndex:
         except sqlite3.OperationalError:  # an expression FTS5 cannot parse: no match
             return []
 
-    def addresses_on_street(self, street_id: int) -> list[dict]:
-        rows = self.execute(
-            f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id = ?",
-            (street_id,),
-        )
+    def addresses_on_street(self, street_id: int, number: str | None = None) -> list[dict]:
+        """The street's addresses, or only those of the (normalised) house number ``number``."""
+        if number is None:
+            rows = self.execute(ADDRESSES_ON_STREET, (street_id,))
+        else:
+            rows = self.execute(ADDRESSES_ON_STREET + " AND hn_norm = ?", (street_id, number))
         return [self.row_to_feature(r) for r in rows]
 
     def street_geometry(self, street_id: int):
