@@ -198,6 +198,25 @@ def _one_compiler_at_a_time() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+# What a process can be warmed for: each group's services, and the dataset components they read.
+# A web process serves every function and warms every group; a Celery worker only the groups of
+# the queues it consumes (tasks/warmup.py), so a map worker opens no routing graph.
+WARM_GROUPS: dict[str, tuple[str, ...]] = {
+    "routing": ("router",),
+    "isochrone": ("router", "roadnet"),
+    "snaptoroad": ("router", "roadnet"),
+    "staticmap": ("layers",),
+    "search": ("search", "admin"),
+}
+EVERY_GROUP = frozenset(WARM_GROUPS)
+
+
+def components_for(groups: frozenset[str]) -> list[str]:
+    """The components the ``groups`` read, in :data:`COMPONENTS`' order."""
+    wanted = {name for group in groups for name in WARM_GROUPS[group]}
+    return [name for name in COMPONENTS if name in wanted]
+
+
 def _quietly(what: str, call: Callable[[], object]) -> None:
     """Run one warming call; a failure (a sample without a road here, ...) is logged, not raised:
     the kernels it reached are compiled either way."""
@@ -214,6 +233,16 @@ class _Probe:
     a: tuple[float, float]
     b: tuple[float, float]
     c: tuple[float, float]
+
+
+def _box_probe(ds: Dataset) -> _Probe:
+    """Three points inside the dataset's box (a process that draws maps opens no routing graph)."""
+    box = ds.bbox
+
+    def at(f: float) -> tuple[float, float]:
+        return (box.min_lat + f * (box.max_lat - box.min_lat), box.min_lng + f * (box.max_lng - box.min_lng))
+
+    return _Probe(at(0.45), at(0.5), at(0.55))
 
 
 def _probe(ds: Dataset) -> _Probe | None:
@@ -237,13 +266,14 @@ def _probe(ds: Dataset) -> _Probe | None:
     return _Probe(mid(picks[0]), mid(picks[1]), mid(picks[2]))
 
 
-def _run_services(ds: Dataset, p: _Probe) -> None:
-    """Each engine service once on ``ds`` alone, the way a request calls it."""
+def _run_services(ds: Dataset, p: _Probe, groups: frozenset[str]) -> None:
+    """Each engine service of ``groups`` once on ``ds`` alone, the way a request calls it."""
 
     only = DatasetRegistry.holding([ds])
-    calls: list[tuple[str, Callable[[], object]]] = [
-        ("route", lambda: routing.run(only, routing.RoutingParams(p.a, p.c, waypoints=(p.b,)))),
+    calls: list[tuple[str, str, Callable[[], object]]] = [
+        ("routing", "route", lambda: routing.run(only, routing.RoutingParams(p.a, p.c, waypoints=(p.b,)))),
         (
+            "routing",
             "route alternatives",
             lambda: routing.run(
                 only,
@@ -251,19 +281,26 @@ def _run_services(ds: Dataset, p: _Probe) -> None:
             ),
         ),
         (
+            "routing",
             "route polyline6",
             lambda: routing.run(only, routing.RoutingParams(p.c, p.a, steps=False, geometry="polyline6")),
         ),
-        ("isochrone time", lambda: isochrone.run(only, isochrone.IsochroneParams(*p.b, times=(2.0, 4.0)))),
-        ("isochrone distance", lambda: isochrone.run(only, isochrone.IsochroneParams(*p.b, distances=(500.0,)))),
+        ("isochrone", "isochrone time", lambda: isochrone.run(only, isochrone.IsochroneParams(*p.b, times=(2.0, 4.0)))),
         (
+            "isochrone",
+            "isochrone distance",
+            lambda: isochrone.run(only, isochrone.IsochroneParams(*p.b, distances=(500.0,))),
+        ),
+        (
+            "snaptoroad",
             "snap to road",
             lambda: snaptoroad.run(
                 only, snaptoroad.SnapParams((p.a, p.b, p.c), timestamps=(0.0, 60.0, 120.0), interpolate=True)
             ),
         ),
-        ("snap to road untimed", lambda: snaptoroad.run(only, snaptoroad.SnapParams((p.a, p.b)))),
+        ("snaptoroad", "snap to road untimed", lambda: snaptoroad.run(only, snaptoroad.SnapParams((p.a, p.b)))),
         (
+            "staticmap",
             "static map",
             lambda: staticmap.run(
                 only,
@@ -277,32 +314,36 @@ def _run_services(ds: Dataset, p: _Probe) -> None:
                 ),
             ),
         ),
-        ("reverse", lambda: reverse_geocoding.run(only, reverse_geocoding.ReverseParams(*p.b))),
-        ("geocode", lambda: geocoding.run(only, geocoding.GeocodeParams(query="main street 1", near=p.b))),
-        ("suggest", lambda: suggest.run(only, suggest.SuggestParams(q="mai", near=p.b))),
-        ("poi", lambda: poi.run(only, poi.PoiParams(q="cafe", near=p.b, radius=2000.0))),
-        ("nearest", lambda: proximity.run(only, proximity.NearestParams(*p.b, categories=("cafe",)))),
+        ("search", "reverse", lambda: reverse_geocoding.run(only, reverse_geocoding.ReverseParams(*p.b))),
+        ("search", "geocode", lambda: geocoding.run(only, geocoding.GeocodeParams(query="main street 1", near=p.b))),
+        ("search", "suggest", lambda: suggest.run(only, suggest.SuggestParams(q="mai", near=p.b))),
+        ("search", "poi", lambda: poi.run(only, poi.PoiParams(q="cafe", near=p.b, radius=2000.0))),
+        ("search", "nearest", lambda: proximity.run(only, proximity.NearestParams(*p.b, categories=("cafe",)))),
     ]
-    for what, call in calls:
-        _quietly(what, call)
+    for group, what, call in calls:
+        if group in groups:
+            _quietly(what, call)
 
 
-def warm_dataset(ds: Dataset, state: WarmState | None = None) -> None:
-    """Open every component of ``ds`` and run each service once on it. Raises the error of a
-    component that does not open (the dataset is then not fit to serve)."""
-    opened = [(name, "car") for name in COMPONENTS]
-    opened += [(name, p) for name in sorted(PROFILE_COMPONENTS) for p in ds.profiles if p != "car"]
+def warm_dataset(ds: Dataset, state: WarmState | None = None, groups: frozenset[str] = EVERY_GROUP) -> None:
+    """Open every component of ``ds`` the ``groups`` read and run each of their services once on
+    it. Raises the error of a component that does not open (the dataset is then not fit to serve)."""
+    names = components_for(groups)
+    opened = [(name, "car") for name in names]
+    opened += [(name, p) for name in sorted(PROFILE_COMPONENTS & set(names)) for p in ds.profiles if p != "car"]
     for name, profile in opened:
         if state is not None:
             state.at(f"opening {ds.region} {ds.version} {name} ({profile})")
         ds.component(name, profile)
-    reserve_query_workspace([ds])
-    probe = _probe(ds)
+    routes = "router" in names
+    if routes:
+        reserve_query_workspace([ds])
+    probe = _probe(ds) if routes else _box_probe(ds)
     if probe is None:
         return
     if state is not None:
         state.at(f"running each service once on {ds.region} {ds.version}")
-    _run_services(ds, probe)
+    _run_services(ds, probe, groups)
 
 
 def reserve_query_workspace(datasets: list[Dataset]) -> None:
@@ -311,20 +352,27 @@ def reserve_query_workspace(datasets: list[Dataset]) -> None:
     reserve_workspace(ds.component("router", profile).g for ds in datasets for profile in ds.profiles)
 
 
-def warm_in_background(registry: DatasetRegistry, state: WarmState, then: Callable[[], None] | None = None) -> None:
-    """Mark ``state`` warming now, then warm ``registry`` in a thread (and call ``then``)."""
+def warm_in_background(
+    registry: DatasetRegistry,
+    state: WarmState,
+    then: Callable[[], None] | None = None,
+    groups: frozenset[str] = EVERY_GROUP,
+) -> None:
+    """Mark ``state`` warming now, then warm ``registry`` for ``groups`` in a thread (and call ``then``)."""
     state.start()
 
     def run() -> None:
-        warm_registry(registry, state)
+        warm_registry(registry, state, groups=groups)
         if then is not None:
             then()
 
     threading.Thread(target=run, name="meridian-warmup", daemon=True).start()
 
 
-def warm_registry(registry: DatasetRegistry, state: WarmState, attempts: int = 3) -> None:
-    """Warm every dataset of ``registry`` (a process's start), recording progress in ``state``;
+def warm_registry(
+    registry: DatasetRegistry, state: WarmState, attempts: int = 3, groups: frozenset[str] = EVERY_GROUP
+) -> None:
+    """Warm every dataset of ``registry`` for ``groups`` (a process's start), recording progress in ``state``;
     never raises: a failure leaves ``state`` failed, and the process unready. A dataset replaced
     while it warmed (a newer version pulled, the old one removed) is no failure: the datasets
     served then are warmed again (the new ones were warmed before they replaced the old)."""
@@ -335,9 +383,10 @@ def warm_registry(registry: DatasetRegistry, state: WarmState, attempts: int = 3
         served = registry.all()
         try:
             with _one_compiler_at_a_time():
-                reserve_query_workspace(served)
+                if "router" in components_for(groups):
+                    reserve_query_workspace(served)
                 for ds in served:
-                    warm_dataset(ds, state)
+                    warm_dataset(ds, state, groups)
                 state.step = "geofence distance kernel"
                 geofence_warm_up()
         except Exception as exc:

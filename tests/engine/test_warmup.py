@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from engine.dataset import DatasetRegistry
+from engine.dataset import COMPONENTS, Dataset, DatasetRegistry
 from engine.routing import ch
 from engine.services import routing, snaptoroad
-from engine.warmup import WarmState, compile_counter, warm_dataset, warm_registry
+from engine.warmup import EVERY_GROUP, WarmState, compile_counter, warm_dataset, warm_registry
 
 MONACO = ((43.7312, 7.4197), (43.7406, 7.4270))
 
@@ -127,3 +127,31 @@ def test_warming_sizes_the_query_workspace_for_the_largest_profile_before_any_qu
         router = ds.component("router", profile)
         assert router.leg(router.snap(*MONACO[0]), router.snap(*MONACO[1])) is not None
     assert ch.WORKSPACE.at_least(1) is workspace
+
+
+def _opened_by_warming(data_dir: Path, monkeypatch, groups: frozenset[str]) -> set[tuple[str, str]]:
+    opened: set[tuple[str, str]] = set()
+    real = Dataset.component
+
+    def recording(self: Dataset, name: str, profile: str = "car") -> object:
+        opened.add((name, profile))
+        return real(self, name, profile)
+
+    monkeypatch.setattr(Dataset, "component", recording)
+    warm_dataset(DatasetRegistry(data_dir).require("monaco"), groups=groups)
+    return opened
+
+
+def test_a_process_warmed_for_maps_or_searches_opens_no_routing_graph(data_dir: Path, monkeypatch) -> None:
+    """A Celery worker warms what its queues run: a map worker reads the map layers only, a
+    geocoding worker the search and admin indexes (each routing graph is hundreds of MB a process
+    at country size)."""
+    assert _opened_by_warming(data_dir, monkeypatch, frozenset({"staticmap"})) == {("layers", "car")}
+    assert _opened_by_warming(data_dir, monkeypatch, frozenset({"search"})) == {("search", "car"), ("admin", "car")}
+
+
+def test_warming_isochrones_opens_the_road_network_of_every_profile(data_dir: Path, monkeypatch) -> None:
+    opened = _opened_by_warming(data_dir, monkeypatch, frozenset({"isochrone"}))
+    profiles = DatasetRegistry(data_dir).require("monaco").profiles
+    assert opened == {(name, p) for name in ("router", "roadnet") for p in profiles}
+    assert {name for name, _p in _opened_by_warming(data_dir, monkeypatch, EVERY_GROUP)} == set(COMPONENTS)
