@@ -257,6 +257,10 @@ class SearchIndex:
         return dict(rows)
 
 
+POI_READ_ROWS = 10_000  # rows of POIs read at a time
+TAGS_END = b"\n"  # after each POI's tags in PoiArrays' buffer
+
+
 class PoiArrays:
     """POI coordinates in numpy arrays, for nearest-by-category in microseconds.
 
@@ -267,40 +271,75 @@ class PoiArrays:
     ``distance - reach`` away, so a scan by point distance knows which outlines to measure."""
 
     def __init__(self, index: SearchIndex) -> None:
-        rows = index.execute("SELECT id, category, lat, lng, tags, geom FROM features WHERE type = 'poi'").fetchall()
+        # Read in blocks, the tags kept as one UTF-8 buffer with offsets: a country's POIs are a
+        # million rows, and Python objects kept for each (a string of tags among the rows' freed
+        # tuples) would hold the whole read's memory in the allocator for the process's life.
+        ids: list[int] = []
+        lats: list[float] = []
+        lngs: list[float] = []
         by_cat: dict[str, list[int]] = {}
-        for pos, row in enumerate(rows):
-            if row[1]:
-                by_cat.setdefault(row[1], []).append(pos)
+        tag_parts: list[bytes] = []
+        ends: list[int] = []
+        end = 0
         self.proj = index.proj
-        self.all_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.all_lat = np.array([r[2] for r in rows], dtype=np.float64)
-        self.all_lng = np.array([r[3] for r in rows], dtype=np.float64)
-        self.all_reach = np.zeros(len(rows))
         self.outlines: dict[int, BaseGeometry] = {}
-        for pos, row in enumerate(rows):
-            if row[5] is not None:
-                outline = shapely.from_wkb(row[5])
-                x, y = index.proj.to_xy(row[2], row[3])
-                self.outlines[pos] = outline
-                self.all_reach[pos] = shapely.hausdorff_distance(shapely.Point(float(x), float(y)), outline)
-        self._tags = [r[4] or "" for r in rows]
+        reach: dict[int, float] = {}
+        cursor = index.execute("SELECT id, category, lat, lng, tags, geom FROM features WHERE type = 'poi'")
+        while rows := cursor.fetchmany(POI_READ_ROWS):
+            for fid, category, lat, lng, tags, geom in rows:
+                pos = len(ids)
+                ids.append(fid)
+                lats.append(lat)
+                lngs.append(lng)
+                if category:
+                    by_cat.setdefault(category, []).append(pos)
+                raw = (tags or "").encode()
+                tag_parts.append(raw + TAGS_END)
+                end += len(raw) + len(TAGS_END)
+                ends.append(end)
+                if geom is not None:
+                    outline = shapely.from_wkb(geom)
+                    x, y = index.proj.to_xy(lat, lng)
+                    self.outlines[pos] = outline
+                    reach[pos] = shapely.hausdorff_distance(shapely.Point(float(x), float(y)), outline)
+        self.all_ids = np.array(ids, dtype=np.int64)
+        self.all_lat = np.array(lats, dtype=np.float64)
+        self.all_lng = np.array(lngs, dtype=np.float64)
+        self.all_reach = np.zeros(len(ids))
+        for pos, far in reach.items():
+            self.all_reach[pos] = far
+        self._tag_bytes = b"".join(tag_parts)
+        self._tag_data = np.frombuffer(self._tag_bytes, dtype=np.uint8)
+        self._tag_ends = np.array(ends, dtype=np.int64)  # each POI's tags end (past its TAGS_END)
         self._masks: dict[str, Any] = {}  # needle -> positions of the POIs whose tags hold it
         self.arrays = {cat: np.array(items, dtype=np.int64) for cat, items in by_cat.items()}
 
     def tags(self, pos: int) -> str:
         """The POI's raw tags, ``'|k=v|k=v|'``."""
-        return self._tags[pos]
+        start = int(self._tag_ends[pos - 1]) if pos else 0
+        return self._tag_bytes[start : int(self._tag_ends[pos]) - len(TAGS_END)].decode()
 
     def for_tag(self, needle: str):
         """Positions of the POIs whose tags hold ``needle`` ('|amenity=cafe|')."""
         found = self._masks.get(needle)
         if found is None:
-            found = np.nonzero(np.fromiter((needle in t for t in self._tags), dtype=bool, count=len(self._tags)))[0]
+            found = self._positions_holding(needle.encode())
             if len(self._masks) > 512:
                 self._masks.clear()
             self._masks[needle] = found
         return found
+
+    def _positions_holding(self, needle: bytes):
+        """Positions whose tags hold ``needle``: the buffer's offsets where its first byte is,
+        narrowed byte by byte (numpy), each kept where the whole needle lies within one POI's tags."""
+        data, ends = self._tag_data, self._tag_ends
+        if not needle:
+            return np.arange(len(ends))
+        at = np.flatnonzero(data[: max(len(data) - len(needle) + 1, 0)] == needle[0])
+        for k in range(1, len(needle)):
+            at = at[data[at + k] == needle[k]]
+        owner = np.searchsorted(ends, at, side="right")
+        return np.unique(owner[at + len(needle) <= ends[owner] - len(TAGS_END)])
 
     def outline_distance(self, pos: int, lat: float, lng: float) -> float | None:
         """Metres from the point to the POI's outline (0 inside), or None for a point POI."""
