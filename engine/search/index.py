@@ -337,6 +337,8 @@ class PoiArrays:
             return np.arange(len(ends))
         at = np.flatnonzero(data[: max(len(data) - len(needle) + 1, 0)] == needle[0])
         for k in range(1, len(needle)):
+            if not len(at):
+                break
             at = at[data[at + k] == needle[k]]
         owner = np.searchsorted(ends, at, side="right")
         return np.unique(owner[at + len(needle) <= ends[owner] - len(TAGS_END)])
