@@ -234,7 +234,18 @@ def test_three_nodes_behind_haproxy_publish_roll_out_kill_and_quota(data_dir, tm
 
                 with ThreadPoolExecutor(4) as pool:
                     statuses = Counter(pool.map(tiny_call, range(2 * TINY_PER_MINUTE)))
-                per_node = {n: served_by(logs / f"{n}.log", tiny.record.prefix) for n in web}
+
+                def tiny_per_node() -> dict[str, int]:
+                    return {n: served_by(logs / f"{n}.log", tiny.record.prefix) for n in web}
+
+                # a node writes its request log lines a little after the answers (app/after_response.py)
+                wait_for(
+                    "every small-plan request in a node's request log",
+                    lambda: sum(tiny_per_node().values()) >= 2 * TINY_PER_MINUTE,
+                    10,
+                    tiny_per_node,
+                )
+                per_node = tiny_per_node()
                 tr.say(
                     f"quota: {2 * TINY_PER_MINUTE} requests on a {TINY_PER_MINUTE}/min plan -> "
                     f"{statuses[200]} x 200, {statuses[429]} x 429; served by {per_node}"
