@@ -217,6 +217,11 @@ def components_for(groups: frozenset[str]) -> list[str]:
     return [name for name in COMPONENTS if name in wanted]
 
 
+def _routes(groups: frozenset[str]) -> bool:
+    """Whether the ``groups`` read a routing graph (and want the CH query workspace sized)."""
+    return "router" in components_for(groups)
+
+
 def _quietly(what: str, call: Callable[[], object]) -> None:
     """Run one warming call; a failure (a sample without a road here, ...) is logged, not raised:
     the kernels it reached are compiled either way."""
@@ -335,7 +340,7 @@ def warm_dataset(ds: Dataset, state: WarmState | None = None, groups: frozenset[
         if state is not None:
             state.at(f"opening {ds.region} {ds.version} {name} ({profile})")
         ds.component(name, profile)
-    routes = "router" in names
+    routes = _routes(groups)
     if routes:
         reserve_query_workspace([ds])
     probe = _probe(ds) if routes else _box_probe(ds)
@@ -372,8 +377,8 @@ def warm_in_background(
 def warm_registry(
     registry: DatasetRegistry, state: WarmState, attempts: int = 3, groups: frozenset[str] = EVERY_GROUP
 ) -> None:
-    """Warm every dataset of ``registry`` for ``groups`` (a process's start), recording progress in ``state``;
-    never raises: a failure leaves ``state`` failed, and the process unready. A dataset replaced
+    """Warm every dataset of ``registry`` for ``groups`` (a process's start), recording progress
+    in ``state``; never raises: a failure leaves ``state`` failed, and the process unready. A dataset replaced
     while it warmed (a newer version pulled, the old one removed) is no failure: the datasets
     served then are warmed again (the new ones were warmed before they replaced the old)."""
     if state.phase != "warming":
@@ -383,7 +388,7 @@ def warm_registry(
         served = registry.all()
         try:
             with _one_compiler_at_a_time():
-                if "router" in components_for(groups):
+                if _routes(groups):
                     reserve_query_workspace(served)
                 for ds in served:
                     warm_dataset(ds, state, groups)

@@ -1,13 +1,14 @@
 """A Celery worker warms before it takes a task (engine/warmup.py).
 
 - The main process, before it starts its pool and consumes (``worker_init``), runs each engine
-  service its queues' tasks run (:data:`QUEUE_GROUPS`) once on every dataset: the numba kernels are loaded from the image's cache or, on a
-  CPU the cache was not made for, compiled (and written to ``NUMBA_CACHE_DIR``). It then closes
-  those datasets; the pool processes it forks inherit the compiled kernels. Until then the worker
-  answers no ping, so the web's ``/v1/health/ready`` (check ``workers``) is not ready either.
-- Each pool process opens its datasets (the components those services read) right after it starts, in a background thread (Celery's
-  process start-up timeout is not at risk): the first isochrone or map of a process does not pay
-  ~1 s of index building.
+  service its queues' tasks run (:data:`QUEUE_GROUPS`) once on every dataset: the numba kernels
+  are loaded from the image's cache or, on a CPU the cache was not made for, compiled (and written
+  to ``NUMBA_CACHE_DIR``). It then closes those datasets; the pool processes it forks inherit the
+  compiled kernels. Until then the worker answers no ping, so the web's ``/v1/health/ready``
+  (check ``workers``) is not ready either.
+- Each pool process opens its datasets (the components those services read) right after it
+  starts, in a background thread (Celery's process start-up timeout is not at risk): the first
+  isochrone or map of a process does not pay ~1 s of index building.
 """
 
 from __future__ import annotations

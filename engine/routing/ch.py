@@ -47,7 +47,8 @@ Arrays (CH node = directed edge id of the road graph, then the junction hubs of
 * ``ch_rank`` int32 [K]: contraction order.
 * ``ch_hub_edge`` int32 [H]: an edge arriving into hub E + k (absent in graphs of format 1: no hubs).
 * ``ch_up_first`` int32 [K+1] (int64 from 2**31 arcs on, and in graphs an earlier release
-  wrote), ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32: arcs u -> x with rank[x] > rank[u], stored at u (forward search).
+  wrote), ``ch_up_to`` int32, ``ch_up_w`` float64, ``ch_up_mid`` int32: arcs u -> x with
+  rank[x] > rank[u], stored at u (forward search).
 * ``ch_dn_first`` / ``ch_dn_to`` / ``ch_dn_w`` / ``ch_dn_mid``: arcs u -> x with
   rank[u] > rank[x], stored at x pointing to u (backward search).
   ``mid`` is -1 for a turn of the original graph, else the contracted middle CH node.
