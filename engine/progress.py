@@ -8,8 +8,10 @@ the step knows its total, percentage and ETA::
       roads: contraction (car)  412,000/1,167,848 turn nodes  35%  2,310/s  ETA 5:27
 
 The live line is redrawn in place at most every ``interval`` seconds and ends with a newline
-when the step ends. Written to something that is not a terminal (a log file, CI), only the stage
-lines appear (start, then seconds and peak memory), so logs stay short.
+when the step ends. Written to something that is not a terminal (a log file, CI, a container's
+log), the stage lines appear (start, then seconds and peak memory) and, for a step that runs
+longer than ``log_interval`` (a minute), one line each ``log_interval`` and one with its total
+when it ends: a country's import logs a line a minute, a city's only its stage lines.
 
 A step's count is either advanced by the Python loop that does the work (``Step.advance``), or,
 for a numba kernel that runs for minutes without coming back, read from a one-element array the
@@ -98,14 +100,16 @@ class Step:
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = self._progress.clock()
-        if now - self._shown >= self._progress.interval:
+        progress = self._progress
+        if now - self._shown >= (progress.interval if progress.live else progress.log_interval):
             self._shown = now
-            self._progress.show(self.line(now))
+            progress.show(self.line(now))
 
     def set(self, done: int) -> None:
         self.advance(done - self.done)
 
-    def line(self, now: float) -> str:
+    def line(self, now: float, ended: bool = False) -> str:
+        """Items, rate, and while it runs its percentage and ETA; once ``ended``, its time."""
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
         parts = [f"  {self.label}  {_count(self.done)}"]
@@ -115,10 +119,10 @@ class Step:
         if self.total:
             parts.append(f"{min(100.0, 100.0 * self.done / self.total):3.0f}%")
         parts.append(f"{_count(rate)}/s")
-        if self.total and rate > 0 and self.done < self.total:
-            parts.append(f"ETA {_duration((self.total - self.done) / rate)}")
-        elif not self.total or self.done >= self.total:
+        if ended or not self.total or self.done >= self.total:
             parts.append(_duration(elapsed))
+        elif rate > 0:
+            parts.append(f"ETA {_duration((self.total - self.done) / rate)}")
         return "  ".join(parts)
 
     @contextmanager
@@ -143,7 +147,8 @@ class Step:
 
 class ImportProgress:
     """Stage lines always; live step lines only when ``live`` (default: the stream is a terminal).
-    ``ImportProgress.silent()`` writes nothing (imports run by tests and benchmarks)."""
+    ``ImportProgress.silent()`` writes nothing (imports run by tests and benchmarks). Off a
+    terminal, a step longer than ``log_interval`` seconds logs a line each ``log_interval``."""
 
     def __init__(
         self,
@@ -151,11 +156,13 @@ class ImportProgress:
         *,
         live: bool | None = None,
         interval: float = 0.5,
+        log_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream
         self.live = bool(stream is not None and (stream.isatty() if live is None else live))
         self.interval = interval
+        self.log_interval = log_interval
         self.clock = clock
         self._width = 0
 
@@ -173,10 +180,12 @@ class ImportProgress:
             self.stream.flush()
 
     def show(self, line: str) -> None:
-        """Redraw the live line (nothing when not live)."""
+        """Redraw the live line; off a terminal, write it as a line of its own."""
         if self.live:
             self._write("\r" + line.ljust(self._width))
             self._width = len(line)
+        else:
+            self._write(line + "\n")
 
     def _end_line(self) -> None:
         if self._width:
@@ -198,6 +207,7 @@ class ImportProgress:
         try:
             yield step
         finally:
-            if self.live and step.done:
-                self.show(step.line(self.clock()))
+            now = self.clock()
+            if step.done and (self.live or now - step.started >= self.log_interval):
+                self.show(step.line(now, ended=True))
             self._end_line()

@@ -62,6 +62,24 @@ def test_not_a_terminal_prints_stage_lines_only():
     assert out.getvalue() == "[3/4] roads\n[done] roads in 1:15, peak memory 1,234 MB\n"
 
 
+def test_not_a_terminal_logs_a_long_step_each_log_interval_and_its_total():
+    out, clock = io.StringIO(), Clock()
+    progress = ImportProgress(out, interval=0.0, log_interval=60.0, clock=clock)
+    with progress.step("search: addresses", total=1000, unit="addresses") as step:
+        clock.now += 30
+        step.advance(100)  # within the first minute: nothing
+        assert out.getvalue() == ""
+        clock.now += 30
+        step.advance(100)
+        clock.now += 30
+        step.advance(100)  # 30 s after the last line: nothing
+        clock.now += 20
+    first, last = out.getvalue().splitlines()
+    assert first == "  search: addresses  200/1,000 addresses   20%  3/s  ETA 4:00"
+    assert last == "  search: addresses  300/1,000 addresses   30%  3/s  1:50"  # ended short of its total
+    assert "\r" not in out.getvalue()
+
+
 def test_watch_reads_a_counter_written_elsewhere():
     out = io.StringIO()
     progress = ImportProgress(out, live=True, interval=0.01)
