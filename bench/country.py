@@ -12,7 +12,9 @@ addresses), in this order:
    config/gunicorn.py starts it, the Celery workers, Redis, PostgreSQL), timed from their start
    to ``/v1/health/ready`` = 200 and to the first answered route and isochrone;
 5. over HTTP, one request at a time: route with steps, isochrone (10 min, a new origin each time:
-   no cache hit), geocode, suggest, reverse geocode; p50 and p95 over ``--queries`` each;
+   no cache hit), geocode, suggest, reverse geocode; p50 and p95 over ``--queries`` each; then a
+   second pass on other points (``second_pass``): the first pass meets a node whose page cache
+   holds little of the dataset, the second one that has served for a while;
 6. private memory (USS) of every gunicorn worker and every Celery process after the queries;
 7. ``meridian dataset publish`` to a directory store and ``meridian dataset pull`` into a
    second data directory (a new node), timed;
@@ -280,6 +282,9 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]
         client = Client(dep.base_url, key)
         out: dict[str, Any] = {"start": first_answers(client, started, places)}
         out.update(latencies(client, places[4:], queries, seed))
+        # other points again, the node now serving for as long as the first pass took: what its
+        # users see once the pages their requests share are cached
+        out["second_pass"] = latencies(client, sample_queries(data_dir, queries, seed + 1), queries, seed + 1)
         out["memory"] = memory(dep)
         return out
     finally:
