@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,16 +38,6 @@ COMPONENTS: dict[str, str] = {
 }
 # components with one instance per travel profile: their opener takes (version_dir, profile)
 PROFILE_COMPONENTS = frozenset({"router", "roadnet"})
-# what each component reads in a version directory (a profile's graph directory: both of
-# PROFILE_COMPONENTS read it), in the order a cold node wants them read into the page cache: the
-# routing graph, on every route's path, before the larger search index
-COMPONENT_FILES: dict[str, Callable[[str], str]] = {
-    "router": layout.profile_graph_dir,
-    "roadnet": layout.profile_graph_dir,
-    "admin": lambda profile: layout.ADMIN_DB,
-    "search": lambda profile: layout.SEARCH_DB,
-    "layers": lambda profile: layout.LAYERS_DB,
-}
 
 
 def _resolve(target: str):
@@ -114,13 +104,6 @@ class Dataset:
                 opener = _resolve(COMPONENTS[name])
                 self._components[key] = opener(self.path) if profile == "car" else opener(self.path, profile)
             return self._components[key]
-
-    def files_of(self, opened: Iterable[tuple[str, str]]) -> list[Path]:
-        """The files and directories the ``(component, profile)`` pairs read, each once, in
-        :data:`COMPONENT_FILES`' order (the car's before the other profiles')."""
-        rank = {name: i for i, name in enumerate(COMPONENT_FILES)}
-        ordered = sorted(opened, key=lambda pair: (rank[pair[0]], pair[1] != "car", pair[1]))
-        return list(dict.fromkeys(self.path / COMPONENT_FILES[name](profile) for name, profile in ordered))
 
     def router_for(self, profile: str) -> Router:
         """The router of a travel profile this dataset was imported with (InvalidParameter naming

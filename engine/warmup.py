@@ -6,8 +6,7 @@ dataset opened before the process says it is ready, so that no request waits on 
   event, sent only when a kernel is compiled, not when it is loaded from the cache).
 - :func:`warm_dataset`: opens every component of one dataset and runs each engine service once
   on it (a route with alternatives and an avoided class, an isochrone, a map match, a static map,
-  the searches), so every kernel a request runs is compiled for the types a request passes; the
-  files of those components are read into the page cache meanwhile (``engine.page_cache``).
+  the searches), so every kernel a request runs is compiled for the types a request passes.
 - :func:`warm_registry`: the same for every dataset of a registry (a process's start).
 - :func:`build_cache`: the image's build step (``meridian warmup``): imports a tiny synthetic
   town (every import kernel) and warms it (every request kernel), writing ``NUMBA_CACHE_DIR``.
@@ -36,7 +35,6 @@ from numba.core import event
 
 from engine.dataset import COMPONENTS, PROFILE_COMPONENTS, Dataset, DatasetRegistry
 from engine.geofence.index import warm_up as geofence_warm_up
-from engine.page_cache import prefetch_in_background
 from engine.render.overlays import Marker
 from engine.render.overlays import Path as OverlayPath
 from engine.routing.ch import reserve_workspace
@@ -338,8 +336,6 @@ def warm_dataset(ds: Dataset, state: WarmState | None = None, groups: frozenset[
     names = components_for(groups)
     opened = [(name, "car") for name in names]
     opened += [(name, p) for name in sorted(PROFILE_COMPONENTS & set(names)) for p in ds.profiles if p != "car"]
-    # the files read into the page cache meanwhile: the first requests do not wait on the disk
-    prefetch_in_background(ds.files_of(opened), f"{ds.region} {ds.version}")
     for name, profile in opened:
         if state is not None:
             state.at(f"opening {ds.region} {ds.version} {name} ({profile})")
