@@ -99,8 +99,8 @@ class Step:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
-        now = self._progress.clock()
         progress = self._progress
+        now = progress.clock()
         if now - self._shown >= (progress.interval if progress.live else progress.log_interval):
             self._shown = now
             progress.show(self.line(now))
