@@ -8,7 +8,9 @@ directory when it has one (the arcs then take disk, not memory, while the contra
 are the largest thing it makes, ~20 bytes per arc and 18 arcs per node for a car's turn graph),
 else in memory. :meth:`ArcChunks.csr` turns them into CSR over the arcs' ``at`` node in two passes
 over the chunks (count, then place), each node's arcs in the order they were emitted: what a
-stable sort by ``at`` gives, without an index array over all arcs.
+stable sort by ``at`` gives, without an index array over all arcs. Given the hierarchy's storage
+order (:mod:`engine.routing.ch_order`), it renumbers the nodes on the way: ``at``, ``to`` and
+``mid`` become the nodes' stored positions.
 """
 
 from __future__ import annotations
@@ -25,22 +27,32 @@ Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # at, to, w, mid
 Buffer = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # ... and used[1]
 
 
-@njit(cache=True)
-def _count(first, at):
-    """Add each arc to its node's count (``first[at + 1]``)."""
-    for i in range(at.shape[0]):
-        first[at[i] + 1] += 1
+@njit(cache=True, inline="always")
+def _renumbered(node, position):
+    """``node``'s stored position (``position`` empty: its own number; -1 stays -1)."""
+    if node < 0 or position.shape[0] == 0:
+        return node
+    return position[node]
 
 
 @njit(cache=True)
-def _place(cursor, at, to, w, mid, out_to, out_w, out_mid):
-    """Write each arc at its node's next free slot (``cursor[at]``), in the chunk's order."""
+def _count(first, at, position):
+    """Add each arc to its node's count (``first[at + 1]``, ``at`` renumbered)."""
     for i in range(at.shape[0]):
-        j = cursor[at[i]]
-        cursor[at[i]] = j + 1
-        out_to[j] = to[i]
+        first[_renumbered(at[i], position) + 1] += 1
+
+
+@njit(cache=True)
+def _place(cursor, at, to, w, mid, out_to, out_w, out_mid, position):
+    """Write each arc at its node's next free slot (``cursor[at]``), in the chunk's order, its
+    nodes renumbered."""
+    for i in range(at.shape[0]):
+        a = _renumbered(at[i], position)
+        j = cursor[a]
+        cursor[a] = j + 1
+        out_to[j] = _renumbered(to[i], position)
         out_w[j] = w[i]
-        out_mid[j] = mid[i]
+        out_mid[j] = _renumbered(mid[i], position)
 
 
 class ArcChunks:
@@ -72,14 +84,16 @@ class ArcChunks:
         self.count += m
         used[0] = 0
 
-    def csr(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(first [n+1] int64, to, w, mid) over the ``n`` nodes, each node's arcs in emission order.
+    def csr(self, n: int, position: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(first [n+1] int64, to, w, mid) over the ``n`` nodes, each node's arcs in emission order;
+        with ``position`` (each node's stored position), over the nodes renumbered so.
         Consumes the chunks: each goes (its files too) once its arcs are placed."""
+        position = np.zeros(0, np.int32) if position is None else position
         first = np.zeros(n + 1, np.int64)
         dtypes = (np.dtype(np.int32), np.dtype(np.float64), np.dtype(np.int32))
         for chunk in self._chunks:
             at, to, w, mid = _load(chunk)
-            _count(first, at)
+            _count(first, at, position)
             dtypes = (to.dtype, w.dtype, mid.dtype)
         np.cumsum(first, out=first)
         out_to = np.empty(self.count, dtypes[0])
@@ -88,7 +102,7 @@ class ArcChunks:
         cursor = first[:n].copy()
         while self._chunks:
             chunk = self._chunks.pop(0)
-            _place(cursor, *_load(chunk), out_to, out_w, out_mid)
+            _place(cursor, *_load(chunk), out_to, out_w, out_mid, position)
             if isinstance(chunk, Path):
                 shutil.rmtree(chunk)
         self.count = 0

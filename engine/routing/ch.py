@@ -41,9 +41,11 @@ stopped when both queue minima reach the best meeting cost, stall-on-demand. Sho
 unpacked through their middle node (``ch_*_mid``). Tested against plain Dijkstra
 (:mod:`engine.routing.search`) in ``tests/engine/test_ch.py``.
 
-Arrays (CH node = directed edge id of the road graph, then the junction hubs of
-:mod:`engine.routing.hubs`: K = E + H nodes):
+Arrays (K = E + H CH nodes: the road graph's directed edges, then the junction hubs of
+:mod:`engine.routing.hubs`, stored in :mod:`engine.routing.ch_order`'s order):
 
+* ``ch_node`` int32 [K]: the CH node of road edge ``e`` (and of hub ``E + k``); ``ch_edge`` int32
+  [K] the other way. Absent in graphs of format 2 and older, whose CH node ``e`` is edge ``e``.
 * ``ch_rank`` int32 [K]: contraction order.
 * ``ch_hub_edge`` int32 [H]: an edge arriving into hub E + k (absent in graphs of format 1: no hubs).
 * ``ch_up_first`` int32 [K+1] (int64 from 2**31 arcs on, and in graphs an earlier release
@@ -72,6 +74,7 @@ from engine.arrays import grown, index_dtype, narrowed_offsets
 from engine.progress import Step
 from engine.routing import heap
 from engine.routing.arc_chunks import ArcChunks
+from engine.routing.ch_order import ch_node_positions, storage_order
 from engine.routing.contraction import PRIORITY, contract
 from engine.routing.derived import DerivedArrays
 from engine.routing.hubs import hubbed_turn_graph
@@ -114,6 +117,7 @@ def build(
     progress: Step | None = None,
     spill: bool | None = None,
     flush_arcs: int = FLUSH_ARCS,
+    storage_ordered: bool = True,
 ) -> dict[str, np.ndarray]:
     """Contract the turn graph, its uniform junctions as hubs (:mod:`engine.routing.hubs`; the
     parameters' measured effect: ``docs/engineering-history.md``); ``progress`` (a step of the
@@ -129,6 +133,10 @@ def build(
     ``flush_arcs`` instead of staying in memory until the end (:mod:`engine.routing.arc_chunks`);
     by default when the turn graph has :data:`SPILL_MIN_ARCS` arcs or more. The hierarchy is the
     same either way.
+
+    ``storage_ordered``: the CH nodes renumbered in :mod:`engine.routing.ch_order`'s order, with
+    ``ch_node`` and ``ch_edge`` to map edges and hubs to them and back; without, numbered as the
+    edges and hubs (as graphs of format 2 and older store them).
     """
     arcs = hubbed_turn_graph(graph, hubs=hubs)
     hub_edge = arcs.hub_edge
@@ -160,10 +168,18 @@ def build(
                 down,
                 flush_arcs if spill else None,
             )
-        uf, ut, uw, um = up.csr(n)
-        df, dt, dw, dm = down.csr(n)
+        ch_node = storage_order(rank, *ch_node_positions(graph, hub_edge)) if storage_ordered else None
+        uf, ut, uw, um = up.csr(n, ch_node)
+        df, dt, dw, dm = down.csr(n, ch_node)
+    numbering = {}
+    if ch_node is not None:
+        ch_edge = np.empty(n, np.int32)
+        ch_edge[ch_node] = np.arange(n, dtype=np.int32)
+        rank = rank[ch_edge]
+        numbering = {"ch_node": ch_node, "ch_edge": ch_edge}
     return {
         "ch_rank": rank.astype(np.int32),
+        **numbering,
         "ch_core": np.asarray([n_core], dtype=np.int64),
         "ch_up_first": narrowed_offsets(uf),
         "ch_up_to": ut,
@@ -513,6 +529,14 @@ class SharedWorkspace:
 WORKSPACE = SharedWorkspace()
 
 
+def ch_numbering(graph) -> tuple[np.ndarray, np.ndarray]:
+    """(``ch_node``, ``ch_edge``): the CH node of each road edge and hub, and back
+    (:mod:`engine.routing.ch_order`); both empty for a graph stored before that order, whose CH
+    nodes are its edges and hubs."""
+    none = np.zeros(0, np.int32)
+    return np.asarray(getattr(graph, "ch_node", none)), np.asarray(getattr(graph, "ch_edge", none))
+
+
 def query_index(graph) -> np.dtype:
     """The id width a query on ``graph`` needs: int32 unless it has 2**31 CH nodes or arcs."""
     return np.dtype(index_dtype(max(node_count(graph), int(graph.ch_up_first[-1]), int(graph.ch_dn_first[-1]))))
@@ -552,6 +576,7 @@ class CHQuery:
             np.asarray(graph.ch_rank),
             core_rank(graph),
         )
+        self._numbering = ch_numbering(graph)
         self._nodes = node_count(graph)
         self._index = query_index(graph)
 
@@ -560,9 +585,14 @@ class CHQuery:
 
         ``sd``/``td`` are the initial costs (see :mod:`engine.routing.graph` for the convention).
         """
+        ch_node, ch_edge = self._numbering
+        if ch_node.shape[0]:
+            srcs, tgts = ch_node[srcs], ch_node[tgts]
         with WORKSPACE.lock:
             workspace = WORKSPACE.at_least(self._nodes, self._index)
             best, path = _route(srcs, sd, tgts, td, *self._graph_arrays, *workspace.arrays())
+        if ch_edge.shape[0]:
+            path = ch_edge[path].astype(np.int64)
         return best, (path if path.shape[0] else None)
 
     def edge_leg(self, starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight):
@@ -580,6 +610,7 @@ class CHQuery:
                 tfirst,
                 tto,
                 tweight,
+                *self._numbering,
                 *self._graph_arrays,
                 *workspace.arrays(),
             )
@@ -654,6 +685,18 @@ def _route(
 
 
 @njit(cache=True)
+def _ch_nodes(ids, numbering):
+    """``ids`` through ``numbering`` (``ch_node`` or ``ch_edge``; empty: the graph's CH nodes are
+    its edges and hubs)."""
+    if numbering.shape[0] == 0:
+        return ids
+    out = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        out[i] = numbering[ids[i]]
+    return out
+
+
+@njit(cache=True)
 def start_turns(starts, start_fracs, w, tfirst, tto, tweight):
     """The turns out of the start edges: each edge entered, at its lowest cost (the rest of the
     start edge, the turn, the edge entered), and the start edge it is entered from."""
@@ -694,6 +737,8 @@ def _edge_leg(
     tfirst,
     tto,
     tweight,
+    ch_node,
+    ch_edge,
     uf,
     ut,
     uw,
@@ -728,9 +773,9 @@ def _edge_leg(
         rem[i] = (1.0 - end_fracs[i]) * w[ends[i]]
     k_max = rem.max()
     best, path = _route(
-        srcs,
+        _ch_nodes(srcs, ch_node),
         sd,
-        ends,
+        _ch_nodes(ends, ch_node),
         k_max - rem,
         uf,
         ut,
@@ -759,6 +804,7 @@ def _edge_leg(
     )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0
+    path = _ch_nodes(path, ch_edge)
     path = path[path < w.shape[0]]  # the road edges: a junction hub is no step of the route
     j = 0
     while srcs[j] != path[0]:

@@ -108,8 +108,10 @@ from engine.errors import DatasetError
 
 # 2: the CH may hold junction hubs (CH nodes after the edges, ``ch_hub_edge``); a release that
 # reads only 1 refuses such a graph instead of indexing past its edges
-GRAPH_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+# 3: the CH stored in its own node order (``ch_node``, ``ch_edge``: engine.routing.ch_order); a
+# release that reads only 1 and 2 refuses such a graph instead of taking CH nodes for edges
+GRAPH_FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
 
 ARRAYS: tuple[str, ...] = (
     "node_lat",
@@ -154,7 +156,8 @@ CH_ARRAYS: tuple[str, ...] = (
     "ch_dn_w",
     "ch_dn_mid",
 )
-CH_OPTIONAL_ARRAYS: tuple[str, ...] = ("ch_hub_edge",)  # absent before format 2: no hubs
+# absent before format 2: no hubs; before format 3: the CH nodes numbered as the edges and hubs
+CH_OPTIONAL_ARRAYS: tuple[str, ...] = ("ch_hub_edge", "ch_node", "ch_edge")
 
 
 class RoadGraph:

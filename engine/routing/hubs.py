@@ -19,10 +19,11 @@ So a hub needs a profile that turns back anywhere at the cost of going on
 A turn priced by its angle (car), the no-U-turn rule, restrictions and barriers keep their
 explicit arcs. A hub is used where it saves arcs: two approaches or more, two ways out or more.
 
-CH node ids: the road graph's edges ``0..E-1``, then the hubs ``E..E+H-1``; ``ch_hub_edge`` [H]
-gives one edge arriving into each hub, whose turns price the hub's arcs out. Paths and matrices
-only ever start and end on edges, so a caller drops the hub ids from an unpacked path
-(:func:`engine.routing.ch._edge_leg`).
+The turn graph's nodes are numbered as the road graph's edges ``0..E-1``, then the hubs
+``E..E+H-1`` (the CH stores them in an order of its own and maps these numbers to it:
+:mod:`engine.routing.ch_order`); ``ch_hub_edge`` [H] gives one edge arriving into each hub, whose
+turns price the hub's arcs out. Paths and matrices only ever start and end on edges, so a caller
+drops the hubs from an unpacked path (:func:`engine.routing.ch._edge_leg`).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from numba import njit
 
 from engine.arrays import grown, resized
 from engine.routing import heap
-from engine.routing.ch import ARC_TAILS, arc_at, node_count
+from engine.routing.ch import ARC_TAILS, arc_at, ch_numbering, node_count
 from engine.routing.derived import DerivedArrays
 from engine.routing.router import Router
 from engine.routing.snap import Snap
@@ -79,29 +79,33 @@ def _by_middle_rank(rank, um, dm, order):
 
 
 @njit(cache=True)
-def _arc_sums(order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, value, with_turns, hub_edge):
+def _arc_sums(order, uf, ut, uw, um, up_from, df, dt, dw, dm, dn_from, tfirst, tto, tcost, value, with_turns, hub_edge, ch_edge):  # fmt: skip
     """One cost of every arc (the edges' ``value``, plus the turns' costs when ``with_turns``), in
-    ``order`` (:func:`_by_middle_rank`): a shortcut's two halves come before it."""
+    ``order`` (:func:`_by_middle_rank`): a shortcut's two halves come before it. ``ch_edge``: the
+    road edge or hub of each CH node (empty: the same number)."""
     n_up = ut.shape[0]
     up = np.zeros(n_up, np.float64)
     dn = np.zeros(dt.shape[0], np.float64)
-    n_edges = value.shape[0]  # CH nodes from here on are junction hubs
+    n_edges = value.shape[0]  # edge numbers from here on are junction hubs
     for i in order:
         if i < n_up:
             u, x, m = up_from[i], ut[i], um[i]
         else:
             k = i - n_up
             u, x, m = dt[k], dn_from[k], dm[k]  # a downward arc stored at x, from u
-        if m < 0 and x >= n_edges:  # into a junction hub: the turn is paid on the way out
-            c = 0.0
-        elif m < 0 and u >= n_edges:  # out of a hub onto edge x: the turn of an edge arriving there
-            c = turn_cost(tfirst, tto, tcost, hub_edge[u - n_edges], x) + value[x] if with_turns else value[x]
-        elif m < 0:
-            c = turn_cost(tfirst, tto, tcost, u, x) + value[x] if with_turns else value[x]
-        else:
+        if m >= 0:  # a shortcut: the sum of its halves
             k1 = arc_at(df, dt, dw, dm, m, u)  # u -> m, stored at m
             k2 = arc_at(uf, ut, uw, um, m, x)  # m -> x, stored at m
             c = dn[k1] + up[k2]
+        else:
+            if ch_edge.shape[0]:
+                u, x = ch_edge[u], ch_edge[x]
+            if x >= n_edges:  # into a junction hub: the turn is paid on the way out
+                c = 0.0
+            elif u >= n_edges:  # out of a hub onto edge x: the turn of an edge arriving there
+                c = turn_cost(tfirst, tto, tcost, hub_edge[u - n_edges], x) + value[x] if with_turns else value[x]
+            else:
+                c = turn_cost(tfirst, tto, tcost, u, x) + value[x] if with_turns else value[x]
         if i < n_up:
             up[i] = c
         else:
@@ -137,7 +141,7 @@ def _arc_costs(graph) -> Iterator[tuple[str, np.ndarray]]:
         ("dur", np.asarray(graph.edge_duration_s), True),
         ("len", np.asarray(graph.edge_length_m), False),
     ):
-        up, dn = _arc_sums(*arcs, value, with_turns, hub_edge)
+        up, dn = _arc_sums(*arcs, value, with_turns, hub_edge, ch_numbering(graph)[1])
         yield f"up_{kind}", up
         del up
         yield f"dn_{kind}", dn
@@ -337,6 +341,7 @@ class MatrixQuery:
         self._up_costs = (costs["up_dur"], costs["up_len"])
         self._dn_costs = (costs["dn_dur"], costs["dn_len"])
         self._n_nodes = node_count(g)
+        self._ch_node = ch_numbering(g)[0]
 
     def _sources(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
         r = self.router
@@ -348,7 +353,7 @@ class MatrixQuery:
             parts.append(
                 source_seeds(edges, fracs, r.weight, r.duration, r.length, r.tfirst, r.tto, r.tweight, r.tcost)
             )
-        return _packed(parts)
+        return self._on_ch_nodes(_packed(parts))
 
     def _targets(self, snaps: list[Snap]) -> tuple[np.ndarray, ...]:
         r = self.router
@@ -358,7 +363,14 @@ class MatrixQuery:
             edges = np.array([e for e, _ in ends], np.int64)
             rest = 1.0 - np.array([b for _, b in ends], np.float64)
             parts.append((edges, -rest * r.weight[edges], -rest * r.duration[edges], -rest * r.length[edges]))
-        return _packed(parts)
+        return self._on_ch_nodes(_packed(parts))
+
+    def _on_ch_nodes(self, seeds: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """Seeds (:func:`_packed`) on the edges' CH nodes (:mod:`engine.routing.ch_order`)."""
+        if not self._ch_node.shape[0]:
+            return seeds
+        first, edges, *costs = seeds
+        return (first, self._ch_node[edges].astype(np.int64), *costs)
 
     def costs(self, sources: list[Snap], targets: list[Snap]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(weight, duration s, length m) matrices, sources by targets; weight INF: no route.
