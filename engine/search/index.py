@@ -52,6 +52,8 @@ ENTRY_SEARCH = (
 # geocoder then searches names only). A word found in the name counts ten times one found in the
 # context: the query's words all hold somewhere, the names holding more of them come first.
 CONTEXT_TABLE = "entry_context_fts"
+PREFIX_WORDS = 40  # words a prefix being typed stands for, at most
+FUZZY_PREFIX_WORDS = 40  # ... and the most frequent of the words it begins with one edit away
 TYPO_TABLE = "vocab_deletes"  # with vocab_prefix_deletes and vocab_lengths (engine.search.vocabulary)
 ENTRY_CONTEXT_SEARCH = (
     "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
@@ -128,19 +130,24 @@ class SearchIndex:
         if tok in self.vocab:
             out[tok] = 1.0
         if prefix and len(tok) >= 4:  # shorter prefixes: FTS5 prefix queries (geocoder)
-            for w in self.vocab.with_prefix(tok, 40):
+            for w in self.vocab.with_prefix(tok, PREFIX_WORDS):
                 if w != tok:
                     out.setdefault(w, 0.75 + 0.2 * len(tok) / len(w))
         if prefix and fuzzy and len(tok) >= 4 and len(out) < 3 and not tok.isdigit():
             head = tok[:10]
             maxd = 1 if len(tok) < 8 else 2
+            near = []
             for w in self.vocab.prefix_neighbours(deletes(head) | {head}):
                 if w in out:
                     continue
                 n = len(tok)
                 d = min(OSA.distance(tok, w[:m], score_cutoff=maxd) for m in (n - 1, n, n + 1))
                 if d <= maxd:
-                    out[w] = 0.7
+                    near.append(w)
+            # a short prefix one edit away begins thousands of a country's words ('grov': every
+            # 'gro?...'); each would be one more term of the name search
+            for w in self.vocab.most_frequent(near, FUZZY_PREFIX_WORDS):
+                out[w] = 0.7
         if fuzzy and len(tok) >= 4 and not tok.isdigit() and tok not in self.vocab:
             maxd = 2 if len(tok) >= 8 else 1
             keys = {tok} | deletes(tok)

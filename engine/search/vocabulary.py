@@ -146,6 +146,15 @@ class Vocabulary:
             return set()
         return {w for (w,) in self._execute(f"SELECT word FROM vocab WHERE word IN ({_in(len(keys))})", keys)}
 
+    def most_frequent(self, words: Sequence[str], limit: int) -> list[str]:
+        """``words`` when they are at most ``limit``, else the ``limit`` most frequent in the names
+        (ties in word order)."""
+        if len(words) <= limit:
+            return list(words)
+        keys = sorted(set(words))
+        sql = f"SELECT word FROM vocab WHERE word IN ({_in(len(keys))}) ORDER BY freq DESC, word LIMIT ?"  # noqa: S608
+        return [w for (w,) in self._execute(sql, [*keys, limit])]
+
     def with_prefix(self, prefix: str, limit: int) -> list[str]:
         """The first ``limit`` words (in sorted order) that begin with ``prefix``."""
         rows = self._execute("SELECT word FROM vocab WHERE word >= ? ORDER BY word LIMIT ?", (prefix, limit))

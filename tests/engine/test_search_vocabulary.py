@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 
 from engine import layout
-from engine.search.index import SearchIndex
+from engine.search.index import FUZZY_PREFIX_WORDS, SearchIndex
 from engine.search.vocabulary import delete_rows, deletes, prefix_delete_rows
 
 
@@ -87,3 +87,26 @@ def test_an_index_without_the_typo_tables_builds_them_in_memory(data_dir, tmp_pa
     finally:
         older.close()
         current.close()
+
+
+def test_a_prefix_one_edit_from_many_words_stands_for_the_most_frequent_of_them(data_dir, tmp_path):
+    """A short prefix typed with a typo begins thousands of a country's words ('grov': every
+    'gro?...'): it stands for its exact continuations and, of those one edit away, only the
+    FUZZY_PREFIX_WORDS most frequent, each of which would be one more term of the name search."""
+    copy = tmp_path / layout.SEARCH_DB
+    shutil.copy(_db(data_dir, "helsinki"), copy)
+    near = [f"qzxb{a}{b}" for a in "abcdefghij" for b in "abcdefghij"]  # 100 words one edit from 'qzxa'
+    conn = sqlite3.connect(copy)
+    conn.executemany("INSERT INTO vocab VALUES (?, ?)", [(w, i + 1) for i, w in enumerate(near)] + [("qzxaend", 1)])
+    conn.executemany("INSERT OR IGNORE INTO vocab_prefix_deletes VALUES (?, ?)", prefix_delete_rows([*near, "qzxaend"]))
+    conn.commit()
+    conn.close()
+    index = SearchIndex(copy)
+    try:
+        found = index.expand("qzxa", prefix=True)
+        assert found["qzxaend"] > 0.75  # the exact continuation, first
+        fuzzy = {w for w, score in found.items() if score == 0.7}
+        assert fuzzy == set(near[-FUZZY_PREFIX_WORDS:])  # the most frequent
+        assert index.vocab.most_frequent(near[:5], FUZZY_PREFIX_WORDS) == near[:5]  # few: all of them
+    finally:
+        index.close()
