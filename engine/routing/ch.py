@@ -168,15 +168,13 @@ def build(
                 down,
                 flush_arcs if spill else None,
             )
-        ch_node = storage_order(rank, *ch_node_positions(graph, hub_edge)) if storage_ordered else None
-        uf, ut, uw, um = up.csr(n, ch_node)
-        df, dt, dw, dm = down.csr(n, ch_node)
-    numbering = {}
-    if ch_node is not None:
-        ch_edge = np.empty(n, np.int32)
-        ch_edge[ch_node] = np.arange(n, dtype=np.int32)
-        rank = rank[ch_edge]
-        numbering = {"ch_node": ch_node, "ch_edge": ch_edge}
+        numbering = {}
+        if storage_ordered:
+            ch_node, ch_edge = storage_order(rank, *ch_node_positions(graph, hub_edge))
+            rank = rank[ch_edge]
+            numbering = {"ch_node": ch_node, "ch_edge": ch_edge}
+        uf, ut, uw, um = up.csr(n, numbering.get("ch_node"))
+        df, dt, dw, dm = down.csr(n, numbering.get("ch_node"))
     return {
         "ch_rank": rank.astype(np.int32),
         **numbering,
@@ -586,13 +584,11 @@ class CHQuery:
         ``sd``/``td`` are the initial costs (see :mod:`engine.routing.graph` for the convention).
         """
         ch_node, ch_edge = self._numbering
-        if ch_node.shape[0]:
-            srcs, tgts = ch_node[srcs], ch_node[tgts]
+        srcs, tgts = renumbered(srcs, ch_node), renumbered(tgts, ch_node)
         with WORKSPACE.lock:
             workspace = WORKSPACE.at_least(self._nodes, self._index)
             best, path = _route(srcs, sd, tgts, td, *self._graph_arrays, *workspace.arrays())
-        if ch_edge.shape[0]:
-            path = ch_edge[path].astype(np.int64)
+        path = renumbered(path, ch_edge)
         return best, (path if path.shape[0] else None)
 
     def edge_leg(self, starts, start_fracs, ends, end_fracs, w, tfirst, tto, tweight):
@@ -685,7 +681,7 @@ def _route(
 
 
 @njit(cache=True)
-def _ch_nodes(ids, numbering):
+def renumbered(ids, numbering):
     """``ids`` through ``numbering`` (``ch_node`` or ``ch_edge``; empty: the graph's CH nodes are
     its edges and hubs)."""
     if numbering.shape[0] == 0:
@@ -773,9 +769,9 @@ def _edge_leg(
         rem[i] = (1.0 - end_fracs[i]) * w[ends[i]]
     k_max = rem.max()
     best, path = _route(
-        _ch_nodes(srcs, ch_node),
+        renumbered(srcs, ch_node),
         sd,
-        _ch_nodes(ends, ch_node),
+        renumbered(ends, ch_node),
         k_max - rem,
         uf,
         ut,
@@ -804,7 +800,7 @@ def _edge_leg(
     )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0
-    path = _ch_nodes(path, ch_edge)
+    path = renumbered(path, ch_edge)
     path = path[path < w.shape[0]]  # the road edges: a junction hub is no step of the route
     j = 0
     while srcs[j] != path[0]:

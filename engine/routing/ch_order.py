@@ -47,10 +47,12 @@ def morton_codes(lat: np.ndarray, lng: np.ndarray) -> np.ndarray:
     return (_spread_bits(cells(lng)) | (_spread_bits(cells(lat)) << np.uint64(1))).astype(np.int64)
 
 
-def storage_order(rank: np.ndarray, lat: np.ndarray | None = None, lng: np.ndarray | None = None) -> np.ndarray:
-    """``ch_node``: the stored position of each CH node (int32, a permutation of ``0..K-1``) given
-    its ``rank`` and position (``lat``/``lng`` per CH node; without them the low nodes keep their
-    order)."""
+def storage_order(
+    rank: np.ndarray, lat: np.ndarray | None = None, lng: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``ch_node``, ``ch_edge``): the stored position of each CH node, and the node stored at each
+    position (int32 permutations of ``0..K-1``, each the other's inverse), given the nodes' ``rank``
+    and position (``lat``/``lng`` per CH node; without them the low nodes keep their order)."""
     k = rank.shape[0]
     top = rank.astype(np.int64) >= np.sort(rank)[k - max(1, int(k * TOP_FRACTION))] if k else np.zeros(0, bool)
     if lat is not None and lng is not None and lat.shape[0]:
@@ -58,11 +60,11 @@ def storage_order(rank: np.ndarray, lat: np.ndarray | None = None, lng: np.ndarr
     else:
         low_key = np.arange(k, dtype=np.int64)
     key = np.where(top, np.int64(1 << 40) + rank, low_key)  # Morton codes are below 2^32
-    stored = np.argsort(key, kind="stable")
+    ch_edge = np.argsort(key, kind="stable").astype(np.int32)
     del key, low_key, top
     ch_node = np.empty(k, np.int32)
-    ch_node[stored] = np.arange(k, dtype=np.int32)
-    return ch_node
+    ch_node[ch_edge] = np.arange(k, dtype=np.int32)
+    return ch_node, ch_edge
 
 
 def ch_node_positions(graph, hub_edge: np.ndarray) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:

@@ -44,7 +44,7 @@ from numba import njit
 
 from engine.arrays import grown, resized
 from engine.routing import heap
-from engine.routing.ch import ARC_TAILS, arc_at, ch_numbering, node_count
+from engine.routing.ch import ARC_TAILS, arc_at, ch_numbering, node_count, renumbered
 from engine.routing.derived import DerivedArrays
 from engine.routing.router import Router
 from engine.routing.snap import Snap
@@ -367,10 +367,8 @@ class MatrixQuery:
 
     def _on_ch_nodes(self, seeds: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """Seeds (:func:`_packed`) on the edges' CH nodes (:mod:`engine.routing.ch_order`)."""
-        if not self._ch_node.shape[0]:
-            return seeds
         first, edges, *costs = seeds
-        return (first, self._ch_node[edges].astype(np.int64), *costs)
+        return (first, renumbered(edges, self._ch_node), *costs)
 
     def costs(self, sources: list[Snap], targets: list[Snap]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(weight, duration s, length m) matrices, sources by targets; weight INF: no route.

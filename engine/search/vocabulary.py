@@ -152,7 +152,7 @@ class Vocabulary:
         if len(words) <= limit:
             return list(words)
         keys = sorted(set(words))
-        sql = f"SELECT word FROM vocab WHERE word IN ({_in(len(keys))}) ORDER BY freq DESC, word LIMIT ?"  # noqa: S608
+        sql = f"SELECT word FROM vocab WHERE word IN ({_in(len(keys))}) ORDER BY freq DESC, word LIMIT ?"
         return [w for (w,) in self._execute(sql, [*keys, limit])]
 
     def with_prefix(self, prefix: str, limit: int) -> list[str]:

@@ -20,16 +20,16 @@ def test_the_top_ranks_are_stored_last_in_rank_order_and_the_rest_by_place():
     k = 2000
     rank = rng.permutation(k).astype(np.int32)
     lat, lng = rng.uniform(60.0, 60.1, k), rng.uniform(24.0, 24.2, k)
-    ch_node = storage_order(rank, lat, lng)
+    ch_node, by_position = storage_order(rank, lat, lng)  # by_position: the node stored at each
     assert np.array_equal(np.sort(ch_node), np.arange(k))  # a permutation
+    assert np.array_equal(ch_node[by_position], np.arange(k))  # and the other its inverse
     top = int(k * TOP_FRACTION)
-    by_position = np.argsort(ch_node)  # the node stored at each position
     assert np.array_equal(rank[by_position[k - top :]], np.arange(k - top, k))
     low = by_position[: k - top]
     assert (rank[low] < k - top).all()
     assert (np.diff(morton_codes(lat, lng)[low]) >= 0).all()
     # without positions the low nodes keep their order
-    plain = np.argsort(storage_order(rank))[: k - top]
+    plain = storage_order(rank)[1][: k - top]
     assert (np.diff(plain) > 0).all()
 
 
