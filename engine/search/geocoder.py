@@ -265,7 +265,11 @@ class Matcher:
         terms = [f'"{a}"' for a in sorted(alts)]
         word = q.words[i]
         if q.prefix and i == len(q.words) - 1 and word.isalnum():
-            terms.append(f'"{word}"*')
+            # the words it begins, when the vocabulary vouches that they are among the terms
+            # already, match the same names without FTS5's merge of the prefix's postings
+            listed = self.index.words_beginning(word)
+            if listed is None or not listed <= alts:
+                terms.append(f'"{word}"*')
         return terms
 
     def _and_query(self, q: Query, exps, joined) -> str | None:

@@ -26,6 +26,7 @@ from shapely.geometry.base import BaseGeometry
 
 from engine import layout
 from engine.geo import LocalProjection
+from engine.search.context import COUNTRY_WORDS
 from engine.search.vocabulary import Vocabulary, deletes
 
 FEATURE_COLUMNS = (
@@ -78,6 +79,7 @@ class SearchIndex:
         self.has_names = self._has_table(NAMES_TABLE)
         self._street_geoms: dict[int, object] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
+        self._prefix_cache: dict[str, tuple[frozenset[str] | None]] = {}
         self._geom_lock = threading.Lock()
         # built on first use by poi_arrays() and spatial_cache()
         self._poi_arrays: PoiArrays | None = None
@@ -124,6 +126,31 @@ class SearchIndex:
                 self._expand_cache.clear()
             self._expand_cache[key] = found
         return found
+
+    def words_beginning(self, prefix: str) -> frozenset[str] | None:
+        """Every word the full-text indexes hold that begins with ``prefix`` (a word being typed),
+        or None when they may be more than :data:`PREFIX_WORDS` or than the vocabulary lists.
+
+        A query can then name those words instead of asking FTS5 for the prefix: FTS5 answers a
+        prefix longer than its prefix indexes by merging the postings of every word it begins
+        first ('avenu'* reads every name on an avenue), where named words are read only as far as
+        the rarer words of the query need. The vocabulary lists every word of the names and of the
+        towns and districts; a country's words and postcodes are context words it does not list,
+        so a prefix that may begin one (not all letters, or a country's word) is not vouched for.
+        """
+        found = self._prefix_cache.get(prefix)
+        if found is None:
+            words = self.vocab.with_prefix(prefix, PREFIX_WORDS + 1)
+            vouched = (
+                prefix.isalpha()
+                and len(words) <= PREFIX_WORDS
+                and not any(w.startswith(prefix) for names in COUNTRY_WORDS.values() for w in names)
+            )
+            found = (frozenset(words),) if vouched else (None,)
+            if len(self._prefix_cache) > 100_000:
+                self._prefix_cache.clear()
+            self._prefix_cache[prefix] = found
+        return found[0]
 
     def _expand(self, tok: str, prefix: bool, fuzzy: bool) -> dict[str, float]:
         out: dict[str, float] = {}
