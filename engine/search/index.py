@@ -60,6 +60,10 @@ ENTRY_CONTEXT_SEARCH = (
     "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
     "WHERE entry_context_fts MATCH ? ORDER BY bm25(entry_context_fts, 10.0, 1.0) LIMIT ?"
 )
+ENTRY_CONTEXT_MATCHES = (
+    "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
+    "WHERE entry_context_fts MATCH ? LIMIT ?"
+)
 
 
 class SearchIndex:
@@ -246,6 +250,11 @@ class SearchIndex:
         dataset has no such table (``has_context``)."""
         if not self.has_context:
             return []
+        # all of them when they are few: bm25 reads every row that holds each word of the query
+        # (the thousands of a common word) to weigh the words, only to order rows all taken anyway
+        rows = self._search(ENTRY_CONTEXT_MATCHES, match, limit + 1)
+        if len(rows) <= limit:
+            return rows
         return self._search(ENTRY_CONTEXT_SEARCH, match, limit)
 
     def _search(self, sql: str, match: str, limit: int) -> list[Any]:

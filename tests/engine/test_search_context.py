@@ -16,6 +16,7 @@ from engine.dataset import DatasetRegistry
 from engine.geo import haversine_m
 from engine.ingest.pipeline import import_pbf
 from engine.search.geocoder import COMMON_WORD
+from engine.search.index import ENTRY_CONTEXT_SEARCH
 from engine.services.geocoding import GeocodeParams
 from engine.services.geocoding import run as geocode
 from engine.services.suggest import SuggestParams
@@ -138,3 +139,26 @@ def test_a_dataset_without_the_context_table_still_answers(towns, tmp_path):
     assert not registry.get("towns").search.has_context
     assert geocode(registry, GeocodeParams(query="Church Road 7, Northam"))["candidates"]
     assert suggest(registry, SuggestParams(q="Church Road 7, Nor"))["suggestions"]
+
+
+@pytest.mark.parametrize(
+    "match",
+    [
+        '{norm} : ("mannerheimintie") AND ("helsinki")',  # a few entries: every one, in any order
+        '("helsinki")',  # thousands: the best ranked, as FTS5 ranks them
+        '{norm} : ("katu" OR "helsinki") AND ("helsinki")',
+    ],
+)
+def test_the_context_search_takes_every_match_or_the_best_ranked(data_dir, match):
+    """Up to its limit, the name-and-context search returns every entry that matches (unranked:
+    ranking them would read every row holding each word); past it, the limit best by bm25."""
+    index = DatasetRegistry(data_dir).get("helsinki").search
+    limit = 40
+    ranked = list(index.execute(ENTRY_CONTEXT_SEARCH, (match, limit)))
+    everything = list(index.execute(ENTRY_CONTEXT_SEARCH, (match, 100_000)))
+    assert ranked
+    found = index.search_entries_in_context(match, limit)
+    if len(everything) <= limit:
+        assert sorted(found) == sorted(everything)
+    else:
+        assert found == ranked
