@@ -893,6 +893,7 @@ CREATE TABLE entries (id INTEGER PRIMARY KEY, feature_id INTEGER NOT NULL, norm 
 -- street name is the name of thousands of streets and shops); its entries read by entries_norm
 CREATE TABLE names (id INTEGER PRIMARY KEY, norm TEXT NOT NULL, entries INTEGER NOT NULL,
                     first_entry INTEGER NOT NULL, first_feature INTEGER NOT NULL);
+-- prefix indexes up to engine.search.index.FTS_PREFIX_INDEXED letters
 CREATE VIRTUAL TABLE names_fts USING fts5 (norm, content='names', content_rowid='id', prefix='2 3 4');
 -- each entry's name again, beside its feature's context words (engine.search.context): a query
 -- names the street and the town together (the town perhaps half typed); contentless, rows are

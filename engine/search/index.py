@@ -54,6 +54,7 @@ ENTRY_SEARCH = (
 # context: the query's words all hold somewhere, the names holding more of them come first.
 CONTEXT_TABLE = "entry_context_fts"
 PREFIX_WORDS = 40  # words a prefix being typed stands for, at most
+FTS_PREFIX_INDEXED = 4  # letters of the longest prefix index of names_fts and entry_context_fts
 FUZZY_PREFIX_WORDS = 40  # ... and the most frequent of the words it begins with one edit away
 TYPO_TABLE = "vocab_deletes"  # with vocab_prefix_deletes and vocab_lengths (engine.search.vocabulary)
 ENTRY_CONTEXT_SEARCH = (
@@ -133,20 +134,24 @@ class SearchIndex:
 
     def words_beginning(self, prefix: str) -> frozenset[str] | None:
         """Every word the full-text indexes hold that begins with ``prefix`` (a word being typed),
-        or None when they may be more than :data:`PREFIX_WORDS` or than the vocabulary lists.
+        or None when they may be more than :data:`PREFIX_WORDS` or than the vocabulary lists, or
+        when FTS5 has an index of the prefix (:data:`FTS_PREFIX_INDEXED`).
 
         A query can then name those words instead of asking FTS5 for the prefix: FTS5 answers a
         prefix longer than its prefix indexes by merging the postings of every word it begins
         first ('avenu'* reads every name on an avenue), where named words are read only as far as
         the rarer words of the query need. The vocabulary lists every word of the names and of the
-        towns and districts; a country's words and postcodes are context words it does not list,
-        so a prefix that may begin one (not all letters, or a country's word) is not vouched for.
+        towns and districts. Of the context words it does not list, a country's words are checked
+        here; a postcode is indexed without its space ('vlt1117'), which an all-letter prefix
+        longer than the prefix indexes does not begin (outward codes hold a digit; Malta's letters
+        are three).
         """
         found = self._prefix_cache.get(prefix)
         if found is None:
             words = self.vocab.with_prefix(prefix, PREFIX_WORDS + 1)
             vouched = (
                 prefix.isalpha()
+                and len(prefix) > FTS_PREFIX_INDEXED
                 and len(words) <= PREFIX_WORDS
                 and not any(w.startswith(prefix) for names in COUNTRY_WORDS.values() for w in names)
             )

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine import layout
+from engine.search import index as search_index
 from engine.search.context import COUNTRY_WORDS
 from engine.search.geocoder import Matcher, parse
 from engine.search.index import PREFIX_WORDS, SearchIndex
@@ -56,10 +57,12 @@ def test_the_words_vouched_for_match_what_the_prefix_matches(data_dir, region):
         conn.close()
 
 
-def test_the_query_names_the_words_a_typed_prefix_begins(data_dir):
-    """'Mannerheimin' (typing Mannerheimintie) asks for its words; a prefix that begins too many
-    words, or may begin a country's word, keeps FTS5's prefix."""
+def test_the_query_names_the_words_a_typed_prefix_begins(data_dir, monkeypatch):
+    """'Mannerheimin' (typing Mannerheimintie) asks for its words; a prefix that begins more than
+    PREFIX_WORDS words (6 here), that FTS5 has an index of, or that may begin a country's word
+    keeps FTS5's prefix."""
     db = layout.current_link(data_dir, "helsinki").resolve() / layout.SEARCH_DB
+    monkeypatch.setattr(search_index, "PREFIX_WORDS", 6)
     index = SearchIndex(db)
     try:
         matcher = Matcher(index, "helsinki")
@@ -70,8 +73,8 @@ def test_the_query_names_the_words_a_typed_prefix_begins(data_dir):
 
         typed = and_query("Mannerheimin")
         assert typed is not None and '"mannerheimintie"' in typed and "*" not in typed
-        assert index.words_beginning("ka") is None  # 'ka' begins more than PREFIX_WORDS words
-        assert and_query("Ka").endswith('"ka"*)')
+        assert and_query("Kaup").endswith('"kaup"*)')  # FTS5 has an index of 4-letter prefixes
+        assert and_query("Kauppa").endswith('"kauppa"*)')  # ... and 'kauppa' begins 7 words
         assert and_query("Finla").endswith('"finla"*)')
     finally:
         index.close()
