@@ -12,7 +12,7 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,17 +54,29 @@ ENTRY_SEARCH = (
 # context: the query's words all hold somewhere, the names holding more of them come first.
 CONTEXT_TABLE = "entry_context_fts"
 PREFIX_WORDS = 40  # words a prefix being typed stands for, at most
-FTS_PREFIX_INDEXED = 4  # letters of the longest prefix index of names_fts and entry_context_fts
 FUZZY_PREFIX_WORDS = 40  # ... and the most frequent of the words it begins with one edit away
+FTS_PREFIX_INDEXED = 4  # letters of the longest prefix index of names_fts and entry_context_fts
 TYPO_TABLE = "vocab_deletes"  # with vocab_prefix_deletes and vocab_lengths (engine.search.vocabulary)
-ENTRY_CONTEXT_SEARCH = (
+_ENTRY_CONTEXT = (
     "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
-    "WHERE entry_context_fts MATCH ? ORDER BY bm25(entry_context_fts, 10.0, 1.0) LIMIT ?"
+    "WHERE entry_context_fts MATCH ? "
 )
-ENTRY_CONTEXT_MATCHES = (
-    "SELECT e.id, e.feature_id, e.norm FROM entry_context_fts f JOIN entries e ON e.id = f.rowid "
-    "WHERE entry_context_fts MATCH ? LIMIT ?"
-)
+ENTRY_CONTEXT_SEARCH = _ENTRY_CONTEXT + "ORDER BY bm25(entry_context_fts, 10.0, 1.0) LIMIT ?"
+ENTRY_CONTEXT_MATCHES = _ENTRY_CONTEXT + "LIMIT ?"
+MEMO_MAX = 100_000  # entries of a per-process lookup memo before it is emptied
+_MISSING = object()
+
+
+def _memo(cache: dict, key: Any, compute: Callable[[], Any]) -> Any:
+    """``cache[key]``, computed and kept on a miss (None included); the cache is emptied past
+    :data:`MEMO_MAX` entries. Threads share it: a lookup never fails on another's clearing."""
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
+        found = compute()
+        if len(cache) > MEMO_MAX:
+            cache.clear()
+        cache[key] = found
+    return found
 
 
 class SearchIndex:
@@ -84,7 +96,7 @@ class SearchIndex:
         self.has_names = self._has_table(NAMES_TABLE)
         self._street_geoms: dict[int, object] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
-        self._prefix_cache: dict[str, tuple[frozenset[str] | None]] = {}
+        self._prefix_cache: dict[str, frozenset[str] | None] = {}
         self._geom_lock = threading.Lock()
         # built on first use by poi_arrays() and spatial_cache()
         self._poi_arrays: PoiArrays | None = None
@@ -123,14 +135,7 @@ class SearchIndex:
     # -- vocabulary ----------------------------------------------------------------------------
     def expand(self, tok: str, prefix: bool = False, fuzzy: bool = True) -> dict[str, float]:
         """Vocabulary words a query token may stand for, with a match quality in (0, 1]."""
-        key = (tok, prefix, fuzzy)
-        found = self._expand_cache.get(key)
-        if found is None:
-            found = self._expand(tok, prefix, fuzzy)
-            if len(self._expand_cache) > 100_000:
-                self._expand_cache.clear()
-            self._expand_cache[key] = found
-        return found
+        return _memo(self._expand_cache, (tok, prefix, fuzzy), lambda: self._expand(tok, prefix, fuzzy))
 
     def words_beginning(self, prefix: str) -> frozenset[str] | None:
         """Every word the full-text indexes hold that begins with ``prefix`` (a word being typed),
@@ -146,20 +151,17 @@ class SearchIndex:
         longer than the prefix indexes does not begin (outward codes hold a digit; Malta's letters
         are three).
         """
-        found = self._prefix_cache.get(prefix)
-        if found is None:
-            words = self.vocab.with_prefix(prefix, PREFIX_WORDS + 1)
-            vouched = (
-                prefix.isalpha()
-                and len(prefix) > FTS_PREFIX_INDEXED
-                and len(words) <= PREFIX_WORDS
-                and not any(w.startswith(prefix) for names in COUNTRY_WORDS.values() for w in names)
-            )
-            found = (frozenset(words),) if vouched else (None,)
-            if len(self._prefix_cache) > 100_000:
-                self._prefix_cache.clear()
-            self._prefix_cache[prefix] = found
-        return found[0]
+        return _memo(self._prefix_cache, prefix, lambda: self._words_beginning(prefix))
+
+    def _words_beginning(self, prefix: str) -> frozenset[str] | None:
+        words = self.vocab.with_prefix(prefix, PREFIX_WORDS + 1)
+        vouched = (
+            prefix.isalpha()
+            and len(prefix) > FTS_PREFIX_INDEXED
+            and len(words) <= PREFIX_WORDS
+            and not any(w.startswith(prefix) for names in COUNTRY_WORDS.values() for w in names)
+        )
+        return frozenset(words) if vouched else None
 
     def _expand(self, tok: str, prefix: bool, fuzzy: bool) -> dict[str, float]:
         out: dict[str, float] = {}
