@@ -438,9 +438,10 @@ class Matcher:
                 best_entry[fid] = (cov, used, norm)
         if not best_entry:
             return []
-        # only names that can still win are looked up (the rest cannot catch up on context)
+        # only names that can still win are looked up (the rest cannot catch up on context);
+        # exact ties are kept by feature id, so that the answer does not follow the row order
         top_cov = max(v[0] for v in best_entry.values())
-        keep = sorted(best_entry.items(), key=lambda kv: -kv[1][0])[: max(60, 3 * limit)]
+        keep = sorted(best_entry.items(), key=lambda kv: (-kv[1][0], kv[0]))[: max(60, 3 * limit)]
         best_entry = {fid: v for fid, v in keep if v[0] >= 0.45 * top_cov}
         feats = self.index.features(best_entry)
         results: list[dict] = []
