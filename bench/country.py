@@ -11,10 +11,11 @@ addresses), in this order:
 4. the Procfile's processes as a deployment runs them (bench/load_deploy.py: gunicorn as
    config/gunicorn.py starts it, the Celery workers, Redis, PostgreSQL), timed from their start
    to ``/v1/health/ready`` = 200 and to the first answered route and isochrone;
-5. over HTTP, one request at a time: route with steps, isochrone (10 min, a new origin each time:
-   no cache hit), geocode, suggest, reverse geocode; p50 and p95 over ``--queries`` each; then a
-   second pass on other points (``second_pass``): the first pass meets a node whose page cache
-   holds little of the dataset, the second one that has served for a while;
+5. over HTTP (bench/http_client.py's keep-alive connection, as the other benchmarks), one request
+   at a time: route with steps, isochrone (10 min, a new origin each time: no cache hit), geocode,
+   suggest, reverse geocode; p50 and p95 over ``--queries`` each; then a second pass on other
+   points (``second_pass``): the first pass meets a node whose page cache holds little of the
+   dataset, the second one that has served for a while;
 6. private memory (USS) of every gunicorn worker and every Celery process after the queries;
 7. ``meridian dataset publish`` to a directory store and ``meridian dataset pull`` into a
    second data directory (a new node), timed;
@@ -44,12 +45,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 import psutil  # type: ignore[import-untyped]
-import requests
 
 from bench import peers
+from bench.http_client import Http
 from bench.load_deploy import Deployment
 from bench.memory import own_mb
 from bench.peers import KIT as PEERS_KIT
@@ -59,6 +61,7 @@ from engine.identical_files import distinct_bytes
 RESULTS = PROJECT_ROOT / "bench" / "results" / "country.json"
 WORK = Path(os.environ.get("MERIDIAN_COUNTRY_DIR", "/tmp/meridian-country"))
 REGION = "country"
+HTTP_CLIENT = "bench/http_client.py"  # recorded with the latencies (earlier runs: requests)
 WEB_PROCESS, WORKER_PROCESSES = "web", ("worker", "mapworker", "isoworker", "matrixworker", "optimworker")
 
 
@@ -183,15 +186,18 @@ def sample_queries(data_dir: Path, n: int, seed: int) -> list[dict[str, Any]]:
 
 
 class Client:
-    def __init__(self, base_url: str, key: str) -> None:
-        self.base_url = base_url
-        self.session = requests.Session()
-        self.session.headers["X-API-Key"] = key
+    """One keep-alive connection with the key: bench.http_client's, the client of the other
+    benchmarks' HTTP latencies (``requests`` adds about 0.65 ms of its own a call)."""
 
-    def get(self, path: str, params: dict[str, Any], timeout: float = 300.0) -> tuple[float, requests.Response]:
-        t0 = time.perf_counter()
-        resp = self.session.get(self.base_url + path, params=params, timeout=timeout)
-        return (time.perf_counter() - t0) * 1000, resp
+    def __init__(self, base_url: str, key: str) -> None:
+        url = urlsplit(base_url)
+        self.http = Http(url.hostname or "127.0.0.1", url.port or 80)
+        self.headers = {"X-API-Key": key}
+
+    def get(self, path: str, params: dict[str, Any]) -> tuple[float, int]:
+        """(milliseconds to the last byte of the answer, HTTP status)."""
+        seconds, status, _body = self.http.request("GET", f"{path}?{urlencode(params)}", headers=self.headers)
+        return seconds * 1000, status
 
 
 def _route(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
@@ -214,8 +220,9 @@ def first_answers(client: Client, started: float, places: list[dict[str, Any]]) 
         ("first_isochrone_s", "/v1/isochrone", _isochrone(places[2])),
         ("first_geocode_s", "/v1/geocoding", {"query": f"{places[3]['street']} {places[3]['number']}"}),
     ):
-        _, resp = client.get(path, params)
-        resp.raise_for_status()
+        _, status = client.get(path, params)
+        if status != 200:
+            raise RuntimeError(f"{path}: HTTP {status}")
         out[name] = round(time.monotonic() - started, 1)
     return out
 
@@ -237,8 +244,8 @@ def latencies(client: Client, places: list[dict[str, Any]], n: int, seed: int) -
         for kind, (path, params) in requests_.items():
             if kind == "isochrone" and i >= max(20, n // 5):
                 continue  # a worker computes each (hundreds of ms): a fifth of them is enough
-            ms, resp = client.get(path, params)
-            if resp.status_code == 200:
+            ms, status = client.get(path, params)
+            if status == 200:
                 timed[kind].append(ms)
             else:
                 failed[kind] += 1
@@ -280,7 +287,7 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]
         dep.start_processes()
         dep.wait_ready(timeout=1800)
         client = Client(dep.base_url, key)
-        out: dict[str, Any] = {"start": first_answers(client, started, places)}
+        out: dict[str, Any] = {"client": HTTP_CLIENT, "start": first_answers(client, started, places)}
         out.update(latencies(client, places[4:], queries, seed))
         # other points again, the node now serving for as long as the first pass took: what its
         # users see once the pages their requests share are cached

@@ -998,6 +998,10 @@ def _country_ms(ms: dict) -> str:
     return "; ".join(_p(ms.get(k)) for k in ("route", "isochrone", "geocode", "suggest", "reverse"))
 
 
+# the client of bench.country's runs before it used bench/http_client.py
+REQUESTS_CLIENT = "`requests` (about 0.65 ms more a call than bench/http_client.py's)"
+
+
 def country_section(doc: dict) -> list[str]:
     lines = [
         "## A country on one machine (synthetic, bench/country.py)",
@@ -1007,7 +1011,8 @@ def country_section(doc: dict) -> list[str]:
         "The synthetic city of `bench/synthetic.py` at country size (2.5 addresses and POIs per "
         "road node: 10M nodes, 25M addresses), imported by `meridian import` under "
         "`/usr/bin/time -v`, served by the Procfile's processes (gunicorn as config/gunicorn.py "
-        "starts it, the Celery workers), asked over HTTP one request at a time; private memory is "
+        "starts it, the Celery workers), asked over HTTP one request at a time (the client of each run is "
+        "named under the table); private memory is "
         "each process's USS after the queries (it counts the dataset's mapped pages that no other "
         "process touched), own memory the pages the process wrote and alone maps (bench/memory.py). 'start' is from the processes' start: ready, first "
         "route, first isochrone. The latencies are measured twice, on other points each time: first on the node just started, then on the node that has served the first pass. OSRM: the peers kit's MLD build (extract, partition, customize) "
@@ -1053,7 +1058,8 @@ def country_section(doc: dict) -> list[str]:
         "OSRM MLD",
     ]
     notes = [
-        f"- {e['nodes']:,} nodes: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}"
+        f"- {e['nodes']:,} nodes: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
+        f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}"
         for e in doc["sizes"]
     ]
     return lines + _table(header, rows) + ["The machine's load during each run (times stretch with it):", *notes, ""]
