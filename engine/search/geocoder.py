@@ -444,23 +444,20 @@ class Matcher:
         keep = sorted(best_entry.items(), key=lambda kv: (-kv[1][0], kv[0]))[: max(60, 3 * limit)]
         best_entry = {fid: v for fid, v in keep if v[0] >= 0.45 * top_cov}
         feats = self.index.features(best_entry)
+        admitted = [
+            (f, cov, used)
+            for fid, (cov, used, _norm) in best_entry.items()
+            if (f := feats.get(fid)) is not None and _admits(f, country, types)
+        ]
+        numbers = StreetNumbers(self.index, [f["id"] for f, _c, _u in admitted if f["type"] == "street"], q.number)
         results: list[dict] = []
-        for fid, (cov, used, _norm) in best_entry.items():
-            f = feats.get(fid)
-            if f is None:
-                continue
-            if country and f["country"] and f["country"] != country:
-                continue
-            if country and not f["country"]:
-                continue
-            if types and f["type"] not in types and not (f["type"] == "street" and "address" in types):
-                continue
+        for f, cov, used in admitted:
             # a query read as the name beats the same words read as context ('Bretelle de
             # Monaco': the street of that name before the street 'Bretelle' in Monaco)
             wsum = sum(_weight(w) for w in q.words) or 1.0
             in_name = sum(_weight(w) for i, w in enumerate(q.words) if i in used) / wsum
             name_score = cov * (0.94 + 0.06 * in_name)
-            results.extend(self._resolve(f, q, name_score, partial(placement, q=q, exps=exps, used=used)))
+            results.extend(self._resolve(f, q, name_score, partial(placement, q=q, exps=exps, used=used), numbers))
         out = []
         for r in results:
             lat, lng = r["lat"], r["lng"]
@@ -483,7 +480,9 @@ class Matcher:
         return self._dedupe(out, limit, lang)
 
     # -- house numbers -------------------------------------------------------------------------
-    def _resolve(self, f: dict, q: Query, name_score: float, place: Callable[[dict], Placement]) -> list[dict]:
+    def _resolve(
+        self, f: dict, q: Query, name_score: float, place: Callable[[dict], Placement], numbers: StreetNumbers
+    ) -> list[dict]:
         """The candidates a feature gives: itself, or for a street and a house number its
         addresses of that number (each placed by its own context: a street crossing a town line
         has its numbers in either town), an interpolated point, or the street."""
@@ -496,11 +495,10 @@ class Matcher:
             return [self._cand(f, t, (1.0 + imp) * text_score)]
         if t != "street":
             return [self._cand(f, t, (TYPE_BASE_WITH_NUMBER[t] + imp) * text_score)]
-        # a street of a country holds dozens of numbers: the one asked for is read alone
-        exact = self.index.addresses_on_street(f["id"], number=q.number)
+        exact = numbers.exact(f["id"])
         if exact:
             return [self._cand(a, "address", (1.0 + imp) * name_score * place(a).score, street=f) for a in exact]
-        point = interpolate(self.index, f, self.index.addresses_on_street(f["id"]), q.number)
+        point = interpolate(self.index, f, numbers.all(f["id"]), q.number)
         if point is not None:
             lat, lng = point
             cand = self._cand(f, "address", (TYPE_BASE_WITH_NUMBER["interpolated"] + imp) * text_score, street=f)
@@ -579,6 +577,34 @@ class Matcher:
             "region": self.region,
             **({"category": f.get("category")} if t == "poi" else {}),
         }
+
+
+def _admits(f: dict, country: str | None, types: set[str] | None) -> bool:
+    """Whether a feature is of the country and of the types asked for (a street stands for its
+    addresses)."""
+    if country and f["country"] != country:
+        return False
+    return not types or f["type"] in types or (f["type"] == "street" and "address" in types)
+
+
+class StreetNumbers:
+    """The addresses of a query's candidate streets, each read once for all of them: those of
+    the house number asked for (a street of a country holds dozens of numbers, and a common name
+    is the name of dozens of a query's streets), then, for the streets without it, all of theirs
+    (to interpolate the number)."""
+
+    def __init__(self, index: SearchIndex, street_ids: list[int], number: str | None) -> None:
+        self.index = index
+        self.numbered = index.addresses_on_streets(street_ids, number) if number is not None else {}
+        self._every: dict[int, list[dict]] | None = None
+
+    def exact(self, street_id: int) -> list[dict]:
+        return self.numbered.get(street_id, [])
+
+    def all(self, street_id: int) -> list[dict]:
+        if self._every is None:
+            self._every = self.index.addresses_on_streets([s for s, found in self.numbered.items() if not found])
+        return self._every.get(street_id, [])
 
 
 def interpolate(index: SearchIndex, street: dict, addrs: list[dict], number: str):

@@ -34,7 +34,7 @@ FEATURE_COLUMNS = (
     "postcode, country, lat, lng, osm_type, osm_id, category, tags, importance"
 )
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
-ADDRESSES_ON_STREET = f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id = ?"
+ADDRESSES_ON_STREETS = f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id IN ({{marks}})"
 
 # the names matching, best first, with their number of entries; then the entries of the names
 NAME_SEARCH = (
@@ -270,13 +270,22 @@ class SearchIndex:
         except sqlite3.OperationalError:  # an expression FTS5 cannot parse: no match
             return []
 
-    def addresses_on_street(self, street_id: int, number: str | None = None) -> list[dict]:
-        """The street's addresses, or only those of the (normalised) house number ``number``."""
-        if number is None:
-            rows = self.execute(ADDRESSES_ON_STREET, (street_id,))
-        else:
-            rows = self.execute(ADDRESSES_ON_STREET + " AND hn_norm = ?", (street_id, number))
-        return [self.row_to_feature(r) for r in rows]
+    def addresses_on_streets(self, street_ids: list[int], number: str | None = None) -> dict[int, list[dict]]:
+        """Each street's addresses, or only those of the (normalised) house number ``number``, by
+        street id (every id given, in the order given), each street's in the order they were
+        written; one statement for all the streets."""
+        out: dict[int, list[dict]] = {street_id: [] for street_id in street_ids}
+        if not out:
+            return out
+        sql = ADDRESSES_ON_STREETS.format(marks=",".join("?" * len(out)))
+        args: list[Any] = list(out)
+        if number is not None:
+            sql += " AND hn_norm = ?"
+            args.append(number)
+        for row in self.execute(sql + " ORDER BY street_id, id", args):
+            feature = self.row_to_feature(row)
+            out[feature["street_id"]].append(feature)
+        return out
 
     def street_geometry(self, street_id: int):
         geom = self._street_geoms.get(street_id)
