@@ -36,11 +36,14 @@ FEATURE_COLUMNS = (
 _FIELDS = [c.strip() for c in FEATURE_COLUMNS.split(",")]
 ADDRESSES_ON_STREETS = f"SELECT {FEATURE_COLUMNS} FROM features WHERE type = 'address' AND street_id IN ({{marks}})"
 
-# the names matching, best first, with their number of entries; then the entries of the names
-NAME_SEARCH = (
+# the names matching (best first, or as stored), with their number of entries; then the entries
+# of the names
+_NAMES_MATCHING = (
     "SELECT n.norm, n.entries, n.first_entry, n.first_feature FROM names_fts f JOIN names n ON n.id = f.rowid "
-    "WHERE names_fts MATCH ? ORDER BY f.rank LIMIT ?"
+    "WHERE names_fts MATCH ? "
 )
+NAME_SEARCH = _NAMES_MATCHING + "ORDER BY f.rank LIMIT ?"
+NAME_MATCHES = _NAMES_MATCHING + "LIMIT ?"
 ENTRIES_NAMED = "SELECT id, feature_id, norm FROM entries WHERE norm = ? ORDER BY id LIMIT ?"
 ENTRIES_OF_NAMES = "SELECT id, feature_id, norm FROM entries WHERE norm IN ({marks}) ORDER BY id"
 NAMES_TABLE = "names_fts"
@@ -222,11 +225,12 @@ class SearchIndex:
         return {r[0]: self.row_to_feature(r) for r in rows}
 
     def search_entries(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
-        """(entry id, feature id, norm) of entries whose name matches an FTS5 expression, best
-        first; the entries of one name (equal in rank) in the order they were written."""
+        """(entry id, feature id, norm) of entries whose name matches an FTS5 expression, up to
+        ``limit``: every one when they are no more, else the best ranked first; the entries of one
+        name (equal in rank) together, in the order they were written."""
         if not self.has_names:
             return self._search(ENTRY_SEARCH, match, limit)
-        names = self._search(NAME_SEARCH, match, limit)
+        names = self._names(match, limit)
         # the names of several entries whose every entry is taken: read together
         budget, several = limit, []
         for norm, count, _entry, _feature in names:
@@ -250,6 +254,16 @@ class SearchIndex:
             if len(rows) >= limit:
                 break
         return rows
+
+    def _names(self, match: str, limit: int) -> list[Any]:
+        """The names matching, with their entries, as many as the limit takes: all of them, as
+        stored, when they and their entries fit the limit, else the best ranked (bm25 reads every
+        row that holds each word of the query, a common word's tens of thousands across a country,
+        only to order names all taken anyway)."""
+        names = self._search(NAME_MATCHES, match, limit + 1)
+        if len(names) <= limit and sum(entries for _norm, entries, _e, _f in names) <= limit:
+            return names
+        return self._search(NAME_SEARCH, match, limit)
 
     def search_entries_in_context(self, match: str, limit: int = 80) -> list[tuple[int, int, str]]:
         """(entry id, feature id, norm) of entries matching an FTS5 expression over the columns
