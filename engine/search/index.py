@@ -97,10 +97,10 @@ class SearchIndex:
         self.proj = LocalProjection(lat0, lng0)
         self.has_context = self._has_table(CONTEXT_TABLE)
         self.has_names = self._has_table(NAMES_TABLE)
-        self._street_geoms: dict[int, object] = {}
+        self._street_geoms: dict[int, BaseGeometry | None] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
         self._prefix_cache: dict[str, frozenset[str] | None] = {}
-        self._geom_lock = threading.Lock()
+        self._spatial_lock = threading.Lock()
         # built on first use by poi_arrays() and spatial_cache()
         self._poi_arrays: PoiArrays | None = None
         self._spatial: SpatialCache | None = None
@@ -301,16 +301,14 @@ class SearchIndex:
             out[feature["street_id"]].append(feature)
         return out
 
-    def street_geometry(self, street_id: int):
-        geom = self._street_geoms.get(street_id)
-        if geom is None:
-            row = self.execute("SELECT geom FROM features WHERE id = ?", (street_id,)).fetchone()
-            if row is None or row[0] is None:
-                return None
-            geom = shapely.from_wkb(row[0])
-            with self._geom_lock:
-                self._street_geoms[street_id] = geom
-        return geom
+    def street_geometry(self, street_id: int) -> BaseGeometry | None:
+        """The street's line (lat/lng), or None; kept per process up to :data:`MEMO_MAX` streets
+        (a country holds about a million)."""
+        return _memo(self._street_geoms, street_id, lambda: self._read_street_geometry(street_id))
+
+    def _read_street_geometry(self, street_id: int) -> BaseGeometry | None:
+        row = self.execute("SELECT geom FROM features WHERE id = ?", (street_id,)).fetchone()
+        return None if row is None or row[0] is None else shapely.from_wkb(row[0])
 
     def footprints(self, ids: Iterable[int]) -> dict[int, BaseGeometry]:
         """Building outlines of address features, in metres of ``self.proj`` (see ingest)."""
@@ -527,7 +525,7 @@ class SpatialCache:
 def spatial_cache(index: SearchIndex) -> SpatialCache:
     found = index._spatial
     if found is None:
-        with index._geom_lock:
+        with index._spatial_lock:
             found = index._spatial
             if found is None:
                 found = SpatialCache(index)
