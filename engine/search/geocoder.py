@@ -316,7 +316,8 @@ class Matcher:
         """Entries (id, feature id, norm) that may be what the query names. While typing, the names
         holding every word; unless they are plenty (then the words are a name being typed), the
         names whose words and context hold every word (a street of a common name in the town the
-        query names), then the names holding any of the rarer words (typos, words of neither)."""
+        query names), then, unless those fill their limit and no word is rare, the names holding
+        any of the rarer words (typos, words of neither)."""
         rows: list[tuple[int, int, str]] = []
         if q.prefix:
             and_query = self._and_query(q, exps, joined)
@@ -326,7 +327,13 @@ class Matcher:
             return rows
         context_query = self._context_query(q, exps, joined) if self.index.has_context else None
         if context_query:
-            rows = _union(rows, self.index.search_entries_in_context(context_query, limit=CONTEXT_ROWS))
+            in_context = self.index.search_entries_in_context(context_query, limit=CONTEXT_ROWS)
+            rows = _union(rows, in_context)
+            # names holding every word fill the limit, and the any-word query would only add
+            # names holding some of the same common words (none is rare): thousands to rank
+            # across a country ('thantdeest' OR 'walk') for names that align worse
+            if len(in_context) >= CONTEXT_ROWS and all((self.index.vocab.get(w) or 0) > COMMON_WORD for w in alts):
+                return rows
         if alts:
             match = " OR ".join(f'"{w}"' for w in sorted(alts))
             rows = _union(rows, self.index.search_entries(match, limit=150 if len(alts) > 3 else 100))
