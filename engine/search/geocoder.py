@@ -312,12 +312,13 @@ class Matcher:
             return None
         return " AND ".join([f"{{norm}} : {_any_of(name_terms)}", *groups])
 
-    def _candidate_rows(self, q: Query, exps, joined, alts: set[str]) -> list[tuple[int, int, str]]:
+    def _candidate_rows(self, q: Query, exps, joined, alts: set[str], rare: bool) -> list[tuple[int, int, str]]:
         """Entries (id, feature id, norm) that may be what the query names. While typing, the names
         holding every word; unless they are plenty (then the words are a name being typed), the
         names whose words and context hold every word (a street of a common name in the town the
         query names), then, unless those fill their limit and no word is rare, the names holding
-        any of the rarer words (typos, words of neither)."""
+        any of the rarer words (typos, words of neither). ``rare``: whether ``alts`` are the rare
+        words of the query (else every word is common and ``alts`` holds them all)."""
         rows: list[tuple[int, int, str]] = []
         if q.prefix:
             and_query = self._and_query(q, exps, joined)
@@ -332,7 +333,7 @@ class Matcher:
             # names holding every word fill the limit, and the any-word query would only add
             # names holding some of the same common words (none is rare): thousands to rank
             # across a country ('thantdeest' OR 'walk') for names that align worse
-            if len(in_context) >= CONTEXT_ROWS and all((self.index.vocab.get(w) or 0) > COMMON_WORD for w in alts):
+            if len(in_context) >= CONTEXT_ROWS and not rare:
                 return rows
         if alts:
             match = " OR ".join(f'"{w}"' for w in sorted(alts))
@@ -427,7 +428,7 @@ class Matcher:
         rare = {w for w in alts if (vocab.get(w) or 0) <= COMMON_WORD}
         if rare:
             alts = rare
-        rows = self._candidate_rows(q, exps, joined, alts)
+        rows = self._candidate_rows(q, exps, joined, alts, rare=bool(rare))
         if not rows:
             return []
         best_entry: dict[int, tuple[float, set[int], str]] = {}

@@ -54,8 +54,8 @@ def test_the_answer_among_exact_ties_does_not_follow_the_row_order(elm_walks, mo
     rows_of = Matcher._candidate_rows
     rows_seen: list[int] = []
 
-    def reversed_rows(self, *args):
-        rows = rows_of(self, *args)
+    def reversed_rows(self, *args, **kwargs):
+        rows = rows_of(self, *args, **kwargs)
         rows_seen.append(len({fid for _eid, fid, _norm in rows}))
         return rows[::-1]
 
