@@ -48,7 +48,7 @@ from shapely.geometry import LineString, MultiLineString, Point, Polygon
 
 from engine import layout
 from engine.admin import AdminArea, AdminIndex, address_parts
-from engine.categories import categorize, poi_tags
+from engine.categories import POI_KEYS, categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import housenumbers, name_variants, names_of
@@ -125,6 +125,21 @@ PLACE_IMPORTANCE = {
     "isolated_dwelling": 0.2,
 }
 RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "emergency")
+# A node with none of OWN_KEYS can only be an address (not a place, not a POI): the collector
+# reads no tag of it but ADDRESS_KEYS (_Collector._take_addresses)
+OWN_KEYS = tuple(dict.fromkeys(("name", "place", *POI_KEYS, *RAW_POI_KEYS)))
+ADDRESS_KEYS = (
+    "addr:housenumber",
+    "addr:street",
+    "addr:place",
+    "addr:postcode",
+    "addr:city",
+    "addr:suburb",
+    "addr:district",
+    "addr:country",
+    "entrance",
+    "building",
+)
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
 FLUSH_ROWS = 20_000  # features written to SQLite at a time
 # SQLite's page cache while the index is built (default 2 MB): each point is added to the R*Tree
@@ -347,8 +362,6 @@ def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom
 
 def collect(pbf_path: Path | str, proj: LocalProjection, progress: ImportProgress | None = None) -> _Collector:
     """One pass over the PBF: addresses, street pieces, places and POIs."""
-    from engine.categories import POI_KEYS  # noqa: PLC0415
-
     col = _Collector(proj)
     wkb = osmium.geom.WKBFactory()
     area_filter = osmium.filter.KeyFilter(
@@ -361,12 +374,22 @@ def collect(pbf_path: Path | str, proj: LocalProjection, progress: ImportProgres
             step.advance()
             if isinstance(o, osmium.osm.Node):
                 if o.location.valid():
-                    col.take(TaggedObject("node", o.id, dict(o.tags), o.location.lat, o.location.lon))
+                    col.take(TaggedObject("node", o.id, node_tags(o.tags), o.location.lat, o.location.lon))
             elif isinstance(o, osmium.osm.Way):
                 _take_way(col, o)
             elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
                 _take_relation_area(col, o, wkb)
     return col
+
+
+def node_tags(tags: osmium.osm.TagList) -> dict[str, str]:
+    """The tags of a node the collector reads, as a dict. pyosmium hands a TagList's tags out one
+    Python object at a time, several times slower than looking a key up, and the nodes of a
+    country are mostly addresses that need a few known keys: those are looked up, the other
+    nodes' tags are all read."""
+    if any(key in tags for key in OWN_KEYS):
+        return dict(tags)
+    return {key: value for key in ADDRESS_KEYS if (value := tags.get(key)) is not None}
 
 
 # -- rows of the index ----------------------------------------------------------------------------
