@@ -1062,7 +1062,53 @@ def country_section(doc: dict) -> list[str]:
         f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}"
         for e in doc["sizes"]
     ]
-    return lines + _table(header, rows) + ["The machine's load during each run (times stretch with it):", *notes, ""]
+    return (
+        lines
+        + _table(header, rows)
+        + ["The machine's load during each run (times stretch with it):", *notes, ""]
+        + _roads_stage_rows(doc)
+    )
+
+
+def _roads_stage_rows(doc: dict) -> list[str]:
+    """The profiles beyond the car, their roads stage alone (bench/roads_stage.py)."""
+    rows = []
+    for e in doc["sizes"]:
+        for profiles, r in e.get("roads_stage", {}).items():
+            for name, p in r["profiles"].items():
+                routes = r["routes"][name]
+                rows.append(
+                    [
+                        f"{e['nodes']:,}",
+                        profiles,
+                        f"{r['wall_s'] / 60:.1f} min, peak {_mb(r['peak_rss_mb'])}",
+                        name,
+                        f"{p['seconds']['turns']:.0f} / {p['seconds']['ch']:.0f} s",
+                        f"{p['counts']['edges']:,} / {p['counts']['ch_core']:,}",
+                        "; ".join(
+                            f"{routes[k]['p50_ms']:.1f} / {routes[k]['p95_ms']:.1f} ({routes[k]['median_km']} km)"
+                            for k in ("any", "within_5_km", "within_20_km")
+                        ),
+                    ]
+                )
+    if not rows:
+        return []
+    header = [
+        "nodes",
+        "profiles",
+        "roads stage",
+        "profile",
+        "turn table / contraction",
+        "edges / CH core nodes",
+        "route ms p50 / p95 (median length), in process: any two points; within 5 km; within 20 km",
+    ]
+    return [
+        "The roads stage alone for the profiles beyond the car (`python -m bench.roads_stage --nodes N "
+        "--profiles foot,bicycle`: one reading pass, each profile's graph, contraction and derived arrays, "
+        "under `/usr/bin/time -v`); the import of all profiles adds this to the car's import above.",
+        "",
+        *_table(header, rows),
+    ]
 
 
 def main() -> None:
