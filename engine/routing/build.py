@@ -509,13 +509,9 @@ def _edge_bearings(a: Arrays) -> tuple[np.ndarray, np.ndarray]:
 def _road_degree(a: Arrays) -> np.ndarray:
     """Number of distinct road pieces at each node (an edge and its twin count once)."""
     edge_tail, edge_head, edge_twin = a["edge_tail"], a["edge_head"], a["edge_twin"]
-    deg = np.zeros(a["node_first_out"].shape[0] - 1, dtype=np.int64)
-    for e in range(edge_head.shape[0]):
-        tw = int(edge_twin[e])
-        if tw < 0 or e < tw:
-            deg[edge_tail[e]] += 1
-            deg[edge_head[e]] += 1
-    return deg
+    n = a["node_first_out"].shape[0] - 1
+    once = (edge_twin < 0) | (np.arange(edge_head.shape[0]) < edge_twin)
+    return np.bincount(edge_tail[once], minlength=n) + np.bincount(edge_head[once], minlength=n)
 
 
 def _restrictions_by_via(a: Arrays, restrictions: list[Restriction]) -> dict[int, list[Restriction]]:
@@ -575,12 +571,6 @@ def _forbidden(rules: Iterable[Restriction], way_in: int, way_out: int) -> bool:
     )
 
 
-class _Turn(NamedTuple):
-    to: int  # the next edge
-    cost_s: float
-    extra_weight: float  # added to the cost for the routing weight only
-
-
 @dataclass
 class TurnTable:
     """The turn graph's arrays (see :mod:`engine.routing.graph`) and the bearings they use."""
@@ -605,10 +595,10 @@ class TurnTable:
 
 
 class _TurnRules:
-    """Which turns a car may take after an edge, and what each costs."""
+    """Which turns a profile may take after each edge, and what each costs."""
 
     def __init__(self, a: Arrays, roads: OsmRoads, profile: Profile = CAR) -> None:
-        self.turn_duration_s = profile.turn_duration_s
+        self.profile = profile
         self.edge_head, self.edge_twin = a["edge_head"], a["edge_twin"]
         self.edge_way, self.edge_flags = a["edge_way"], a["edge_flags"]
         self.first_out = a["node_first_out"]
@@ -617,45 +607,71 @@ class _TurnRules:
         self.deg = _road_degree(a)
         self.by_via = _restrictions_by_via(a, roads.restrictions)
         self.removed = 0
-        self.mode_change_s = profile.mode_change_s
         self.pushed = _pushed_edges(a, profile)
-        self.turns_back = profile.turns_back
 
-    def turns_after(self, e: int) -> list[_Turn]:
-        """Every edge leaving ``e``'s head except the U-turn (unless the profile turns back
-        anywhere), unless a barrier blocks the node or a restriction forbids it; at a dead end (or
-        barrier), the U-turn when not forbidden."""
-        v = int(self.edge_head[e])
-        blocked = self.blocked[v]
-        rules = self.by_via.get(v, [])
-        onward, uturns = [], []
-        for f in range(int(self.first_out[v]), int(self.first_out[v + 1])):
-            if f == self.edge_twin[e]:
-                uturns.append(f)
-                if blocked or not self.turns_back:
-                    continue
-            if blocked:
-                continue
-            elif _forbidden(rules, self.edge_way[e], self.edge_way[f]):
-                self.removed += 1
-            else:
-                onward.append(f)
-        if onward:
-            pen = float(self.node_penalty_s[v])
-            return [self._turn(e, f, v, pen) for f in onward]
-        uturn_s = self.turn_duration_s(180.0, n_roads=int(self.deg[v]), uturn=True, roundabout=False)
-        return [_Turn(f, uturn_s, 0.0) for f in uturns if not _forbidden(rules, self.edge_way[e], self.edge_way[f])]
+    def turns(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The turns after edges ``lo`` to ``hi`` - 1, in edge order and, after each, in the order
+        of the edges leaving its head: (edge arrived on, edge entered, duration s, extra weight).
 
-    def _turn(self, e: int, f: int, v: int, node_penalty_s: float) -> _Turn:
-        angle = (self.start_b[f] - self.end_b[e] + 540.0) % 360.0 - 180.0
+        Every edge leaving the head is a candidate. The U-turn is taken only where the profile
+        turns back anywhere; a barrier blocks every turn at its node; a restriction leaves its
+        turns out. An edge with no turn left gets its U-turn back (a dead end, a barrier) unless a
+        restriction forbids it."""
+        head = self.edge_head[lo:hi].astype(np.int64)
+        first = self.first_out[head]
+        count = self.first_out[head + 1] - first
+        e = np.repeat(np.arange(lo, hi), count)
+        f = np.repeat(first, count) + np.arange(e.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+        v = self.edge_head[e].astype(np.int64)
+        uturn = f == self.edge_twin[e]
+        forbidden = self._forbidden(e, f, v)
+        allowed = ~self.blocked[v] & (~uturn | self.profile.turns_back)
+        onward = allowed & ~forbidden
+        self.removed += int((allowed & forbidden).sum())
+        back = uturn & ~forbidden & ~(np.bincount(e[onward] - lo, minlength=hi - lo) > 0)[e - lo]
+        keep = onward | back
+        e, f, v, back = e[keep], f[keep], v[keep], back[keep]
+        cost = np.where(back, self._uturn_s(v), self._turn_s(e, f, v) + self.node_penalty_s[v])
         flags_e, flags_f = self.edge_flags[e], self.edge_flags[f]
-        rb = bool((flags_e | flags_f) & P.FLAG_ROUNDABOUT)
-        cost = self.turn_duration_s(angle, n_roads=int(self.deg[v]), uturn=False, roundabout=rb)
-        enters_restricted = (flags_f & P.FLAG_RESTRICTED) and not (flags_e & P.FLAG_RESTRICTED)
-        extra = P.RESTRICTED_ENTRY_S if enters_restricted else 0.0
-        if self.pushed[f] and not self.pushed[e]:
-            extra += self.mode_change_s
-        return _Turn(f, cost + node_penalty_s, extra)
+        enters_restricted = ((flags_f & P.FLAG_RESTRICTED) != 0) & ((flags_e & P.FLAG_RESTRICTED) == 0)
+        extra = np.where(enters_restricted, P.RESTRICTED_ENTRY_S, 0.0)
+        extra += np.where(self.pushed[f] & ~self.pushed[e], self.profile.mode_change_s, 0.0)
+        return e, f, cost, np.where(back, 0.0, extra)
+
+    def _forbidden(self, e: np.ndarray, f: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Per candidate turn, whether a restriction at its node forbids it (few nodes have one)."""
+        out = np.zeros(e.shape[0], dtype=np.bool_)
+        if self.by_via:
+            at = np.flatnonzero(np.isin(v, np.fromiter(self.by_via, dtype=np.int64, count=len(self.by_via))))
+            way_in, way_out = self.edge_way[e[at]].tolist(), self.edge_way[f[at]].tolist()
+            for i, node, w_in, w_out in zip(at.tolist(), v[at].tolist(), way_in, way_out, strict=True):
+                out[i] = _forbidden(self.by_via[node], w_in, w_out)
+        return out
+
+    def _turn_s(self, e: np.ndarray, f: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The profile's duration of each turn from ``e`` onto ``f`` by the angle between them (a
+        turn back counts as a turn of its angle here, as a U-turn only where nothing else is
+        left: :meth:`_uturn_s`)."""
+        if self.profile.turns_free:
+            return np.zeros(e.shape[0])
+        angle = (self.start_b[f] - self.end_b[e] + 540.0) % 360.0 - 180.0
+        roundabout = ((self.edge_flags[e] | self.edge_flags[f]) & P.FLAG_ROUNDABOUT) != 0
+        duration = self.profile.turn_duration_s
+        return np.fromiter(
+            (
+                duration(a, n_roads=n, uturn=False, roundabout=r)
+                for a, n, r in zip(angle.tolist(), self.deg[v].tolist(), roundabout.tolist(), strict=True)
+            ),
+            dtype=np.float64,
+            count=e.shape[0],
+        )
+
+    def _uturn_s(self, v: np.ndarray) -> np.ndarray:
+        """The duration of turning back at each node (it depends on the roads that meet there)."""
+        degrees, at = np.unique(self.deg[v], return_inverse=True)
+        duration = self.profile.turn_duration_s
+        per_degree = [duration(180.0, n_roads=d, uturn=True, roundabout=False) for d in degrees.tolist()]
+        return np.asarray(per_degree, dtype=np.float64)[at.ravel()] if v.shape[0] else np.zeros(0)
 
 
 def _pushed_edges(a: Arrays, profile: Profile) -> np.ndarray:
@@ -668,27 +684,30 @@ def _pushed_edges(a: Arrays, profile: Profile) -> np.ndarray:
     return np.asarray(kmh <= profile.pushing_kmh + 0.01)
 
 
+TURN_CHUNK_EDGES = 1 << 18  # edges whose turns are worked out at a time (bounds the candidates' arrays)
+
+
 def build_turns(a: Arrays, roads: OsmRoads, profile: Profile = CAR) -> TurnTable:
     """The turn graph: for each edge the turns allowed after it (restrictions, barriers and the
-    no-U-turn rule applied by leaving turns out), with their durations and routing weights. The
-    turns are kept in typed buffers (array module), not as one Python object each."""
+    U-turn rules applied by leaving turns out), with their durations and routing weights, worked
+    out as arrays a chunk of edges at a time."""
     rules = _TurnRules(a, roads, profile)
     m = a["edge_head"].shape[0]
+    to, cost_s, weight = [np.zeros(0, np.int32)], [np.zeros(0, np.float32)], [np.zeros(0, np.float32)]
+    per_edge = np.zeros(m, dtype=np.int64)
+    for lo in range(0, m, TURN_CHUNK_EDGES):
+        e, f, cost, extra = rules.turns(lo, min(m, lo + TURN_CHUNK_EDGES))
+        per_edge[lo : lo + TURN_CHUNK_EDGES] = np.bincount(e - lo, minlength=min(m - lo, TURN_CHUNK_EDGES))
+        to.append(f.astype(np.int32))
+        cost_s.append(cost.astype(np.float32))
+        weight.append((cost + extra).astype(np.float32))
     first_out = np.zeros(m + 1, dtype=np.int64)
-    to, cost_s, extra_s = array("i"), array("d"), array("d")
-    for e in range(m):
-        for turn in rules.turns_after(e):
-            to.append(turn.to)
-            cost_s.append(turn.cost_s)
-            extra_s.append(turn.extra_weight)
-        first_out[e + 1] = len(to)
-    cost = np.frombuffer(cost_s, dtype=np.float64) if cost_s else np.zeros(0)
-    extra = np.frombuffer(extra_s, dtype=np.float64) if extra_s else np.zeros(0)
+    np.cumsum(per_edge, out=first_out[1:])
     return TurnTable(
         first_out=first_out,
-        to=np.frombuffer(to, dtype=np.int32).copy() if to else np.zeros(0, dtype=np.int32),
-        cost_s=cost.astype(np.float32),
-        weight=(cost + extra).astype(np.float32),
+        to=np.concatenate(to),
+        cost_s=np.concatenate(cost_s),
+        weight=np.concatenate(weight),
         bearing_start=rules.start_b,
         bearing_end=rules.end_b,
         restricted_removed=rules.removed,

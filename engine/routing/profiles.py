@@ -43,6 +43,8 @@ class Profile:
     # dead end. Then the approaches of a junction that turn alike share a CH hub
     # (engine.routing.hubs), and such junctions contract like a node-based graph.
     turns_back: bool = False
+    # turn_duration_s is 0 for every turn (the import then does not ask it turn by turn)
+    turns_free: bool = False
 
     @property
     def ways(self) -> str:
@@ -64,6 +66,7 @@ FOOT = Profile(
     foot.turn_duration_s,
     pedestrian_areas=True,
     turns_back=True,
+    turns_free=True,
 )
 BICYCLE = Profile(
     "bicycle",
@@ -76,6 +79,7 @@ BICYCLE = Profile(
     mode_change_s=bicycle.MODE_CHANGE_S,
     pushing_kmh=bicycle.WALK_KMH,
     turns_back=True,
+    turns_free=True,
 )
 PROFILES: dict[str, Profile] = {p.name: p for p in (CAR, FOOT, BICYCLE)}
 NAMES: tuple[str, ...] = tuple(PROFILES)
