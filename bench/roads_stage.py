@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         run_child(Path(args.child[0]), Path(args.child[1]), profiles)
         return
     pbf = WORK / f"country-{args.nodes}.osm.pbf"
-    out, log = WORK / f"n{args.nodes}" / f"roads-{'-'.join(profiles)}", WORK / f"n{args.nodes}" / "roads-stage.log"
+    out = WORK / f"n{args.nodes}" / f"roads-{'-'.join(profiles)}"
+    log = out.with_suffix(".log")
     if not (args.reuse and log.exists()):
         if not pbf.exists():
             raise SystemExit(f"{pbf} is missing: run bench.country --nodes {args.nodes} first")
