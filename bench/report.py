@@ -1102,12 +1102,20 @@ def _roads_stage_rows(doc: dict) -> list[str]:
         "edges / CH core nodes",
         "route ms p50 / p95 (median length), in process: any two points; within 5 km; within 20 km",
     ]
+    notes = [
+        f"- {e['nodes']:,}, {profiles} (code {r.get('code', '?')}, {r.get('started', '?')}): {r['note']}"
+        for e in doc["sizes"]
+        for profiles, r in e.get("roads_stage", {}).items()
+        if r.get("note")
+    ]
     return [
         "The roads stage alone for the profiles beyond the car (`python -m bench.roads_stage --nodes N "
         "--profiles foot,bicycle`: one reading pass, each profile's graph, contraction and derived arrays, "
         "under `/usr/bin/time -v`); the import of all profiles adds this to the car's import above.",
         "",
         *_table(header, rows),
+        *notes,
+        "",
     ]
 
 
