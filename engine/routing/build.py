@@ -620,9 +620,8 @@ class _TurnRules:
         head = self.edge_head[lo:hi].astype(np.int64)
         first = self.first_out[head]
         count = self.first_out[head + 1] - first
-        e = np.repeat(np.arange(lo, hi), count)
+        e, v = np.repeat(np.arange(lo, hi), count), np.repeat(head, count)
         f = np.repeat(first, count) + np.arange(e.shape[0]) - np.repeat(np.cumsum(count) - count, count)
-        v = self.edge_head[e].astype(np.int64)
         uturn = f == self.edge_twin[e]
         forbidden = self._forbidden(e, f, v)
         allowed = ~self.blocked[v] & (~uturn | self.profile.turns_back)
@@ -631,12 +630,21 @@ class _TurnRules:
         back = uturn & ~forbidden & ~(np.bincount(e[onward] - lo, minlength=hi - lo) > 0)[e - lo]
         keep = onward | back
         e, f, v, back = e[keep], f[keep], v[keep], back[keep]
-        cost = np.where(back, self._uturn_s(v), self._turn_s(e, f, v) + self.node_penalty_s[v])
+        on = ~back
+        cost, extra = np.zeros(e.shape[0]), np.zeros(e.shape[0])
+        cost[back] = self._uturn_s(v[back])
+        cost[on] = self._turn_s(e[on], f[on], v[on]) + self.node_penalty_s[v[on]]
+        extra[on] = self._extra_weight(e[on], f[on])
+        return e, f, cost, extra
+
+    def _extra_weight(self, e: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """What each turn from ``e`` onto ``f`` weighs beyond its duration: entering a way of
+        restricted access, getting off to push."""
         flags_e, flags_f = self.edge_flags[e], self.edge_flags[f]
         enters_restricted = ((flags_f & P.FLAG_RESTRICTED) != 0) & ((flags_e & P.FLAG_RESTRICTED) == 0)
         extra = np.where(enters_restricted, P.RESTRICTED_ENTRY_S, 0.0)
         extra += np.where(self.pushed[f] & ~self.pushed[e], self.profile.mode_change_s, 0.0)
-        return e, f, cost, np.where(back, 0.0, extra)
+        return extra
 
     def _forbidden(self, e: np.ndarray, f: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Per candidate turn, whether a restriction at its node forbids it (few nodes have one)."""
@@ -671,7 +679,7 @@ class _TurnRules:
         degrees, at = np.unique(self.deg[v], return_inverse=True)
         duration = self.profile.turn_duration_s
         per_degree = [duration(180.0, n_roads=d, uturn=True, roundabout=False) for d in degrees.tolist()]
-        return np.asarray(per_degree, dtype=np.float64)[at.ravel()] if v.shape[0] else np.zeros(0)
+        return np.asarray(per_degree, dtype=np.float64)[at.ravel()]
 
 
 def _pushed_edges(a: Arrays, profile: Profile) -> np.ndarray:
@@ -696,8 +704,9 @@ def build_turns(a: Arrays, roads: OsmRoads, profile: Profile = CAR) -> TurnTable
     to, cost_s, weight = [np.zeros(0, np.int32)], [np.zeros(0, np.float32)], [np.zeros(0, np.float32)]
     per_edge = np.zeros(m, dtype=np.int64)
     for lo in range(0, m, TURN_CHUNK_EDGES):
-        e, f, cost, extra = rules.turns(lo, min(m, lo + TURN_CHUNK_EDGES))
-        per_edge[lo : lo + TURN_CHUNK_EDGES] = np.bincount(e - lo, minlength=min(m - lo, TURN_CHUNK_EDGES))
+        hi = min(m, lo + TURN_CHUNK_EDGES)
+        e, f, cost, extra = rules.turns(lo, hi)
+        per_edge[lo:hi] = np.bincount(e - lo, minlength=hi - lo)
         to.append(f.astype(np.int32))
         cost_s.append(cost.astype(np.float32))
         weight.append((cost + extra).astype(np.float32))

@@ -50,7 +50,7 @@ def _turns_one_by_one(rules: _TurnRules, m: int) -> list[tuple[int, int, float, 
 
 
 def _drawn_map(path):
-    """A dead end whose U-turn a restriction forbids (C), one where it is left (E), a bollard (B)."""
+    """A dead end whose U-turn a restriction forbids (C), one where it is left (E), a bollard (D)."""
     m = OsmGrid(
         """
         A----B----C
