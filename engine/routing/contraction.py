@@ -14,7 +14,10 @@ its neighbours' (hashed tie-break) is contracted. A node next to a contracted on
 others keep their last priority until the front reaches them: in the dense upper levels almost
 every node is dirty after every round, and re-simulating all of them dominated the build. Witness
 searches settle at most ``sim_limit`` nodes while estimating and ``settle_limit`` while
-contracting (a missed witness only adds a shortcut, never a wrong answer).
+contracting (a missed witness only adds a shortcut, never a wrong answer), and stop as soon as no
+target still open can get a witness: a target closes when a path to it is cheap enough, even
+before it is settled, and the search's cost bound falls to the largest bound of the targets
+still open (the shortcuts are the same as with searches run to the largest bound).
 
 Threads: the searches only read the graph, so both the priority simulations and the shortcut
 searches of a round's nodes run on all threads (one search workspace each); the shortcuts are
@@ -271,7 +274,7 @@ def _dynamic_graph(n, first, to, w):
 def _workspaces(t, n):
     """One search workspace per thread (row c of each array): dist, touched, heap (keys, nodes,
     slots), target marks and their stamp. Node ids and heap slots are int32 (the pools' ids are);
-    the marks hold stamps, one per search of the whole contraction: int64."""
+    the marks hold stamps, a block of them per witness search of the whole contraction: int64."""
     return (
         np.full((t, n), INF),
         np.empty((t, n), np.int32),
@@ -289,32 +292,53 @@ def _row(wss, c):
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
-def _witness(u, skip, limit, settle_limit, out, ws, n_targets):
-    """Dijkstra from u avoiding ``skip`` and the nodes whose ``dist`` is -inf, bounded by cost
-    ``limit`` and ``settle_limit`` settled nodes, until the ``n_targets`` nodes marked with the
-    current stamp are settled; distances stay in ``dist`` (the caller resets the ``touched`` ones,
-    whose count is returned)."""
+def _open_limit(v, base, out, tmark, first):
+    """The most a witness to a target still open may cost (-inf when none is open): the targets
+    are v's out-neighbours, the one at position j of v's out list marked ``first + j``."""
+    os_, ol, ow = out[0], out[1], out[4]
+    limit = -INF
+    for j in range(ol[v]):
+        if tmark[out[3][os_[v] + j]] == first + j:
+            limit = max(limit, base + ow[os_[v] + j])
+    return limit
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
+def _witness(u, v, base, settle_limit, out, ws, first, n_targets):
+    """Dijkstra from u avoiding ``v`` and the nodes whose ``dist`` is -inf, for witnesses to the
+    ``n_targets`` open targets: v's out-neighbours x, the one at position j of v's out list marked
+    ``first + j`` in ``tmark``, each witnessed by a path of cost ``base`` + w(v, x) at most.
+    Distances stay in ``dist`` (the caller resets the ``touched`` ones, whose count is returned).
+
+    A target closes once its distance is final (settled) or low enough already (a tentative
+    distance only falls). The search stops when none is open, when its next node costs more than
+    any open target's bound (no open target can get a witness then), or after ``settle_limit``
+    settled nodes: it answers what a search run to the largest bound would, sooner."""
     os_, ol, oto, ow = out[0], out[1], out[3], out[4]
-    dist, touched, hk, hv, hpos, tmark, stamp = ws
+    dist, touched, hk, hv, hpos, tmark, _ = ws
+    vs, last = os_[v], first + ol[v]
+    limit = _open_limit(v, base, out, tmark, first)
     nt = 1
     dist[u] = 0.0
     touched[0] = u
     size = heap.push(hk, hv, hpos, 0, 0.0, u)
     settled = 0
-    while size > 0:
+    while size > 0 and n_targets > 0:
         d, x, size = heap.pop(hk, hv, hpos, size)
         if d > limit:
             break
         settled += 1
         if settled > settle_limit:
             break
-        if tmark[x] == stamp[0]:
+        if first <= tmark[x] < last:
+            cost = base + ow[vs + tmark[x] - first]
+            tmark[x] = -1
             n_targets -= 1
-            if n_targets <= 0:
-                break
+            if cost == limit:
+                limit = _open_limit(v, base, out, tmark, first)
         for k in range(os_[x], os_[x] + ol[x]):
             y = oto[k]
-            if y == skip:
+            if y == v:
                 continue
             nd = d + ow[k]
             if nd < dist[y]:
@@ -323,6 +347,13 @@ def _witness(u, skip, limit, settle_limit, out, ws, n_targets):
                     nt += 1
                 dist[y] = nd
                 size = heap.push(hk, hv, hpos, size, nd, y)
+                if first <= tmark[y] < last:
+                    cost = base + ow[vs + tmark[y] - first]
+                    if nd <= cost:
+                        tmark[y] = -1
+                        n_targets -= 1
+                        if cost == limit:
+                            limit = _open_limit(v, base, out, tmark, first)
     heap.clear(hv, hpos, size)
     return nt
 
@@ -338,19 +369,17 @@ def _needed(v, settle_limit, out, inn, ws, buf, base):
     count = 0
     for ka in range(is_[v], is_[v] + il[v]):
         u = ito[ka]
-        limit = -1.0
-        stamp[0] += 1
+        first = stamp[0] + 1  # a block of stamps: the target at position j is marked first + j
+        stamp[0] += ol[v]
         n_targets = 0
-        for j in range(os_[v], os_[v] + ol[v]):
-            x = oto[j]
-            if x == u:
-                continue
-            tmark[x] = stamp[0]
-            n_targets += 1
-            limit = max(limit, iw[ka] + ow[j])
-        if limit < 0:
+        for j in range(ol[v]):
+            x = oto[os_[v] + j]
+            if x != u:
+                tmark[x] = first + j
+                n_targets += 1
+        if n_targets == 0:
             continue
-        nt = _witness(u, v, limit, settle_limit, out, ws, n_targets)
+        nt = _witness(u, v, iw[ka], settle_limit, out, ws, first, n_targets)
         for j in range(os_[v], os_[v] + ol[v]):
             x = oto[j]
             wt = iw[ka] + ow[j]

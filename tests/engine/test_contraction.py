@@ -3,6 +3,8 @@ build is checked against Dijkstra in test_ch.py."""
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 import pytest
 from numba.typed import List
@@ -38,6 +40,84 @@ def test_estimate_counts_new_arcs_like_a_search_per_shortcut(seed):
         assert hops == int(buf[3][:count].sum())
         checked += count
     assert checked > n  # shortcuts were needed, so the comparison meant something
+
+
+def _shortest_avoiding(n, lists, source, avoid):
+    """Plain Dijkstra over ``lists`` (node -> [(head, w)]) from ``source``, never entering ``avoid``."""
+    dist = dict.fromkeys(range(n), np.inf)
+    dist[source] = 0.0
+    queue = [(0.0, source)]
+    while queue:
+        d, x = heapq.heappop(queue)
+        if d > dist[x]:
+            continue
+        for y, w in lists[x]:
+            if y != avoid and d + w < dist[y]:
+                dist[y] = d + w
+                heapq.heappush(queue, (d + w, y))
+    return dist
+
+
+def _shortcuts_by_reference(n, first, to, w, v):
+    """(u, x, weight) of every arc pair u -> v -> x (x != u) with no path from u to x avoiding v
+    that costs as little, in the graph as the contraction holds it (no self loops, the cheapest
+    of parallel arcs)."""
+    cheapest: dict[tuple[int, int], float] = {}
+    for x in range(n):
+        for k in range(first[x], first[x + 1]):
+            if to[k] != x:
+                cheapest[x, int(to[k])] = min(float(w[k]), cheapest.get((x, int(to[k])), np.inf))
+    lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for (x, y), weight in cheapest.items():
+        lists[x].append((y, weight))
+    needed = []
+    for u in range(n):
+        for head, a in lists[u]:
+            if head != v:
+                continue
+            dist = _shortest_avoiding(n, lists, u, v)
+            needed += [(u, x, a + b) for x, b in lists[v] if x != u and dist[x] > a + b]
+    return sorted(needed)
+
+
+def _shortcuts_searched(n, first, to, w, v, settle_limit):
+    out, inn = C._dynamic_graph(n, first, to, w)
+    ws = C._row(C._workspaces(1, n), 0)
+    buf = C._new_buffer(C._largest_product(np.arange(n), n, out, inn))
+    count = C._needed(v, settle_limit, out, inn, ws, buf, 0)
+    assert np.isinf(ws[0]).all() and (ws[4] == -1).all()  # dist and the heap left clean
+    return sorted(zip(buf[0][:count].tolist(), buf[1][:count].tolist(), buf[2][:count].tolist(), strict=True))
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_witness_searches_find_exactly_the_shortcuts_a_full_search_needs(seed):
+    """With no bound on settled nodes, a node's shortcuts are the arc pairs with no witness as
+    cheap (ties are witnesses: whole-number weights make them common), although each search
+    stops as soon as no open target can still get one."""
+    n = 90
+    first, to, w = random_csr(n, seed)
+    w = np.floor(w)
+    needed = 0
+    for v in range(n):
+        expected = _shortcuts_by_reference(n, first, to, w, v)
+        assert _shortcuts_searched(n, first, to, w, v, settle_limit=n) == expected
+        needed += len(expected)
+    assert needed > n  # shortcuts were needed, and witnesses spared others
+
+
+@pytest.mark.parametrize("seed", [14, 15])
+def test_bounded_witness_searches_only_add_shortcuts(seed):
+    """A search cut short by ``settle_limit`` may miss a witness (one shortcut more), never a
+    needed shortcut."""
+    n = 90
+    first, to, w = random_csr(n, seed)
+    extra = 0
+    for v in range(n):
+        expected = set(_shortcuts_by_reference(n, first, to, w, v))
+        found = set(_shortcuts_searched(n, first, to, w, v, settle_limit=2))
+        assert expected <= found
+        extra += len(found - expected)
+    assert extra > 0  # the bound did cut searches short
 
 
 def test_front_limit_is_the_quantile_of_the_remaining_priorities():
