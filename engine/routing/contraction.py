@@ -292,32 +292,45 @@ def _row(wss, c):
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
-def _open_limit(v, base, out, tmark, first):
-    """The most a witness to a target still open may cost (-inf when none is open): the targets
-    are v's out-neighbours, the one at position j of v's out list marked ``first + j``."""
-    os_, ol, ow = out[0], out[1], out[4]
-    limit = -INF
-    for j in range(ol[v]):
-        if tmark[out[3][os_[v] + j]] == first + j:
-            limit = max(limit, base + ow[os_[v] + j])
-    return limit
+def _costliest_open(p, order, vs, oto, tmark, first):
+    """From ``p`` on, the first place in ``order`` (positions in v's out list, costliest arc
+    first) whose target is still open, i.e. marked ``first`` + its position."""
+    while p < order.shape[0] and tmark[oto[vs + order[p]]] != first + order[p]:
+        p += 1
+    return p
+
+
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
+def _closed(y, n_targets, p, order, vs, oto, ow, base, tmark, first):
+    """Close target ``y``: (targets still open, the costliest one's place in ``order``, its
+    bound; -inf when none is open)."""
+    tmark[y] = -1
+    n_targets -= 1
+    if n_targets == 0:
+        return 0, p, -INF
+    p = _costliest_open(p, order, vs, oto, tmark, first)
+    return n_targets, p, base + ow[vs + order[p]]
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
-def _witness(u, v, base, settle_limit, out, ws, first, n_targets):
+def _witness(u, v, base, settle_limit, out, ws, first, n_targets, order, on_reach):
     """Dijkstra from u avoiding ``v`` and the nodes whose ``dist`` is -inf, for witnesses to the
     ``n_targets`` open targets: v's out-neighbours x, the one at position j of v's out list marked
-    ``first + j`` in ``tmark``, each witnessed by a path of cost ``base`` + w(v, x) at most.
-    Distances stay in ``dist`` (the caller resets the ``touched`` ones, whose count is returned).
+    ``first + j`` in ``tmark``, each witnessed by a path of cost ``base`` + w(v, x) at most
+    (``order``: the positions, costliest arc first). Distances stay in ``dist`` (the caller
+    resets the ``touched`` ones, whose count is returned).
 
     A target closes once its distance is final (settled) or low enough already (a tentative
     distance only falls). The search stops when none is open, when its next node costs more than
     any open target's bound (no open target can get a witness then), or after ``settle_limit``
-    settled nodes: it answers what a search run to the largest bound would, sooner."""
+    settled nodes: it answers what a search run to the largest bound would, sooner. Closing a
+    target as it is reached (``on_reach``) pays for itself in the shortcut searches; the priority
+    simulations, a few dozen settled nodes each, are faster without it."""
     os_, ol, oto, ow = out[0], out[1], out[3], out[4]
     dist, touched, hk, hv, hpos, tmark, _ = ws
     vs, last = os_[v], first + ol[v]
-    limit = _open_limit(v, base, out, tmark, first)
+    p = _costliest_open(0, order, vs, oto, tmark, first)
+    limit = base + ow[vs + order[p]]
     nt = 1
     dist[u] = 0.0
     touched[0] = u
@@ -331,11 +344,9 @@ def _witness(u, v, base, settle_limit, out, ws, first, n_targets):
         if settled > settle_limit:
             break
         if first <= tmark[x] < last:
-            cost = base + ow[vs + tmark[x] - first]
-            tmark[x] = -1
-            n_targets -= 1
-            if cost == limit:
-                limit = _open_limit(v, base, out, tmark, first)
+            n_targets, p, limit = _closed(x, n_targets, p, order, vs, oto, ow, base, tmark, first)
+            if n_targets == 0:
+                break
         for k in range(os_[x], os_[x] + ol[x]):
             y = oto[k]
             if y == v:
@@ -347,25 +358,23 @@ def _witness(u, v, base, settle_limit, out, ws, first, n_targets):
                     nt += 1
                 dist[y] = nd
                 size = heap.push(hk, hv, hpos, size, nd, y)
-                if first <= tmark[y] < last:
-                    cost = base + ow[vs + tmark[y] - first]
-                    if nd <= cost:
-                        tmark[y] = -1
-                        n_targets -= 1
-                        if cost == limit:
-                            limit = _open_limit(v, base, out, tmark, first)
+                if on_reach and nd <= limit and first <= tmark[y] < last and nd <= base + ow[vs + tmark[y] - first]:
+                    n_targets, p, limit = _closed(y, n_targets, p, order, vs, oto, ow, base, tmark, first)
+                    if n_targets == 0:
+                        break
     heap.clear(hv, hpos, size)
     return nt
 
 
 @njit(cache=True)
-def _needed(v, settle_limit, out, inn, ws, buf, base):
+def _needed(v, settle_limit, out, inn, ws, buf, base, on_reach=True):
     """Write the shortcuts (u, x, weight, hops) that contracting v needs to ``buf`` from slot
     ``base`` (room for in-degree x out-degree of v); returns their count. Reads the graph only."""
     os_, ol, oto, ow, ohop = out[0], out[1], out[3], out[4], out[6]
     is_, il, ito, iw, ihop = inn[0], inn[1], inn[3], inn[4], inn[6]
     dist, touched, tmark, stamp = ws[0], ws[1], ws[5], ws[6]
     bu, bx, bw, bh = buf
+    order = np.argsort(-ow[os_[v] : os_[v] + ol[v]])  # v's out arcs, costliest first
     count = 0
     for ka in range(is_[v], is_[v] + il[v]):
         u = ito[ka]
@@ -379,7 +388,7 @@ def _needed(v, settle_limit, out, inn, ws, buf, base):
                 n_targets += 1
         if n_targets == 0:
             continue
-        nt = _witness(u, v, iw[ka], settle_limit, out, ws, first, n_targets)
+        nt = _witness(u, v, iw[ka], settle_limit, out, ws, first, n_targets, order, on_reach)
         for j in range(os_[v], os_[v] + ol[v]):
             x = oto[j]
             wt = iw[ka] + ow[j]
@@ -402,7 +411,7 @@ def _estimate(v, sim_limit, out, inn, ws, buf):
     shortcuts come grouped by their tail u: u's out-neighbours are marked once per group (with a
     fresh stamp of the target marks), not searched once per shortcut (at the top of a grid
     city's hierarchy a node needs 10k shortcuts between neighbours of degree 250)."""
-    count = _needed(v, sim_limit, out, inn, ws, buf, 0)
+    count = _needed(v, sim_limit, out, inn, ws, buf, 0, False)
     os_, ol, oto = out[0], out[1], out[3]
     mark, stamp = ws[5], ws[6]
     new = 0
