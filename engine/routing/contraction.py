@@ -301,7 +301,7 @@ def _costliest_open(p, order, vs, oto, tmark, first):
 
 
 @njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
-def _closed(y, n_targets, p, order, vs, oto, ow, base, tmark, first):
+def _closed(y, n_targets, p, order, vs, oto, ow, w_in, tmark, first):
     """Close target ``y``: (targets still open, the costliest one's place in ``order``, its
     bound; -inf when none is open)."""
     tmark[y] = -1
@@ -309,16 +309,16 @@ def _closed(y, n_targets, p, order, vs, oto, ow, base, tmark, first):
     if n_targets == 0:
         return 0, p, -INF
     p = _costliest_open(p, order, vs, oto, tmark, first)
-    return n_targets, p, base + ow[vs + order[p]]
+    return n_targets, p, w_in + ow[vs + order[p]]
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
-def _witness(u, v, base, settle_limit, out, ws, first, n_targets, order, on_reach):
+def _witness(u, v, w_in, settle_limit, out, ws, first, n_targets, order, on_reach):
     """Dijkstra from u avoiding ``v`` and the nodes whose ``dist`` is -inf, for witnesses to the
     ``n_targets`` open targets: v's out-neighbours x, the one at position j of v's out list marked
-    ``first + j`` in ``tmark``, each witnessed by a path of cost ``base`` + w(v, x) at most
-    (``order``: the positions, costliest arc first). Distances stay in ``dist`` (the caller
-    resets the ``touched`` ones, whose count is returned).
+    ``first + j`` in ``tmark``, each witnessed by a path of cost ``w_in`` (the arc u -> v) +
+    w(v, x) at most (``order``: the positions, costliest arc first). Distances stay in ``dist``
+    (the caller resets the ``touched`` ones, whose count is returned).
 
     A target closes once its distance is final (settled) or low enough already (a tentative
     distance only falls). The search stops when none is open, when its next node costs more than
@@ -330,7 +330,7 @@ def _witness(u, v, base, settle_limit, out, ws, first, n_targets, order, on_reac
     dist, touched, hk, hv, hpos, tmark, _ = ws
     vs, last = os_[v], first + ol[v]
     p = _costliest_open(0, order, vs, oto, tmark, first)
-    limit = base + ow[vs + order[p]]
+    limit = w_in + ow[vs + order[p]]
     nt = 1
     dist[u] = 0.0
     touched[0] = u
@@ -344,7 +344,7 @@ def _witness(u, v, base, settle_limit, out, ws, first, n_targets, order, on_reac
         if settled > settle_limit:
             break
         if first <= tmark[x] < last:
-            n_targets, p, limit = _closed(x, n_targets, p, order, vs, oto, ow, base, tmark, first)
+            n_targets, p, limit = _closed(x, n_targets, p, order, vs, oto, ow, w_in, tmark, first)
             if n_targets == 0:
                 break
         for k in range(os_[x], os_[x] + ol[x]):
@@ -358,8 +358,8 @@ def _witness(u, v, base, settle_limit, out, ws, first, n_targets, order, on_reac
                     nt += 1
                 dist[y] = nd
                 size = heap.push(hk, hv, hpos, size, nd, y)
-                if on_reach and nd <= limit and first <= tmark[y] < last and nd <= base + ow[vs + tmark[y] - first]:
-                    n_targets, p, limit = _closed(y, n_targets, p, order, vs, oto, ow, base, tmark, first)
+                if on_reach and nd <= limit and first <= tmark[y] < last and nd <= w_in + ow[vs + tmark[y] - first]:
+                    n_targets, p, limit = _closed(y, n_targets, p, order, vs, oto, ow, w_in, tmark, first)
                     if n_targets == 0:
                         break
     heap.clear(hv, hpos, size)
