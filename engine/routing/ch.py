@@ -104,6 +104,13 @@ FLUSH_ARCS = 1 << 20
 CORE_SHORTCUTS = 4096
 HUBBED_CORE_SHORTCUTS = 512
 
+# rounds that start with fewer than this share of the nodes left update priorities lazily
+# (engine.routing.contraction): the car's dense top contracts a node or two a round and
+# re-simulated most of the rest each time; a graph with junction hubs contracts dozens a round
+# even there, and lazy updates only slowed it (docs/engineering-history.md)
+LAZY_BELOW = 0.2
+HUBBED_LAZY_BELOW = 0.0
+
 
 def build(
     graph,
@@ -112,6 +119,7 @@ def build(
     settle_limit: int = 500,
     core_shortcuts: int | None = None,
     front: float = 0.05,
+    lazy_below: float | None = None,
     priority: tuple[float, float, float, float, float] = PRIORITY,
     hubs: bool = True,
     progress: Step | None = None,
@@ -127,7 +135,9 @@ def build(
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
     the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
     rule covers that). By default :data:`HUBBED_CORE_SHORTCUTS` when the graph has junction hubs,
-    else :data:`CORE_SHORTCUTS` (module doc).
+    else :data:`CORE_SHORTCUTS` (module doc). Likewise ``lazy_below``: the share of nodes left
+    below which a round simulates only the dirty nodes that could be chosen
+    (:data:`HUBBED_LAZY_BELOW` or :data:`LAZY_BELOW`).
 
     ``spill``: the finished arcs go to a temporary directory (``TMPDIR``) in chunks of
     ``flush_arcs`` instead of staying in memory until the end (:mod:`engine.routing.arc_chunks`);
@@ -142,6 +152,8 @@ def build(
     hub_edge = arcs.hub_edge
     if core_shortcuts is None:
         core_shortcuts = HUBBED_CORE_SHORTCUTS if hub_edge.shape[0] else CORE_SHORTCUTS
+    if lazy_below is None:
+        lazy_below = HUBBED_LAZY_BELOW if hub_edge.shape[0] else LAZY_BELOW
     n = arcs.n
     if progress is not None:
         progress.total = n  # the edges and the hubs
@@ -167,6 +179,7 @@ def build(
                 up,
                 down,
                 flush_arcs if spill else None,
+                lazy_below,
             )
         numbering = {}
         if storage_ordered:

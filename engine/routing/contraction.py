@@ -9,11 +9,16 @@ walk contracted nodes.
 
 Order: in rounds, every node whose priority (``PRIORITY``: edge difference + level) is below all
 its neighbours' (hashed tie-break) is contracted. A node next to a contracted one becomes
-*dirty*; a round simulates again only the dirty nodes in its *front* (priority among the lowest
-``front`` share of the remaining nodes, from a sample), and only clean nodes may be chosen. The
+*dirty*, and only clean nodes may be chosen. A round simulates again only the dirty nodes in its
+*front* (priority among the lowest ``front`` share of the remaining nodes, from a sample); the
 others keep their last priority until the front reaches them: in the dense upper levels almost
-every node is dirty after every round, and re-simulating all of them dominated the build. Witness
-searches settle at most ``sim_limit`` nodes while estimating and ``settle_limit`` while
+every node is dirty after every round, and re-simulating all of them dominated the build. Once
+fewer than ``lazy_below`` of the nodes remain, the updates are *lazy*: a round simulates only
+the dirty nodes of its front whose last priority is still below all their neighbours' (the only
+ones that could be chosen), and again until it has chosen a node, or none is left to simulate
+(then the whole front, as above). At the top of a car's graph a round contracts a node or two
+and made most of the rest dirty, so each contracted node had cost dozens of simulations.
+Witness searches settle at most ``sim_limit`` nodes while estimating and ``settle_limit`` while
 contracting (a missed witness only adds a shortcut, never a wrong answer), and stop as soon as no
 target still open can get a witness: a target closes when a path to it is cheap enough, even
 before it is settled, and the search's cost bound falls to the largest bound of the targets
@@ -580,22 +585,35 @@ def _front_limit(prio, remaining, n_rem, front):
     return sample[int(front * (sample.shape[0] - 1))]
 
 
+@njit(cache=True)
+def _due(remaining, n_rem, dirty, limit, lazy, out, inn, prio, todo):
+    """Write to ``todo`` the dirty nodes whose last priority is at most ``limit`` and, when
+    ``lazy``, below all their neighbours' (the only ones that could be chosen now); returns their
+    count. Read before any of them is simulated, so the set does not depend on the threads."""
+    n_due = 0
+    for i in range(n_rem):
+        v = remaining[i]
+        if dirty[v] and prio[v] <= limit and (not lazy or _local_minimum(v, out, inn, prio)):
+            todo[n_due] = v
+            n_due += 1
+    return n_due
+
+
 @njit(cache=True, parallel=True)
-def _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef):
-    """Priorities of the dirty nodes whose last priority is at most ``limit``, one thread per
-    workspace (searches only read the graph); the others stay dirty."""
+def _simulate(todo, n_due, sim_limit, out, inn, wss, need, prio, dirty, deleted, level, coef):
+    """Priorities of the nodes of ``todo``, one thread per workspace (searches only read the
+    graph)."""
     t = wss[0].shape[0]
-    room = _largest_product(remaining, n_rem, out, inn)
+    room = _largest_product(todo, n_due, out, inn)
     for c in prange(t):
         ws = _row(wss, c)
         buf = _new_buffer(room)
-        for i in range(c, n_rem, t):
-            v = remaining[i]
-            if dirty[v] and prio[v] <= limit:
-                dirty[v] = False
-                needed, new, hops = _estimate(v, sim_limit, out, inn, ws, buf)
-                need[v] = needed
-                prio[v] = _priority(v, new, hops, out, inn, deleted, level, coef)
+        for i in range(c, n_due, t):
+            v = todo[i]
+            dirty[v] = False
+            needed, new, hops = _estimate(v, sim_limit, out, inn, ws, buf)
+            need[v] = needed
+            prio[v] = _priority(v, new, hops, out, inn, deleted, level, coef)
 
 
 @njit(cache=True, parallel=True)
@@ -699,6 +717,7 @@ def _contract_round(
     core_shortcuts,
     coef,
     front,
+    lazy_below,
     done,
 ):
     """One round: every node whose priority is below its neighbours' is contracted. When only
@@ -716,14 +735,24 @@ def _contract_round(
     n_chosen = 0
     if n_rem > 0:
         limit = _front_limit(prio, remaining, n_rem, front)
+        todo = nbr  # scratch until the insertions
+        lazy = n_rem < lazy_below * rank.shape[0]
         while True:
-            _simulate(remaining, n_rem, dirty, limit, sim_limit, out, inn, wss, need, prio, deleted, level, coef)
+            n_due = _due(remaining, n_rem, dirty, limit, lazy, out, inn, prio, todo)
+            _simulate(todo, n_due, sim_limit, out, inn, wss, need, prio, dirty, deleted, level, coef)
             n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
-            if n_chosen > 0 or limit == INF:
+            if n_chosen > 0 or (limit == INF and not lazy):
                 break
-            # the lowest clean node at or below the limit is always a local minimum, so this
-            # happens only when every node of the front rose above the limit: refresh them all
-            limit = INF
+            if n_due == 0:
+                # the lowest node at or below the limit is a local minimum: simulated when dirty,
+                # chosen when clean unless it needs too many shortcuts. So none was chosen only
+                # when every node of the front rose above the limit or is bound for the core:
+                # refresh the whole front, then every node; if none can be chosen then, the
+                # rest is the core
+                if lazy:
+                    lazy = False
+                else:
+                    limit = INF
     if n_chosen == 0:
         for i in range(n_rem):  # the core
             v = remaining[i]
@@ -760,7 +789,9 @@ def _contract_round(
     counters[1] = r
 
 
-def contract(n, csr, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None):
+def contract(
+    n, csr, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None, lazy_below=0.0
+):
     """Contract the graph ``csr`` (a list: first, to, w), emptied once the pools hold the graph so
     that the caller's arrays can go for the rest of the contraction; returns (rank, core size).
     The arcs go to ``up`` and ``down``
@@ -768,17 +799,17 @@ def contract(n, csr, sim_limit, settle_limit, core_shortcuts, coef, front, threa
     at their lower end), handed over whenever the two hold ``flush_at`` arcs (None: once, at the
     end), so that a contraction whose outputs spill to disk never holds more of them than that.
     ``done[0]`` counts the nodes contracted so far (read by the import's progress line while a
-    round runs without the GIL)."""
+    round runs without the GIL). Rounds that start with fewer than ``lazy_below`` (a share) of the
+    ``n`` nodes left update priorities lazily (module doc)."""
     out, inn, rank, counters, *rest = _contraction_state(n, *csr, threads)
     n_arcs = int(csr[0][n])
     csr.clear()
     pools = List([out, inn])
     del out, inn  # in the list only: a round that grows a pool frees the old one
     outputs = List([_new_output(2 * n_arcs + 1024), _new_output(2 * n_arcs + 1024)])
+    settings = (sim_limit, settle_limit, core_shortcuts, coef, front, lazy_below)
     while not counters[2]:
-        _contract_round(
-            pools, outputs, rank, counters, *rest, sim_limit, settle_limit, core_shortcuts, coef, front, done
-        )
+        _contract_round(pools, outputs, rank, counters, *rest, *settings, done)
         held = outputs[0][4][0] + outputs[1][4][0]
         if counters[2] or (flush_at is not None and held >= flush_at):
             up.take(outputs[0])

@@ -217,11 +217,13 @@ def check_whole_network(router: Router, seed: int, pairs: int = 120) -> tuple[in
     return check_router(router, np.random.default_rng(seed), pairs, (lat.min(), lng.min(), lat.max(), lng.max()))
 
 
-def test_ch_with_dense_core_equals_dijkstra(tmp_path):
-    """Stopping the contraction early (a core searched as a plain graph) stays exact."""
+@pytest.mark.parametrize("lazy_below", [0.0, 1.0])
+def test_ch_with_dense_core_equals_dijkstra(tmp_path, lazy_below):
+    """Stopping the contraction early (a core searched as a plain graph) stays exact, with lazy
+    updates too (with them, a round finds the core only after refreshing every node)."""
     g = random_network(9)
     graph, _ = build_graph(g.write(tmp_path / "core.osm.pbf"), with_ch=False)
-    arrays = ch.build(graph, core_shortcuts=2)
+    arrays = ch.build(graph, core_shortcuts=2, lazy_below=lazy_below)
     core = int(arrays.pop("ch_core")[0])
     assert core > 50  # the early stop really left a core
     found, compared = check_whole_network(router_over(graph, arrays, core), seed=9)
@@ -284,16 +286,20 @@ def test_a_graph_parked_on_disk_while_it_is_contracted_is_the_same_graph(tmp_pat
     assert list(park_dir.iterdir()) == []
 
 
-@pytest.mark.parametrize("front", [1.0, 0.05, 0.002])
-def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path, front):
+@pytest.mark.parametrize(
+    ("front", "lazy_below"), [(1.0, 0.0), (0.05, 0.0), (0.002, 0.0), (1.0, 1.0), (0.05, 1.0), (0.002, 0.5)]
+)
+def test_ch_full_contraction_equals_dijkstra_and_arcs_point_upward(tmp_path, front, lazy_below):
     """No core at all (every node contracted, however many shortcuts it needs): still exact, and
     the stored graphs are a hierarchy: both store an arc at its lower-ranked end (upward arcs
     x -> higher, downward arcs higher -> x kept at x). Whatever share of the dirty nodes a round
-    refreshes (``front``: 1.0 = all of them; 0.002 = only those at the lowest priority)."""
+    refreshes (``front``: 1.0 = all of them; 0.002 = only those at the lowest priority), and
+    whether it refreshes only those that could be chosen (``lazy_below``: from the start, or
+    once half the nodes are contracted)."""
     g = random_network(5)
     graph, _ = build_graph(g.write(tmp_path / "full.osm.pbf"), with_ch=False)
     assert graph.n_edges > 256  # the front applies while 256 nodes or more remain
-    arrays = ch.build(graph, core_shortcuts=1 << 30, sim_limit=1, settle_limit=5, front=front)
+    arrays = ch.build(graph, core_shortcuts=1 << 30, sim_limit=1, settle_limit=5, front=front, lazy_below=lazy_below)
     assert int(arrays.pop("ch_core")[0]) == 0
     rank = arrays["ch_rank"].astype(np.int64)
     assert np.array_equal(np.sort(rank), np.arange(graph.n_edges))

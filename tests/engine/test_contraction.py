@@ -142,6 +142,28 @@ def test_front_limit_is_off_for_few_nodes_or_a_full_front():
     assert C._front_limit(prio, remaining, 1000, 0.05) < 100
 
 
+def test_lazy_updates_simulate_only_the_dirty_nodes_of_the_front_that_could_be_chosen():
+    """Eager: every dirty node at or below the limit; lazy: of those, only the ones whose last
+    priority is below all their neighbours' (the others could not be chosen this round)."""
+    n = 400
+    first, to, w = random_csr(n, 6)
+    out, inn = C._dynamic_graph(n, first, to, w)
+    rng = np.random.default_rng(6)
+    prio = rng.permutation(n).astype(np.float64)
+    dirty = rng.random(n) < 0.5
+    remaining = rng.permutation(n).astype(np.int32)
+    todo = np.empty(n, np.int32)
+    limit = 300.0
+    eager = set(todo[: C._due(remaining, n, dirty, limit, False, out, inn, prio, todo)].tolist())
+    assert eager == {v for v in range(n) if dirty[v] and prio[v] <= limit}
+    lazy = set(todo[: C._due(remaining, n, dirty, limit, True, out, inn, prio, todo)].tolist())
+    tails = np.repeat(np.arange(n), np.diff(first))
+    neighbours = [(set(to[tails == v].tolist()) | set(tails[to == v].tolist())) - {v} for v in range(n)]
+    minima = {v for v in eager if all(prio[v] < prio[x] for x in neighbours[v])}
+    assert lazy == minima
+    assert 0 < len(lazy) < len(eager)
+
+
 @pytest.mark.parametrize("on_disk", [False, True])
 def test_arc_chunks_make_the_csr_of_a_stable_sort_by_node(tmp_path, on_disk):
     """The CSR of arcs handed over in several chunks (on disk or in memory) equals the stable
