@@ -107,7 +107,7 @@ HUBBED_CORE_SHORTCUTS = 512
 # rounds that start with fewer than this share of the nodes left update priorities lazily
 # (engine.routing.contraction): the car's dense top contracts a node or two a round and
 # re-simulated most of the rest each time; a graph with junction hubs contracts dozens a round
-# even there, and lazy updates only slowed it (docs/engineering-history.md)
+# even there, and lazy updates did not speed it up (docs/engineering-history.md)
 LAZY_BELOW = 0.2
 HUBBED_LAZY_BELOW = 0.0
 
