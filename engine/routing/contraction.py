@@ -743,16 +743,17 @@ def _contract_round(
             n_chosen = _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen)
             if n_chosen > 0 or (limit == INF and not lazy):
                 break
-            if n_due == 0:
-                # the lowest node at or below the limit is a local minimum: simulated when dirty,
-                # chosen when clean unless it needs too many shortcuts. So none was chosen only
-                # when every node of the front rose above the limit or is bound for the core:
-                # refresh the whole front, then every node; if none can be chosen then, the
-                # rest is the core
-                if lazy:
-                    lazy = False
-                else:
-                    limit = INF
+            if lazy and n_due > 0:
+                continue  # the nodes simulated rose above a neighbour: try those now below
+            # the lowest node at or below the limit is a local minimum: simulated when dirty,
+            # chosen when clean unless it needs too many shortcuts. So a lazy pass had nothing
+            # to simulate, or an eager one chose nothing, only when every node of the front rose
+            # above the limit or is bound for the core: refresh the whole front, then every
+            # node; if none can be chosen then, the rest is the core
+            if lazy:
+                lazy = False
+            else:
+                limit = INF
     if n_chosen == 0:
         for i in range(n_rem):  # the core
             v = remaining[i]
