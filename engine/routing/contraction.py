@@ -22,7 +22,8 @@ Witness searches settle at most ``sim_limit`` nodes while estimating and ``settl
 contracting (a missed witness only adds a shortcut, never a wrong answer), and stop as soon as no
 target still open can get a witness: a target closes when a path to it is cheap enough, even
 before it is settled, and the search's cost bound falls to the largest bound of the targets
-still open (the shortcuts are the same as with searches run to the largest bound).
+still open (the shortcuts are the same as with searches run to the largest bound); a node
+reached beyond that bound is never queued.
 
 Threads: the searches only read the graph, so both the priority simulations and the shortcut
 searches of a round's nodes run on all threads (one search workspace each); the shortcuts are
@@ -328,7 +329,8 @@ def _witness(u, v, w_in, settle_limit, out, ws, first, n_targets, order, on_reac
     A target closes once its distance is final (settled) or low enough already (a tentative
     distance only falls). The search stops when none is open, when its next node costs more than
     any open target's bound (no open target can get a witness then), or after ``settle_limit``
-    settled nodes: it answers what a search run to the largest bound would, sooner. Closing a
+    settled nodes: it answers what a search run to the largest bound would, sooner. A node
+    reached beyond the bound is neither recorded nor queued: bounds only fall. Closing a
     target as it is reached (``on_reach``) pays for itself in the shortcut searches; the priority
     simulations, a few dozen settled nodes each, are faster without it."""
     os_, ol, oto, ow = out[0], out[1], out[3], out[4]
@@ -357,7 +359,7 @@ def _witness(u, v, w_in, settle_limit, out, ws, first, n_targets, order, on_reac
             if y == v:
                 continue
             nd = d + ow[k]
-            if nd < dist[y]:
+            if nd <= limit and nd < dist[y]:
                 if dist[y] == INF:
                     touched[nt] = y
                     nt += 1

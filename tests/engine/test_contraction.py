@@ -105,6 +105,48 @@ def test_witness_searches_find_exactly_the_shortcuts_a_full_search_needs(seed):
     assert needed > n  # shortcuts were needed, and witnesses spared others
 
 
+def _touched_by_witness_search(u, v, out, inn, ws, on_reach):
+    """The distances a witness search from u for v's out-neighbours (marked as ``_needed`` marks
+    them) leaves on the nodes it touched, and its first bound (w(u, v) + the costliest w(v, x))."""
+    os_, ol, oto, ow = out[0], out[1], out[3], out[4]
+    w_in = ow[C._arc_index(out, u, v)]
+    order = np.argsort(-ow[os_[v] : os_[v] + ol[v]])
+    tmark, stamp = ws[5], ws[6]
+    first = stamp[0] + 1
+    stamp[0] += ol[v]
+    n_targets = 0
+    for j in range(ol[v]):
+        x = oto[os_[v] + j]
+        if x != u:
+            tmark[x] = first + j
+            n_targets += 1
+    bound = w_in + ow[os_[v] : os_[v] + ol[v]].max()
+    if n_targets == 0:
+        return np.zeros(0), bound
+    nt = C._witness(u, v, w_in, 1000, out, ws, first, n_targets, order, on_reach)
+    touched = ws[1][:nt].copy()
+    reached = ws[0][touched].copy()
+    ws[0][touched] = np.inf
+    return reached, bound
+
+
+@pytest.mark.parametrize("on_reach", [True, False])
+def test_a_witness_search_never_touches_a_node_beyond_its_bound(on_reach):
+    """A node reached at more than the costliest open target's bound can witness nothing (bounds
+    only fall as targets close), so the search neither records nor queues it."""
+    n = 90
+    first, to, w = random_csr(n, 21, degree=6)
+    out, inn = C._dynamic_graph(n, first, to, w)
+    ws = C._row(C._workspaces(1, n), 0)
+    searches = 0
+    for v in range(n):
+        for k in range(inn[0][v], inn[0][v] + inn[1][v]):
+            reached, bound = _touched_by_witness_search(int(inn[3][k]), v, out, inn, ws, on_reach)
+            assert (reached <= bound).all()
+            searches += reached.size > 1
+    assert searches > n  # the searches went beyond their source
+
+
 @pytest.mark.parametrize("seed", [14, 15])
 def test_bounded_witness_searches_only_add_shortcuts(seed):
     """A search cut short by ``settle_limit`` may miss a witness (one shortcut more), never a
