@@ -373,6 +373,23 @@ def _witness(u, v, w_in, settle_limit, out, ws, first, n_targets, order, on_reac
     return nt
 
 
+@njit(cache=True, inline="always")
+def _mark_targets(u, v, out, tmark, stamp):
+    """Mark v's out-neighbours but u as the open targets of u's witness search: a fresh block of
+    stamps, the target at position j of v's out list marked ``first`` + j; returns (first, their
+    count)."""
+    os_, ol, oto = out[0], out[1], out[3]
+    first = stamp[0] + 1
+    stamp[0] += ol[v]
+    n_targets = 0
+    for j in range(ol[v]):
+        x = oto[os_[v] + j]
+        if x != u:
+            tmark[x] = first + j
+            n_targets += 1
+    return first, n_targets
+
+
 @njit(cache=True)
 def _needed(v, settle_limit, out, inn, ws, buf, base, on_reach=True):
     """Write the shortcuts (u, x, weight, hops) that contracting v needs to ``buf`` from slot
@@ -385,14 +402,7 @@ def _needed(v, settle_limit, out, inn, ws, buf, base, on_reach=True):
     count = 0
     for ka in range(is_[v], is_[v] + il[v]):
         u = ito[ka]
-        first = stamp[0] + 1  # a block of stamps: the target at position j is marked first + j
-        stamp[0] += ol[v]
-        n_targets = 0
-        for j in range(ol[v]):
-            x = oto[os_[v] + j]
-            if x != u:
-                tmark[x] = first + j
-                n_targets += 1
+        first, n_targets = _mark_targets(u, v, out, tmark, stamp)
         if n_targets == 0:
             continue
         nt = _witness(u, v, iw[ka], settle_limit, out, ws, first, n_targets, order, on_reach)

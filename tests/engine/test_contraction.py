@@ -106,20 +106,13 @@ def test_witness_searches_find_exactly_the_shortcuts_a_full_search_needs(seed):
 
 
 def _touched_by_witness_search(u, v, out, inn, ws, on_reach):
-    """The distances a witness search from u for v's out-neighbours (marked as ``_needed`` marks
-    them) leaves on the nodes it touched, and its first bound (w(u, v) + the costliest w(v, x))."""
-    os_, ol, oto, ow = out[0], out[1], out[3], out[4]
+    """The distances a witness search from u for v's out-neighbours (marked by ``_mark_targets``,
+    as ``_needed`` marks them) leaves on the nodes it touched, and its first bound (w(u, v) + the
+    costliest w(v, x))."""
+    os_, ol, ow = out[0], out[1], out[4]
     w_in = ow[C._arc_index(out, u, v)]
     order = np.argsort(-ow[os_[v] : os_[v] + ol[v]])
-    tmark, stamp = ws[5], ws[6]
-    first = stamp[0] + 1
-    stamp[0] += ol[v]
-    n_targets = 0
-    for j in range(ol[v]):
-        x = oto[os_[v] + j]
-        if x != u:
-            tmark[x] = first + j
-            n_targets += 1
+    first, n_targets = C._mark_targets(u, v, out, ws[5], ws[6])
     bound = w_in + ow[os_[v] : os_[v] + ol[v]].max()
     if n_targets == 0:
         return np.zeros(0), bound
