@@ -106,12 +106,12 @@ def _answer(sender: Connection, fn: Callable[..., Any], args: tuple[Any, ...], s
         result = fn(*args, _PipeStream(sender)) if streamed else fn(*args)
         outcome: tuple[bool, Any] = (True, result)
     except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        outcome = (False, _portable(exc))
+        outcome = (False, portable(exc))
     sender.send(("outcome", *outcome))
     sender.close()
 
 
-def _portable(exc: Exception) -> Exception:
+def portable(exc: Exception) -> Exception:
     """The exception itself when it survives pickling, else one that says the same."""
     try:
         pickle.loads(pickle.dumps(exc))

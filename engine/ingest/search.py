@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -66,6 +67,7 @@ from engine.ingest.search_addresses import (
     fill_postcodes,
     street_postcodes,
 )
+from engine.ingest.sqlite_writer import SqliteWriter
 from engine.progress import ImportProgress
 from engine.search import vocabulary
 from engine.search.context import context_text, context_words
@@ -422,10 +424,11 @@ class Feature:
     geom: bytes | None
 
     def as_row(self) -> tuple[object, ...]:
-        return tuple(getattr(self, column) for column in FEATURE_COLUMNS)
+        return _FEATURE_ROW(self)
 
 
 FEATURE_COLUMNS = tuple(f.name for f in fields(Feature))
+_FEATURE_ROW = operator.attrgetter(*FEATURE_COLUMNS)  # the row tuple, made in C
 
 
 class Entry(NamedTuple):
@@ -468,13 +471,47 @@ class StreetPart:
     bounds: tuple[float, float, float, float]  # min_lng, min_lat, max_lng, max_lat
 
 
+_INSERT_FEATURE = (
+    f"INSERT INTO features ({', '.join(FEATURE_COLUMNS)}) VALUES ({', '.join('?' * len(FEATURE_COLUMNS))})"
+)
+
+
+def _insert_rows(
+    conn: sqlite3.Connection,
+    features: list[tuple[object, ...]],
+    entries: list[Entry],
+    point_boxes: list[PointBox],
+    parts: list[StreetPart],
+) -> None:
+    """The rows made since the last flush (a job of the writer process)."""
+    conn.executemany(_INSERT_FEATURE, features)
+    conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", entries)
+    conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", point_boxes)
+    conn.executemany("INSERT INTO street_parts VALUES (?,?,?)", ((s.id, s.street_id, s.geom) for s in parts))
+    conn.executemany(
+        "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
+        ((s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in parts),
+    )
+
+
+def _insert_contexts(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
+    conn.executemany("INSERT INTO temp.feature_context VALUES (?,?)", rows)
+
+
+def _set_postcodes(conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> None:
+    conn.executemany("UPDATE features SET postcode = ? WHERE id = ?", rows)
+
+
 class _IndexWriter:
     """Writes the rows of the index as they are made, FLUSH_ROWS features at a time (nothing
     holds every row until the end); a feature's id is its position (from 1). Counts the features
-    by type and the vocabulary on the way."""
+    by type and the vocabulary on the way.
 
-    def __init__(self, conn: sqlite3.Connection, admin: AdminIndex) -> None:
-        self.conn = conn
+    The rows go to ``writes``, whose process inserts them while the next ones are made (SQLite,
+    the R*Tree above all, took a quarter of the stage)."""
+
+    def __init__(self, writes: SqliteWriter, admin: AdminIndex) -> None:
+        self.writes = writes
         self.admin = admin
         self.next_id = 1
         self.counts: Counter[str] = Counter()
@@ -518,11 +555,9 @@ class _IndexWriter:
 
     def write_contexts(self) -> None:
         """The contexts kept, into the temporary table (the last ones: before ``_finish_index``)."""
-        self.conn.executemany(
-            "INSERT INTO temp.feature_context VALUES (?,?)",
-            ((c.feature_id, context_text(context_words(*c[1:]))) for c in self._contexts),
-        )
-        self._contexts.clear()
+        rows = [(c.feature_id, context_text(context_words(*c[1:]))) for c in self._contexts]
+        self.writes.submit(_insert_contexts, rows)
+        self._contexts = set()
 
     def _add_entries(self, feature_id: int, variants: list[str]) -> bool:
         """The feature's name variants as entries; whether it has any."""
@@ -544,23 +579,12 @@ class _IndexWriter:
     def set_street_postcodes(self, postcodes: list[StreetPostcode]) -> None:
         """A street's postcode, known once its addresses are (the rows are written by then)."""
         self.flush()
-        self.conn.executemany(
-            "UPDATE features SET postcode = ? WHERE id = ?", ((p.postcode, p.street_id) for p in postcodes)
-        )
+        rows = [(p.postcode, p.street_id) for p in postcodes]
+        self.writes.submit(_set_postcodes, rows)
 
     def flush(self) -> None:
-        columns = ", ".join(FEATURE_COLUMNS)
-        placeholders = ", ".join("?" * len(FEATURE_COLUMNS))
-        self.conn.executemany(f"INSERT INTO features ({columns}) VALUES ({placeholders})", self._features)
-        self.conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", self._entries)
-        self.conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", self._point_boxes)
-        self.conn.executemany(
-            "INSERT INTO street_parts VALUES (?,?,?)", ((s.id, s.street_id, s.geom) for s in self._parts)
-        )
-        self.conn.executemany(
-            "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
-            ((s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in self._parts),
-        )
+        """The rows made so far, handed to the writer."""
+        self.writes.submit(_insert_rows, self._features, self._entries, self._point_boxes, self._parts)
         self._features, self._entries, self._point_boxes, self._parts = [], [], [], []
 
     def parts(self, lat: float, lng: float) -> dict[str, str | None]:
@@ -978,16 +1002,20 @@ def _write_entry_contexts(conn: sqlite3.Connection) -> None:
 
 
 def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
-    """The tables made from the rows written: full-text index, vocabulary and its typo tables,
-    the secondary indexes, meta and statistics."""
+    """The last rows, then the tables made from all of them (:func:`_finish_tables`)."""
     writer.flush()
     writer.write_contexts()
-    conn = writer.conn
+    writer.writes.submit(_finish_tables, sorted(writer.vocab.items()), proj)
+
+
+def _finish_tables(conn: sqlite3.Connection, vocab: list[tuple[str, int]], proj: LocalProjection) -> None:
+    """The tables made from the rows written: full-text index, vocabulary and its typo tables,
+    the secondary indexes, meta and statistics."""
     # a name's id follows its first entry's: names tied on rank come in the order of their entries
     conn.execute(NAMES)
     conn.execute("INSERT INTO names_fts (rowid, norm) SELECT id, norm FROM names")
     _write_entry_contexts(conn)
-    conn.executemany("INSERT INTO vocab VALUES (?,?)", sorted(writer.vocab.items()))
+    conn.executemany("INSERT INTO vocab VALUES (?,?)", vocab)
     vocabulary.write_tables(conn)
     conn.executescript(INDEXES)
     conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
@@ -1017,10 +1045,9 @@ def build(
     progress = progress or ImportProgress.silent()
     proj = _projection(bbox)
     col = collect(pbf_path, proj, progress)
-    conn = sqlite3.connect(out_path)
-    try:
-        _create_index(conn)
-        writer = _IndexWriter(conn, AdminIndex(admin_areas or []))
+    with SqliteWriter(Path(out_path)) as writes:
+        writes.submit(_create_index)
+        writer = _IndexWriter(writes, AdminIndex(admin_areas or []))
         streets = _add_streets(writer, col.streets, proj)
         col.streets.clear()  # the pieces are in the streets' lines now
         _add_addresses(writer, col.addresses.table(), streets, proj, progress)
@@ -1028,8 +1055,6 @@ def build(
         _add_admin_places(writer, admin_areas or [], col.places)
         _add_pois(writer, col.pois, proj)
         _finish_index(writer, proj)
-    finally:
-        conn.close()
     return {
         "addresses": writer.counts["address"],
         "streets": writer.counts["street"],
