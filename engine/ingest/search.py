@@ -431,13 +431,11 @@ FEATURE_COLUMNS = tuple(f.name for f in fields(Feature))
 _FEATURE_ROW = operator.attrgetter(*FEATURE_COLUMNS)  # the row tuple, made in C
 
 
-class Entry(NamedTuple):
-    """One row of ``entries``: a searchable name variant of a feature."""
+# The rows sent to the writer process are plain tuples: pickling a NamedTuple costs about ten
+# times as much as the tuple, and there is one per address.
 
-    id: int
-    feature_id: int
-    norm: str
-    is_primary: int
+# one row of ``entries``, a searchable name variant of a feature: (id, feature_id, norm, is_primary)
+Entry = tuple[int, int, str, int]
 
 
 class FeatureContext(NamedTuple):
@@ -451,24 +449,14 @@ class FeatureContext(NamedTuple):
     country: str | None
 
 
-class PointBox(NamedTuple):
-    """One row of ``points_rtree``: a point feature as a degenerate box."""
-
-    id: int
-    min_lng: float
-    max_lng: float
-    min_lat: float
-    max_lat: float
+# one row of ``points_rtree``, a point feature as a degenerate box: (id, min_lng, max_lng,
+# min_lat, max_lat)
+PointBox = tuple[int, float, float, float, float]
 
 
-@dataclass(frozen=True)
-class StreetPart:
-    """One row of ``street_parts`` (and ``parts_rtree`` by its line's bounds)."""
-
-    id: int
-    street_id: int
-    geom: bytes  # a way: LineString; a square: Polygon
-    bounds: tuple[float, float, float, float]  # min_lng, min_lat, max_lng, max_lat
+# one row of ``street_parts`` and its box in ``parts_rtree``: (id, street_id, geom, min_lng,
+# max_lng, min_lat, max_lat); geom a way's LineString or a square's Polygon (WKB)
+StreetPart = tuple[int, int, bytes, float, float, float, float]
 
 
 _INSERT_FEATURE = (
@@ -487,11 +475,8 @@ def _insert_rows(
     conn.executemany(_INSERT_FEATURE, features)
     conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", entries)
     conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", point_boxes)
-    conn.executemany("INSERT INTO street_parts VALUES (?,?,?)", ((s.id, s.street_id, s.geom) for s in parts))
-    conn.executemany(
-        "INSERT INTO parts_rtree VALUES (?,?,?,?,?)",
-        ((s.id, s.bounds[0], s.bounds[2], s.bounds[1], s.bounds[3]) for s in parts),
-    )
+    conn.executemany("INSERT INTO street_parts VALUES (?,?,?)", (part[:3] for part in parts))
+    conn.executemany("INSERT INTO parts_rtree VALUES (?,?,?,?,?)", ((part[0], *part[3:]) for part in parts))
 
 
 def _insert_contexts(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
@@ -542,7 +527,7 @@ class _IndexWriter:
             for tok in tokens(value or ""):
                 self.vocab[tok] += 0  # a context word: typo tolerance may correct to it
         if point:
-            self._point_boxes.append(PointBox(feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
+            self._point_boxes.append((feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
         if len(self._features) >= FLUSH_ROWS:
             self.flush()
 
@@ -567,14 +552,15 @@ class _IndexWriter:
             if norm and norm not in seen:
                 seen.add(norm)
                 self._entry_count += 1
-                self._entries.append(Entry(self._entry_count, feature_id, norm, 1 if i == 0 else 0))
+                self._entries.append((self._entry_count, feature_id, norm, 1 if i == 0 else 0))
                 for tok in norm.split():
                     self.vocab[tok] += 1
         return bool(seen)
 
     def add_street_part(self, street_id: int, geom: bytes, bounds: tuple[float, float, float, float]) -> None:
         self._part_count += 1
-        self._parts.append(StreetPart(self._part_count, street_id, geom, bounds))
+        min_lng, min_lat, max_lng, max_lat = bounds
+        self._parts.append((self._part_count, street_id, geom, min_lng, max_lng, min_lat, max_lat))
 
     def set_street_postcodes(self, postcodes: list[StreetPostcode]) -> None:
         """A street's postcode, known once its addresses are (the rows are written by then)."""
