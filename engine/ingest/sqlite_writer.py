@@ -92,10 +92,8 @@ class SqliteWriter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if kind is None:
+        if kind is None or self._conn is not None:
             self.close()
-        elif self._conn is not None:
-            self._conn.close()
         else:
             assert self._jobs is not None
             self._process.terminate()
