@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import shapely
@@ -21,7 +21,13 @@ from shapely.geometry.base import BaseGeometry
 from engine import layout
 from engine.search.normalize import normalize
 
-POINTS_CHUNK = 1 << 20  # points per tree query of parts_of_points (a few arrays of this length)
+
+class PartColumns(NamedTuple):
+    """:func:`address_parts` of many points, one list per part (the names are its keys)."""
+
+    country: list[str | None]
+    city: list[str | None]
+    district: list[str | None]
 
 
 @dataclass
@@ -104,22 +110,17 @@ class AdminIndex:
         """The areas of these indexes (ascending), country first: by level, then the larger first."""
         return sorted((self.areas[i] for i in indexes), key=lambda a: (a.level, a.geometry.area * -1))
 
-    def parts_of_points(
-        self, lats: np.ndarray, lngs: np.ndarray, chunk: int = POINTS_CHUNK
-    ) -> Iterator[dict[str, str | None]]:
-        """:func:`address_parts` of :meth:`containing` for many points, in their order (the import's
-        millions of addresses). Each chunk of points is one query of the tree (predicate
-        ``covered_by``: the area covers the point, as in :meth:`containing`), and the parts of each
-        distinct set of areas are worked out once: a region has few such sets."""
-        parts_by_set: dict[tuple[int, ...], dict[str, str | None]] = {}
-        for start in range(0, len(lats), chunk):
-            sets, inverse = self._area_sets(lats[start : start + chunk], lngs[start : start + chunk])
-            parts = []
-            for areas in sets:
-                if areas not in parts_by_set:
-                    parts_by_set[areas] = address_parts(self._by_level(list(areas)))
-                parts.append(parts_by_set[areas])
-            yield from (parts[k] for k in inverse.tolist())
+    def parts_of_points(self, lats: np.ndarray, lngs: np.ndarray) -> PartColumns:
+        """:func:`address_parts` of :meth:`containing` for many points, as columns in the points'
+        order (the import's millions of addresses, a chunk at a time). The points are one query of
+        the tree (predicate ``covered_by``: the area covers the point, as in :meth:`containing`),
+        and the parts of each distinct set of areas are worked out once: a region has few such
+        sets."""
+        sets, inverse = self._area_sets(lats, lngs)
+        by_set = [address_parts(self._by_level(list(areas))) for areas in sets]
+        table = np.array([[p[name] for name in PartColumns._fields] for p in by_set], dtype=object)
+        picked = table[inverse]
+        return PartColumns(*(picked[:, k].tolist() for k in range(len(PartColumns._fields))))
 
     def _area_sets(self, lats: np.ndarray, lngs: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """The distinct sets of areas (ascending indexes) covering these points, and for each

@@ -37,10 +37,10 @@ import math
 import operator
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from itertools import repeat
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import osmium
@@ -48,14 +48,14 @@ import shapely
 from shapely.geometry import LineString, MultiLineString, Point, Polygon
 
 from engine import layout
-from engine.admin import AdminArea, AdminIndex, address_parts
+from engine.admin import AdminArea, AdminIndex, PartColumns, address_parts
 from engine.categories import POI_KEYS, categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
 from engine.ingest.osm_tags import housenumbers, name_variants, names_of
 from engine.ingest.search_addresses import (
+    AddressChunk,
     AddressColumns,
-    AddressRecord,
     AddressSource,
     AddressTable,
     IndexedStreet,
@@ -438,15 +438,10 @@ _FEATURE_ROW = operator.attrgetter(*FEATURE_COLUMNS)  # the row tuple, made in C
 Entry = tuple[int, int, str, int]
 
 
-class FeatureContext(NamedTuple):
-    """Where a feature with entries is, or one of the addresses of such a street: rows of the
-    import's temporary ``feature_context`` (joined per feature in ``_write_entry_contexts``)."""
-
-    feature_id: int  # the feature with entries
-    city: str | None
-    district: str | None
-    postcode: str | None
-    country: str | None
+# where a feature with entries is, or one of the addresses of such a street: rows of the import's
+# temporary ``feature_context`` (joined per feature in ``_write_entry_contexts``): (feature_id,
+# city, district, postcode, country)
+FeatureContext = tuple[int, str | None, str | None, str | None, str | None]
 
 
 # one row of ``points_rtree``, a point feature as a degenerate box: (id, min_lng, max_lng,
@@ -523,24 +518,53 @@ class _IndexWriter:
             # where the address is places its street too: a street crossing a town line is
             # found from either town
             self._add_context(feature.street_id, feature)
-        for value in (feature.city, feature.district, feature.postcode):
-            for tok in tokens(value or ""):
-                self.vocab[tok] += 0  # a context word: typo tolerance may correct to it
+        self._add_context_words((feature.city, feature.district, feature.postcode))
         if point:
             self._point_boxes.append((feature.id, feature.lng, feature.lng, feature.lat, feature.lat))
         if len(self._features) >= FLUSH_ROWS:
             self.flush()
 
+    def add_points(
+        self,
+        kind: str,
+        rows: list[tuple[object, ...]],
+        boxes: list[PointBox],
+        contexts: list[FeatureContext],
+        context_values: set[str | None],
+    ) -> None:
+        """Point features without names of their own, already as rows (a chunk of addresses):
+        their boxes, the contexts they give (their streets'), the city, district and postcode
+        values among those."""
+        if not rows:
+            return
+        assert rows[0][0] == self.next_id
+        self.next_id += len(rows)
+        self.counts[kind] += len(rows)
+        self._features += rows
+        self._point_boxes += boxes
+        self._contexts.update(contexts)
+        if len(self._contexts) >= CONTEXTS_MAX:
+            self.write_contexts()
+        self._add_context_words(context_values)
+        if len(self._features) >= FLUSH_ROWS:
+            self.flush()
+
+    def _add_context_words(self, values: Iterable[str | None]) -> None:
+        """A city's, district's or postcode's words: typo tolerance may correct to them."""
+        for value in values:
+            for tok in tokens(value or ""):
+                self.vocab[tok] += 0
+
     def _add_context(self, owner_id: int, feature: Feature) -> None:
         """The feature's city, district, postcode and country as context of ``owner_id`` (itself,
         or an address's street); each distinct one once while CONTEXTS_MAX are kept."""
-        self._contexts.add(FeatureContext(owner_id, feature.city, feature.district, feature.postcode, feature.country))
+        self._contexts.add((owner_id, feature.city, feature.district, feature.postcode, feature.country))
         if len(self._contexts) >= CONTEXTS_MAX:
             self.write_contexts()
 
     def write_contexts(self) -> None:
         """The contexts kept, into the temporary table (the last ones: before ``_finish_index``)."""
-        rows = [(c.feature_id, context_text(context_words(*c[1:]))) for c in self._contexts]
+        rows = [(c[0], context_text(context_words(*c[1:]))) for c in self._contexts]
         self.writes.submit(_insert_contexts, rows)
         self._contexts = set()
 
@@ -741,32 +765,52 @@ def _add_address_streets(writer: _IndexWriter, table: AddressTable, unknown: lis
         table.street_id[street.rows] = fid
 
 
-def _add_address(writer: _IndexWriter, a: AddressRecord, p: dict[str, str | None]) -> None:
-    """One address; ``p`` the country, city and district of its admin areas."""
-    feature = Feature(
-        id=writer.next_id,
-        type="address",
-        name=a.name,
-        names=None,
-        housenumber=a.number,
-        hn_norm=a.hn_norm,
-        street=a.street,
-        street_key=a.street_key,
-        street_id=a.street_id,
-        city=a.city or p["city"],
-        district=a.district or p["district"],
-        postcode=a.postcode,
-        country=_country(a.country) or p["country"],
-        lat=a.lat,
-        lng=a.lng,
-        osm_type=a.osm_type,
-        osm_id=a.osm_id,
-        category=None,
-        tags=None,
-        importance=0.5,
-        geom=a.footprint,
+def _add_address_chunk(writer: _IndexWriter, chunk: AddressChunk, areas: PartColumns) -> None:
+    """Consecutive addresses; ``areas`` the country, city and district of their admin areas."""
+    city = [own or area for own, area in zip(chunk.city, areas.city, strict=True)]
+    district = [own or area for own, area in zip(chunk.district, areas.district, strict=True)]
+    alpha3 = {code: _country(code) for code in set(chunk.country)}
+    country = [alpha3[own] or area for own, area in zip(chunk.country, areas.country, strict=True)]
+    ids = range(writer.next_id, writer.next_id + len(chunk))
+    columns = {
+        "id": ids,
+        "type": repeat("address"),
+        "name": chunk.name,
+        "names": repeat(None),
+        "housenumber": chunk.number,
+        "hn_norm": chunk.hn_norm,
+        "street": chunk.street,
+        "street_key": chunk.street_key,
+        "street_id": chunk.street_id,
+        "city": city,
+        "district": district,
+        "postcode": chunk.postcode,
+        "country": country,
+        "lat": chunk.lat,
+        "lng": chunk.lng,
+        "osm_type": chunk.osm_type,
+        "osm_id": chunk.osm_id,
+        "category": repeat(None),
+        "tags": repeat(None),
+        "importance": repeat(0.5),
+        "geom": chunk.footprint,
+    }
+    # where an address is places its street too: a street crossing a town line is found from
+    # either town
+    contexts: list[FeatureContext] = [
+        (street_id, town, part, postcode, land)
+        for street_id, town, part, postcode, land in zip(
+            chunk.street_id, city, district, chunk.postcode, country, strict=True
+        )
+        if street_id is not None
+    ]
+    writer.add_points(
+        "address",
+        list(zip(*(columns[name] for name in FEATURE_COLUMNS), strict=False)),  # repeat() columns are endless
+        list(zip(ids, chunk.lng, chunk.lng, chunk.lat, chunk.lat, strict=True)),
+        contexts,
+        {*city, *district, *chunk.postcode},
     )
-    writer.add(feature)
 
 
 def _add_addresses(
@@ -782,10 +826,9 @@ def _add_addresses(
     fill_postcodes(table, rows, proj)
     _add_address_streets(writer, table, assign_streets(table, rows, streets, proj))
     with progress.step("search: addresses", total=len(rows), unit="addresses") as step:
-        areas_parts = writer.admin.parts_of_points(table.lat[rows], table.lng[rows])
-        for address, parts in zip(table.records(rows), areas_parts, strict=True):
-            _add_address(writer, address, parts)
-            step.advance()
+        for chunk in table.chunks(rows, FLUSH_ROWS):
+            _add_address_chunk(writer, chunk, writer.admin.parts_of_points(*chunk.points))
+            step.advance(len(chunk))
     writer.set_street_postcodes(street_postcodes(table, rows))
 
 

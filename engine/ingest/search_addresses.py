@@ -4,7 +4,7 @@ A country has tens of millions of addresses, so none of them is kept as a Python
 the PBF pass and the index: an address is a row of numpy columns, its strings (number, street,
 postcode, city ...) are codes into one ``StringPool`` that holds each distinct string once, and a
 building outline is kept as WKB. The steps below work on arrays of row numbers; the rows of the
-``features`` table are made a chunk at a time while writing (``AddressTable.records``).
+``features`` table are made a chunk at a time while writing (``AddressTable.chunks``).
 
 The steps, in the order of the stage:
 
@@ -147,24 +147,29 @@ class AddressColumns:
 
 
 @dataclass(frozen=True)
-class AddressRecord:
-    """One address with its strings, as the ``features`` row is made from it."""
+class AddressChunk:
+    """Consecutive addresses as columns of Python values, in row order: the ``features`` rows are
+    zipped from them (one Python object per address was most of the stage's address loop)."""
 
-    osm_type: str
-    osm_id: int
-    lat: float
-    lng: float
-    number: str
-    street: str
-    street_key: str
-    hn_norm: str
-    street_id: int | None
-    postcode: str | None
-    city: str | None
-    district: str | None
-    country: str | None
-    name: str | None
-    footprint: bytes | None
+    osm_type: list[str]
+    osm_id: list[int]
+    lat: list[float]
+    lng: list[float]
+    number: list[str]
+    street: list[str]
+    street_key: list[str]
+    hn_norm: list[str]
+    street_id: list[int | None]
+    postcode: list[str | None]
+    city: list[str | None]
+    district: list[str | None]
+    country: list[str | None]
+    name: list[str | None]
+    footprint: list[bytes | None]
+    points: tuple[np.ndarray, np.ndarray]  # lat, lng as arrays (the admin lookup's input)
+
+    def __len__(self) -> int:
+        return len(self.osm_id)
 
 
 @dataclass
@@ -187,42 +192,24 @@ class AddressTable:
     def __len__(self) -> int:
         return int(self.osm_id.size)
 
-    def records(self, rows: np.ndarray) -> Iterator[AddressRecord]:
-        """The addresses of ``rows``, in that order, with their strings."""
-        for start in range(0, rows.size, CHUNK):
-            yield from self._chunk_records(rows[start : start + CHUNK])
-
-    def _chunk_records(self, rows: np.ndarray) -> Iterator[AddressRecord]:
-        value = self.strings.value
-        columns = [self.codes[name][rows].tolist() for name in STRING_COLUMNS]
-        numbers = zip(
-            self.osm_id[rows].tolist(),
-            self.lat[rows].tolist(),
-            self.lng[rows].tolist(),
-            self.number[rows].tolist(),
-            self.street_key[rows].tolist(),
-            self.hn_norm[rows].tolist(),
-            self.street_id[rows].tolist(),
-            strict=True,
-        )
-        for k, (osm_id, lat, lng, number, key, hn, street_id) in enumerate(numbers):
-            osm_type, street, postcode, city, district, country, name = (value(c[k]) for c in columns)
-            yield AddressRecord(
-                osm_type=str(osm_type),
-                osm_id=osm_id,
-                lat=lat,
-                lng=lng,
-                number=str(value(number)),
-                street=str(street),
-                street_key=str(value(key)),
-                hn_norm=str(value(hn)),
-                street_id=street_id or None,
-                postcode=postcode,
-                city=city,
-                district=district,
-                country=country,
-                name=name,
-                footprint=self.footprints[int(rows[k])],
+    def chunks(self, rows: np.ndarray, size: int = CHUNK) -> Iterator[AddressChunk]:
+        """The addresses of ``rows``, in that order, ``size`` at a time, with their strings."""
+        values = np.array([*self.strings.values, None], dtype=object)  # NO_STRING (-1) is None
+        for start in range(0, rows.size, size):
+            part = rows[start : start + size]
+            strings = {name: values[self.codes[name][part]].tolist() for name in STRING_COLUMNS}
+            lat, lng = self.lat[part], self.lng[part]
+            yield AddressChunk(
+                osm_id=self.osm_id[part].tolist(),
+                lat=lat.tolist(),
+                lng=lng.tolist(),
+                number=values[self.number[part]].tolist(),
+                street_key=values[self.street_key[part]].tolist(),
+                hn_norm=values[self.hn_norm[part]].tolist(),
+                street_id=[street_id or None for street_id in self.street_id[part].tolist()],
+                footprint=[self.footprints[row] for row in part.tolist()],
+                points=(lat, lng),
+                **strings,
             )
 
 

@@ -9,7 +9,7 @@ import shapely
 from shapely.geometry import box
 
 from engine import layout
-from engine.admin import AdminArea, AdminIndex, address_parts
+from engine.admin import AdminArea, AdminIndex, PartColumns, address_parts
 
 
 def _area(i: int, name: str, level: int, geometry, country: str | None = None) -> AdminArea:
@@ -34,6 +34,15 @@ def _one_by_one(index: AdminIndex, lats: np.ndarray, lngs: np.ndarray) -> list[d
     return [address_parts(index.containing(lat, lng)) for lat, lng in zip(lats.tolist(), lngs.tolist(), strict=True)]
 
 
+def _batched(index: AdminIndex, lats: np.ndarray, lngs: np.ndarray, chunk: int) -> list[dict]:
+    """``parts_of_points`` a chunk at a time, as the one-point lookup's dicts."""
+    found = []
+    for start in range(0, len(lats), chunk):
+        columns = index.parts_of_points(lats[start : start + chunk], lngs[start : start + chunk])
+        found += [dict(zip(PartColumns._fields, parts, strict=True)) for parts in zip(*columns, strict=True)]
+    return found
+
+
 @pytest.mark.parametrize("chunk", [7, 1 << 20])
 def test_batched_parts_equal_the_one_point_lookup(chunk):
     index = AdminIndex(_nested_areas())
@@ -41,7 +50,7 @@ def test_batched_parts_equal_the_one_point_lookup(chunk):
     # inside, outside, on shared edges and corners, in the hole
     lngs = np.r_[rng.uniform(-1, 11, 400), [5.0, 5.0, 0.0, 7.5, 10.0, 2.0]]
     lats = np.r_[rng.uniform(-1, 11, 400), [5.0, 0.0, 0.0, 7.5, 10.0, 2.0]]
-    batched = list(index.parts_of_points(lats, lngs, chunk=chunk))
+    batched = _batched(index, lats, lngs, chunk)
     assert batched == _one_by_one(index, lats, lngs)
     assert {p["city"] for p in batched} >= {"West City", "East City", None}
     assert {p["district"] for p in batched} >= {"Old Town", "Borough", "Ring", None}
@@ -49,11 +58,10 @@ def test_batched_parts_equal_the_one_point_lookup(chunk):
 
 def test_no_areas_and_no_points():
     empty = AdminIndex([])
-    assert (
-        list(empty.parts_of_points(np.array([1.0, 2.0]), np.array([3.0, 4.0])))
-        == [{"country": None, "city": None, "district": None}] * 2
+    assert empty.parts_of_points(np.array([1.0, 2.0]), np.array([3.0, 4.0])) == PartColumns(
+        [None, None], [None, None], [None, None]
     )
-    assert list(AdminIndex(_nested_areas()).parts_of_points(np.array([]), np.array([]))) == []
+    assert AdminIndex(_nested_areas()).parts_of_points(np.array([]), np.array([])) == PartColumns([], [], [])
 
 
 def test_batched_parts_on_the_samples_admin_areas(data_dir):
@@ -62,6 +70,6 @@ def test_batched_parts_on_the_samples_admin_areas(data_dir):
         west, south, east, north = shapely.total_bounds([a.geometry for a in index.areas])
         rng = np.random.default_rng(5)
         lats, lngs = rng.uniform(south, north, 2000), rng.uniform(west, east, 2000)
-        batched = list(index.parts_of_points(lats, lngs, chunk=500))
+        batched = _batched(index, lats, lngs, 500)
         assert batched == _one_by_one(index, lats, lngs), region
         assert any(p["city"] for p in batched), region
