@@ -24,7 +24,7 @@ import pickle
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, TextIO, TypeVar
+from typing import Any, Generic, TextIO, TypeVar, cast
 
 from engine.errors import DatasetError
 
@@ -43,30 +43,62 @@ def call_in_child(fn: Callable[..., T], *args: Any, output: TextIO | None = None
     stream)`` instead, ``stream`` a text stream whose writes reach ``output`` here. A child that
     dies without an answer (the kernel's out-of-memory killer, a signal) is a
     :class:`DatasetError` naming its exit code."""
-    if not can_have_children():
-        return fn(*args, output) if output is not None else fn(*args)
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_answer, args=(sender, fn, args, output is not None), name=f"meridian-{fn.__name__}")
-    child.start()
-    sender.close()  # the child's end: recv() sees EOF when the child dies without answering
-    try:
-        ok, value = _outcome(receiver, output, child)
-        child.join()
-    except EOFError:
-        child.join()
-        raise DatasetError(
-            f"the import's child process exited with code {child.exitcode} before it finished "
-            "(out of memory? see the system log)"
-        ) from None
-    finally:
-        receiver.close()
-        if child.is_alive():  # this process was interrupted while waiting
-            child.terminate()
+    with ChildCall(fn, *args, output=output) as call:
+        return call.result()
+
+
+class ChildCall(Generic[T]):
+    """``fn(*args)`` started in a spawned child as :func:`call_in_child` runs it, while this process
+    goes on; :meth:`result` waits for it. Leaving the ``with`` block stops a child whose result was
+    not taken (this process failed meanwhile). In a process that may not have children, the call
+    runs in :meth:`result`."""
+
+    def __init__(self, fn: Callable[..., T], *args: Any, output: TextIO | None = None) -> None:
+        self._fn, self._args, self._output = fn, args, output
+        self._child: BaseProcess | None = None
+        if not can_have_children():
+            return
+        context = multiprocessing.get_context("spawn")
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._child = context.Process(
+            target=_answer, args=(sender, fn, args, output is not None), name=f"meridian-{fn.__name__}"
+        )
+        self._child.start()
+        sender.close()  # the child's end: recv() sees EOF when the child dies without answering
+
+    def result(self) -> T:
+        child, output = self._child, self._output
+        if child is None:
+            return self._fn(*self._args, output) if output is not None else self._fn(*self._args)
+        try:
+            ok, value = _outcome(self._receiver, output, child)
             child.join()
-    if ok:
-        return value
-    raise value
+        except EOFError:
+            child.join()
+            raise DatasetError(
+                f"the import's child process exited with code {child.exitcode} before it finished "
+                "(out of memory? see the system log)"
+            ) from None
+        finally:
+            self.close()
+        if ok:
+            return cast(T, value)
+        raise value
+
+    def close(self) -> None:
+        """Stop the child if it still runs; release the pipe."""
+        if self._child is None:
+            return
+        self._receiver.close()
+        if self._child.is_alive():
+            self._child.terminate()
+            self._child.join()
+
+    def __enter__(self) -> ChildCall[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _outcome(receiver: Connection, output: TextIO | None, child: BaseProcess) -> tuple[bool, Any]:

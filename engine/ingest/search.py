@@ -1,17 +1,17 @@
 """Import stage "search": addresses, named streets, places and POIs -> search.sqlite.
 
-One pass over the PBF with node locations (ways get their coordinates; multipolygon relations
-are assembled by osmium for the few that carry an address, a place or a POI). Every feature gets
-country/city/district from its addr:* tags or, when missing, from the admin areas of the
-"admin" stage (``ctx.shared["admin_areas"]``); a missing postcode is taken from the nearest
-address of the same street that has one (within 300 m).
+Two passes over the PBF at once (engine.ingest.search_reading): the addresses in a child
+process, the street pieces, places and POIs here. Every feature gets country/city/district from
+its addr:* tags or, when missing, from the admin areas of the "admin" stage
+(``ctx.shared["admin_areas"]``); a missing postcode is taken from the nearest address of the same
+street that has one (within 300 m).
 
-The steps: ``collect`` (the PBF pass: addresses into the columns of
-engine.ingest.search_addresses, the rest into Collected* records), then the features in id order,
-each written as it is made (``_IndexWriter``, so memory does not grow with the rows): streets
-(same-name ways clustered), addresses (orphans adopted, duplicates dropped, postcodes filled,
-tied to a street; the street postcodes set once those are known), places, admin areas as
-places, POIs, and ``_finish_index`` (full-text indexes, vocabulary, secondary indexes).
+The steps: the feature pass, then the features in id order, each written as it is made
+(``_IndexWriter``, so memory does not grow with the rows): streets (same-name ways clustered,
+while the address pass still reads), addresses (the address pass's columns of
+engine.ingest.search_addresses: orphans adopted, duplicates dropped, postcodes filled, tied to a
+street; the street postcodes set once those are known), places, admin areas as places, POIs, and
+``_finish_index`` (full-text indexes, vocabulary, secondary indexes).
 
 Tables (see engine.search.index for the reader):
     features      one row per address / street / place / poi; geom: a street's lines (WKB, lon/lat),
@@ -37,26 +37,22 @@ import math
 import operator
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from itertools import repeat
 from pathlib import Path
 
 import numpy as np
-import osmium
 import shapely
 from shapely.geometry import LineString, MultiLineString, Point, Polygon
 
 from engine import layout
 from engine.admin import AdminArea, AdminIndex, PartColumns, address_parts
-from engine.categories import POI_KEYS, categorize, poi_tags
 from engine.geo import LocalProjection
 from engine.ingest.context import ImportContext
-from engine.ingest.osm_tags import housenumbers, name_variants, names_of
+from engine.ingest.osm_tags import name_variants, names_of
 from engine.ingest.search_addresses import (
     AddressChunk,
-    AddressColumns,
-    AddressSource,
     AddressTable,
     IndexedStreet,
     StreetPostcode,
@@ -67,25 +63,20 @@ from engine.ingest.search_addresses import (
     fill_postcodes,
     street_postcodes,
 )
+from engine.ingest.search_reading import (
+    AddressPass,
+    CollectedPlace,
+    CollectedPoi,
+    CollectedWay,
+    footprint_wkb,
+    read_features,
+)
 from engine.ingest.sqlite_writer import SqliteWriter
 from engine.progress import ImportProgress
 from engine.search import vocabulary
 from engine.search.context import context_text, context_words
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
-STREET_HIGHWAYS_EXCLUDED = {
-    "bus_stop",
-    "platform",
-    "proposed",
-    "elevator",
-    "street_lamp",
-    "abandoned",
-    "razed",
-    "traffic_signals",
-    "crossing",
-    "turning_circle",
-    "emergency_access_point",
-}
 DRIVABLE = {
     "motorway",
     "trunk",
@@ -103,45 +94,6 @@ DRIVABLE = {
     "service",
     "road",
 }
-PLACE_IMPORTANCE = {
-    "country": 1.0,
-    "state": 0.95,
-    "region": 0.9,
-    "province": 0.9,
-    "city": 0.9,
-    "town": 0.8,
-    "municipality": 0.8,
-    "borough": 0.7,
-    "village": 0.7,
-    "suburb": 0.65,
-    "quarter": 0.55,
-    "neighbourhood": 0.5,
-    "hamlet": 0.5,
-    "island": 0.5,
-    "square": 0.45,
-    "locality": 0.4,
-    "islet": 0.35,
-    "city_block": 0.3,
-    "plot": 0.2,
-    "farm": 0.2,
-    "isolated_dwelling": 0.2,
-}
-RAW_POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "office", "emergency")
-# A node with none of OWN_KEYS can only be an address (not a place, not a POI): the collector
-# reads no tag of it but ADDRESS_KEYS (_Collector._take_addresses)
-OWN_KEYS = tuple(dict.fromkeys(("name", "place", *POI_KEYS, *RAW_POI_KEYS)))
-ADDRESS_KEYS = (
-    "addr:housenumber",
-    "addr:street",
-    "addr:place",
-    "addr:postcode",
-    "addr:city",
-    "addr:suburb",
-    "addr:district",
-    "addr:country",
-    "entrance",
-    "building",
-)
 CLUSTER_GAP_M = 150.0  # same-name street pieces closer than this are one street
 FLUSH_ROWS = 20_000  # features written to SQLite at a time
 # SQLite's page cache while the index is built (default 2 MB): each point is added to the R*Tree
@@ -149,250 +101,6 @@ FLUSH_ROWS = 20_000  # features written to SQLite at a time
 BUILD_CACHE_KIB = 128 * 1024
 PARTS_CACHE_MAX = 100_000  # points whose admin parts are kept
 CONTEXTS_MAX = 100_000  # distinct feature contexts kept before they are written
-
-LonLat = tuple[float, float]
-# an outline: a closed way's ring (lon/lat), or an assembled multipolygon (shapely, lon/lat)
-Outline = list[LonLat] | shapely.Geometry
-
-
-# -- what the PBF pass collects -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class CollectedWay:
-    """A named highway way: one piece of a street."""
-
-    osm_id: int
-    coords: np.ndarray  # (k, 2) lon/lat: one object a way, not a tuple and two floats a point
-    name: str
-    names: dict[str, str]
-    highway: str
-    area: bool  # a square (highway=pedestrian + area=yes): inside it is on it
-
-
-@dataclass(frozen=True)
-class CollectedPlace:
-    osm_type: str
-    osm_id: int
-    lat: float
-    lng: float
-    place: str
-    names: dict[str, str]
-    name: str
-    importance: float
-    postcode: str | None
-
-
-@dataclass(frozen=True)
-class CollectedPoi:
-    osm_type: str
-    osm_id: int
-    lat: float
-    lng: float
-    names: dict[str, str]
-    name: str | None
-    category: str | None
-    tags: list[str]  # key=value strings for raw-tag search
-    street: str | None
-    number: str | None
-    postcode: str | None
-    city: str | None
-    importance: float
-    outline: Outline | None = None  # an area POI (park, parking): nearest-by-category measures to it
-
-
-@dataclass(frozen=True)
-class TaggedObject:
-    """An OSM object reduced to what the collector reads: its tags at one point."""
-
-    osm_type: str  # node / way / relation
-    osm_id: int
-    tags: Mapping[str, str]  # a dict: read dozens of times per object, much faster than a TagList
-    lat: float
-    lng: float
-    footprint: Outline | None = None  # the outline of a closed way or a multipolygon
-
-
-class _Collector:
-    def __init__(self, proj: LocalProjection) -> None:
-        self.proj = proj  # building outlines are kept as WKB in the index's projection
-        self.addresses = AddressColumns()
-        self.streets: dict[str, list[CollectedWay]] = defaultdict(list)  # norm name -> ways
-        self.places: list[CollectedPlace] = []
-        self.pois: list[CollectedPoi] = []
-
-    def take(self, obj: TaggedObject) -> None:
-        """An object's addresses, and the place or the POI it is (a place is never also a POI)."""
-        self._take_addresses(obj)
-        place, name = obj.tags.get("place"), obj.tags.get("name")
-        if place and name:
-            self._take_place(obj, place, name)
-        else:
-            self._take_poi(obj)
-
-    def _take_addresses(self, obj: TaggedObject) -> None:
-        tags = obj.tags
-        raw = tags.get("addr:housenumber")
-        if not raw:
-            return
-        numbers = housenumbers(raw)
-        if not numbers:
-            return
-        source = AddressSource(
-            osm_type=obj.osm_type,
-            osm_id=obj.osm_id,
-            lat=obj.lat,
-            lng=obj.lng,
-            street=_street_of(tags),
-            postcode=tags.get("addr:postcode"),
-            city=tags.get("addr:city"),
-            district=tags.get("addr:suburb") or tags.get("addr:district"),
-            country=tags.get("addr:country"),
-            entrance=obj.osm_type == "node" and "entrance" in tags,
-            building="building" in tags,
-            name=tags.get("name"),
-            footprint=_footprint_wkb(obj.footprint, self.proj),
-        )
-        for number in numbers:
-            self.addresses.append(source, number)
-
-    def _take_place(self, obj: TaggedObject, place: str, name: str) -> None:
-        self.places.append(
-            CollectedPlace(
-                osm_type=obj.osm_type,
-                osm_id=obj.osm_id,
-                lat=obj.lat,
-                lng=obj.lng,
-                place=place,
-                names=names_of(obj.tags),
-                name=name,
-                importance=PLACE_IMPORTANCE.get(place, 0.3),
-                postcode=obj.tags.get("addr:postcode"),
-            )
-        )
-
-    def _take_poi(self, obj: TaggedObject) -> None:
-        tags = obj.tags
-        name = tags.get("name")
-        category = categorize(tags)
-        raw = poi_tags(tags)
-        unnamed_ok = any(tags.get(k) for k in RAW_POI_KEYS)  # benches, post boxes: raw-tag search
-        if not (category or (raw and (name or unnamed_ok))):
-            return
-        if obj.osm_type == "way" and tags.get("highway") and not category:
-            return  # a road with a raw POI tag is a road
-        if category == "bus_stop" and not name:
-            return
-        self.pois.append(
-            CollectedPoi(
-                osm_type=obj.osm_type,
-                osm_id=obj.osm_id,
-                lat=obj.lat,
-                lng=obj.lng,
-                names=names_of(tags),
-                name=name,
-                category=category,
-                tags=raw,
-                street=_street_of(tags),
-                number=tags.get("addr:housenumber"),
-                postcode=tags.get("addr:postcode"),
-                city=tags.get("addr:city"),
-                importance=0.35 + (0.1 if tags.get("wikidata") else 0) + (0.05 if name else -0.1),
-                outline=obj.footprint,
-            )
-        )
-
-
-def _street_of(tags: Mapping[str, str]) -> str | None:
-    street: str | None = tags.get("addr:street") or tags.get("addr:place")
-    return street
-
-
-def _is_closed(coords: list[LonLat]) -> bool:
-    return len(coords) >= 4 and coords[0] == coords[-1]
-
-
-def _way_point(coords: list[LonLat]) -> tuple[float, float]:
-    """A point that represents a way: the centroid of a closed ring (inside it), else mid-line."""
-    if _is_closed(coords):
-        poly = Polygon(coords)
-        if poly.is_valid and poly.area > 0:
-            c = poly.centroid
-            if not poly.contains(c):
-                c = poly.representative_point()
-            return c.y, c.x
-    line = LineString(coords)
-    p = line.interpolate(0.5, normalized=True)
-    return p.y, p.x
-
-
-def _street_way(way: osmium.osm.Way, coords: list[LonLat]) -> CollectedWay | None:
-    """The way as a piece of a named street, None when it is not one."""
-    tags = way.tags
-    highway = tags.get("highway")
-    name = tags.get("name")
-    if not (highway and highway not in STREET_HIGHWAYS_EXCLUDED and name):
-        return None
-    square = _is_closed(coords) and tags.get("area") == "yes"
-    return CollectedWay(way.id, np.array(coords, dtype=np.float64), name, names_of(tags), highway, square)
-
-
-def _take_way(col: _Collector, way: osmium.osm.Way) -> None:
-    coords = [(n.location.lon, n.location.lat) for n in way.nodes if n.location.valid()]
-    if len(coords) < 2:
-        return
-    street = _street_way(way, coords)
-    if street is not None:
-        col.streets[normalize(street.name)].append(street)
-        if not street.area:
-            return  # a square may also be a place or a POI (a market square)
-    lat, lng = _way_point(coords)
-    col.take(TaggedObject("way", way.id, dict(way.tags), lat, lng, coords if _is_closed(coords) else None))
-
-
-def _take_relation_area(col: _Collector, area: osmium.osm.Area, wkb: osmium.geom.WKBFactory) -> None:
-    """A multipolygon relation, at a point inside it (broken multipolygons are skipped)."""
-    try:
-        geom = shapely.from_wkb(bytes.fromhex(wkb.create_multipolygon(area)))
-    except Exception:  # noqa: BLE001 - broken multipolygon: skip it
-        return
-    c = geom.centroid if geom.is_valid else geom.representative_point()
-    if geom.is_valid and not geom.contains(c):
-        c = geom.representative_point()
-    col.take(TaggedObject("relation", area.orig_id(), dict(area.tags), c.y, c.x, geom if geom.is_valid else None))
-
-
-def collect(pbf_path: Path | str, proj: LocalProjection, progress: ImportProgress | None = None) -> _Collector:
-    """One pass over the PBF: addresses, street pieces, places and POIs."""
-    col = _Collector(proj)
-    wkb = osmium.geom.WKBFactory()
-    area_filter = osmium.filter.KeyFilter(
-        "addr:housenumber", "place", "amenity", "shop", "tourism", "leisure", "office", "historic"
-    )
-    keep = osmium.filter.KeyFilter("addr:housenumber", "place", "name", *POI_KEYS)
-    fp = osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter).with_filter(keep)
-    with (progress or ImportProgress.silent()).step("search: reading", unit="tagged objects") as step:
-        for o in fp:
-            step.advance()
-            if isinstance(o, osmium.osm.Node):
-                if o.location.valid():
-                    col.take(TaggedObject("node", o.id, node_tags(o.tags), o.location.lat, o.location.lon))
-            elif isinstance(o, osmium.osm.Way):
-                _take_way(col, o)
-            elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
-                _take_relation_area(col, o, wkb)
-    return col
-
-
-def node_tags(tags: osmium.osm.TagList) -> dict[str, str]:
-    """The tags of a node the collector reads, as a dict. pyosmium hands a TagList's tags out one
-    Python object at a time, several times slower than looking a key up, and the nodes of a
-    country are mostly addresses that need a few known keys: those are looked up, the other
-    nodes' tags are all read."""
-    if any(key in tags for key in OWN_KEYS):
-        return dict(tags)
-    return {key: value for key in ADDRESS_KEYS if (value := tags.get(key)) is not None}
-
 
 # -- rows of the index ----------------------------------------------------------------------------
 
@@ -832,21 +540,6 @@ def _add_addresses(
     writer.set_street_postcodes(street_postcodes(table, rows))
 
 
-def _footprint_wkb(outline: Outline | None, proj: LocalProjection) -> bytes | None:
-    """An outline (a building's, an area POI's) in the index's metric projection (meta 'proj'):
-    reverse geocoding and nearest-by-category measure distances to it in metres, 0 inside."""
-    if outline is None:
-        return None
-    poly: shapely.Geometry
-    if isinstance(outline, list):
-        if not outline:
-            return None
-        poly = Polygon(proj.coords_to_xy(outline))
-    else:
-        poly = shapely.transform(outline, proj.coords_to_xy)
-    return shapely.to_wkb(poly) if shapely.is_valid(poly) and shapely.area(poly) > 0 else None
-
-
 def _country(code: str | None) -> str | None:
     from engine.countries import to_alpha3  # noqa: PLC0415
 
@@ -948,7 +641,7 @@ def _add_pois(writer: _IndexWriter, pois: list[CollectedPoi], proj: LocalProject
             category=poi.category,
             tags="|" + "|".join(poi.tags) + "|",
             importance=poi.importance,
-            geom=_footprint_wkb(poi.outline, proj),
+            geom=footprint_wkb(poi.outline, proj),
         )
         writer.add(feature, [poi.name, *name_variants(poi.names)] if poi.name else [])
 
@@ -1073,16 +766,17 @@ def build(
     """Build search.sqlite; feature ids follow the order streets, addresses, places, POIs."""
     progress = progress or ImportProgress.silent()
     proj = _projection(bbox)
-    col = collect(pbf_path, proj, progress)
-    with SqliteWriter(Path(out_path)) as writes:
+    with AddressPass(pbf_path, proj) as address_pass, SqliteWriter(Path(out_path)) as writes:
+        features = read_features(pbf_path, progress)
         writes.submit(_create_index)
         writer = _IndexWriter(writes, AdminIndex(admin_areas or []))
-        streets = _add_streets(writer, col.streets, proj)
-        col.streets.clear()  # the pieces are in the streets' lines now
-        _add_addresses(writer, col.addresses.table(), streets, proj, progress)
-        _add_places(writer, col.places)
-        _add_admin_places(writer, admin_areas or [], col.places)
-        _add_pois(writer, col.pois, proj)
+        streets = _add_streets(writer, features.streets, proj)
+        features.streets.clear()  # the pieces are in the streets' lines now
+        addresses = address_pass.result(progress).table()
+        _add_addresses(writer, addresses, streets, proj, progress)
+        _add_places(writer, features.places)
+        _add_admin_places(writer, admin_areas or [], features.places)
+        _add_pois(writer, features.pois, proj)
         _finish_index(writer, proj)
     return {
         "addresses": writer.counts["address"],

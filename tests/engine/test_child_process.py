@@ -9,12 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from engine.errors import DatasetError
-from engine.ingest.child_process import call_in_child
+from engine.ingest.child_process import ChildCall, call_in_child
 
 
 def _rss_mb() -> float:
@@ -115,7 +116,7 @@ def test_a_child_reads_with_osmium_after_this_process_did(tmp_path):
 
 UNGUARDED_MAIN = """
 import os
-from engine.ingest.child_process import call_in_child
+from engine.ingest.child_process import ChildCall, call_in_child
 
 print(call_in_child(os.getpid))  # no __main__ guard: the spawned child runs this line again
 """
@@ -137,3 +138,24 @@ def test_a_child_that_dies_before_it_takes_its_end_of_the_pipe_is_an_error_not_a
     )
     assert done.returncode != 0
     assert "exited with code" in done.stderr
+
+
+def _sleeps_after_writing_its_pid(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_a_call_runs_beside_this_process_and_leaving_it_stops_the_child(tmp_path):
+    """A ChildCall whose result is never taken (the stage failed meanwhile) leaves no child."""
+    pid_file = tmp_path / "pid"
+    with ChildCall(_sleeps_after_writing_its_pid, str(pid_file)):
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)  # running while this process goes on
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with ChildCall(os.getpid) as call:
+        assert call.result() != os.getpid()

@@ -10,7 +10,7 @@ import osmium
 from config.settings import PROJECT_ROOT
 from engine import layout
 from engine.geo import LocalProjection
-from engine.ingest import search
+from engine.ingest import search_reading
 from engine.ingest.search_addresses import STRING_COLUMNS
 from engine.search.normalize import normalize, tokens
 
@@ -70,32 +70,23 @@ def test_normalisation():
     assert normalize("Av. Princesse Grace") == "avenue princesse grace"
 
 
-def _collected(pbf, proj):
-    """What the PBF pass kept: the address columns (strings as values), places and POIs."""
-    col = search.collect(pbf, proj)
-    cols, value = col.addresses, col.addresses.strings.value
+def _addresses(pbf, proj):
+    """What the address pass kept: the address columns, strings as values."""
+    cols = search_reading.read_addresses(pbf, proj)
+    value = cols.strings.value
     addresses = [list(cols.osm_id), list(cols.flags), [value(c) for c in cols.number]]
-    addresses += [[value(c) for c in cols.codes[name]] for name in STRING_COLUMNS]
-    return addresses, col.places, col.pois
+    return addresses + [[value(c) for c in cols.codes[name]] for name in STRING_COLUMNS]
 
 
-def test_a_nodes_tags_read_by_key_collect_what_all_its_tags_do(monkeypatch):
-    """The PBF pass reads only the address keys of a node that has none of OWN_KEYS: on both
-    samples it collects the same addresses, places and POIs as with every tag of every node."""
+def test_the_address_pass_reads_by_key_what_all_the_tags_give(monkeypatch):
+    """The address pass looks up only ADDRESS_KEYS of a node: on both samples it collects the same
+    addresses as with every tag of every node."""
     proj = LocalProjection(43.73, 7.42)
     for region in ("monaco", "helsinki"):
         pbf = SAMPLES / f"{region}.osm.pbf"
-        by_key = _collected(pbf, proj)
-        monkeypatch.setattr(search, "node_tags", dict)
-        every_tag = _collected(pbf, proj)
+        by_key = _addresses(pbf, proj)
+        monkeypatch.setattr(search_reading, "_address_tags", dict)
+        every_tag = _addresses(pbf, proj)
         monkeypatch.undo()
-        assert by_key[0] and by_key[1] and by_key[2], region
+        assert by_key[0], region
         assert by_key == every_tag, region
-
-
-def test_node_tags_keeps_what_the_collector_reads():
-    address = {"addr:housenumber": "12", "addr:street": "Mannerheimintie", "entrance": "main", "source": "survey"}
-    assert search.node_tags(address) == {k: v for k, v in address.items() if k != "source"}
-    poi = {"addr:housenumber": "3", "amenity": "cafe", "opening_hours": "Mo-Fr 08:00-16:00", "name:sv": "Kaffe"}
-    assert search.node_tags(poi) == poi
-    assert set(search.RAW_POI_KEYS) <= set(search.OWN_KEYS)
