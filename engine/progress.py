@@ -88,14 +88,17 @@ def _duration(seconds: float) -> str:
 class Step:
     """One long step of a stage: a count of items done, out of ``total`` when known."""
 
-    def __init__(self, progress: ImportProgress, label: str, total: int | None, unit: str) -> None:
+    def __init__(
+        self, progress: ImportProgress, label: str, total: int | None, unit: str, started: float | None = None
+    ) -> None:
         self._progress = progress
         self.label = label
         self.total = total
         self.unit = unit
         self.done = 0
-        self.started = progress.clock()
-        self._shown = self.started
+        now = progress.clock()
+        self.started = now if started is None else started
+        self._shown = now
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -201,9 +204,12 @@ class ImportProgress:
         self._write(f"[done] {name} in {_duration(seconds)}, peak memory {peak_mb:,.0f} MB\n")
 
     @contextmanager
-    def step(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Step]:
-        """A long step: advance (or watch) the yielded :class:`Step`; its last line stays."""
-        step = Step(self, label, total, unit)
+    def step(
+        self, label: str, total: int | None = None, unit: str = "items", started: float | None = None
+    ) -> Iterator[Step]:
+        """A long step: advance (or watch) the yielded :class:`Step`; its last line stays. ``started``
+        (this progress's clock) when its work began before this call, else now."""
+        step = Step(self, label, total, unit, started)
         try:
             yield step
         finally:

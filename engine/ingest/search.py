@@ -250,9 +250,7 @@ class _IndexWriter:
         self.counts[kind] += len(rows)
         self._features += rows
         self._point_boxes += boxes
-        self._contexts.update(contexts)
-        if len(self._contexts) >= CONTEXTS_MAX:
-            self.write_contexts()
+        self._keep_contexts(contexts)
         self._add_context_words(context_values)
         if len(self._features) >= FLUSH_ROWS:
             self.flush()
@@ -266,7 +264,11 @@ class _IndexWriter:
     def _add_context(self, owner_id: int, feature: Feature) -> None:
         """The feature's city, district, postcode and country as context of ``owner_id`` (itself,
         or an address's street); each distinct one once while CONTEXTS_MAX are kept."""
-        self._contexts.add((owner_id, feature.city, feature.district, feature.postcode, feature.country))
+        self._keep_contexts([(owner_id, feature.city, feature.district, feature.postcode, feature.country)])
+
+    def _keep_contexts(self, contexts: Iterable[FeatureContext]) -> None:
+        """Contexts kept, each distinct one once, until CONTEXTS_MAX are written."""
+        self._contexts.update(contexts)
         if len(self._contexts) >= CONTEXTS_MAX:
             self.write_contexts()
 
@@ -766,13 +768,13 @@ def build(
     """Build search.sqlite; feature ids follow the order streets, addresses, places, POIs."""
     progress = progress or ImportProgress.silent()
     proj = _projection(bbox)
-    with AddressPass(pbf_path, proj) as address_pass, SqliteWriter(Path(out_path)) as writes:
+    with AddressPass(pbf_path, proj, progress) as address_pass, SqliteWriter(Path(out_path)) as writes:
         features = read_features(pbf_path, progress)
         writes.submit(_create_index)
         writer = _IndexWriter(writes, AdminIndex(admin_areas or []))
         streets = _add_streets(writer, features.streets, proj)
         features.streets.clear()  # the pieces are in the streets' lines now
-        addresses = address_pass.result(progress).table()
+        addresses = address_pass.result().table()
         _add_addresses(writer, addresses, streets, proj, progress)
         _add_places(writer, features.places)
         _add_admin_places(writer, admin_areas or [], features.places)

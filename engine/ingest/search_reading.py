@@ -16,7 +16,6 @@ by osmium for the few that carry an address, a place or a POI).
 from __future__ import annotations
 
 import ctypes
-import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -278,10 +277,12 @@ def _way_coords(way: osmium.osm.Way) -> list[LonLat]:
     return [(n.location.lon, n.location.lat) for n in way.nodes if n.location.valid()]
 
 
-def _is_street(tags: osmium.osm.TagList) -> bool:
-    """A named highway that is a piece of a street."""
-    highway = tags.get("highway")
-    return bool(highway and highway not in STREET_HIGHWAYS_EXCLUDED and tags.get("name"))
+def _street_tags(tags: osmium.osm.TagList) -> tuple[str, str] | None:
+    """(name, highway) of a named highway that is a piece of a street; None for any other way."""
+    highway, name = tags.get("highway"), tags.get("name")
+    if highway and highway not in STREET_HIGHWAYS_EXCLUDED and name:
+        return name, highway
+    return None
 
 
 def _is_square(tags: osmium.osm.TagList, coords: list[LonLat]) -> bool:
@@ -308,11 +309,17 @@ def _relation_object(area: osmium.osm.Area, wkb: osmium.geom.WKBFactory) -> Tagg
 
 
 def _objects(pbf_path: Path | str, keys: tuple[str, ...], area_keys: tuple[str, ...]) -> Iterator[object]:
-    """The file's objects with one of ``keys``, and its multipolygon relations with one of
-    ``area_keys`` as areas, with node locations."""
+    """The file's nodes and ways with one of ``keys``, with node locations, and its multipolygon
+    relations with one of ``area_keys`` as :class:`TaggedObject` (broken ones skipped; the areas
+    osmium makes of closed ways are left out: the ways are read as ways)."""
     area_filter = osmium.filter.KeyFilter(*area_keys)
     fp = osmium.FileProcessor(str(pbf_path)).with_locations().with_areas(area_filter)
-    yield from fp.with_filter(osmium.filter.KeyFilter(*keys))
+    wkb = osmium.geom.WKBFactory()
+    for o in fp.with_filter(osmium.filter.KeyFilter(*keys)):
+        if not isinstance(o, osmium.osm.Area):
+            yield o
+        elif not o.from_way() and (relation := _relation_object(o, wkb)) is not None:
+            yield relation
 
 
 def _address_tags(tags: osmium.osm.TagList) -> dict[str, str]:
@@ -328,7 +335,6 @@ def read_addresses(
     not a square gives no address (it is a street). ``count`` (one int64) follows the objects read."""
     reader = _AddressReader(proj)
     done = np.ctypeslib.as_array(count) if count is not None else np.zeros(1, np.int64)
-    wkb = osmium.geom.WKBFactory()
     for n, o in enumerate(_objects(pbf_path, ADDRESS_FILTER, ADDRESS_FILTER), 1):
         if n % COUNT_EVERY == 0:
             done[0] = n
@@ -337,19 +343,16 @@ def read_addresses(
                 reader.take(TaggedObject("node", o.id, _address_tags(o.tags), o.location.lat, o.location.lon))
         elif isinstance(o, osmium.osm.Way):
             coords = _way_coords(o)
-            if len(coords) >= 2 and not (_is_street(o.tags) and not _is_square(o.tags, coords)):
+            if len(coords) >= 2 and (_street_tags(o.tags) is None or _is_square(o.tags, coords)):
                 reader.take(_way_object(o, coords))
-        elif isinstance(o, osmium.osm.Area) and not o.from_way():  # areas from ways were taken as ways
-            obj = _relation_object(o, wkb)
-            if obj is not None:
-                reader.take(obj)
+        elif isinstance(o, TaggedObject):
+            reader.take(o)
     return reader.addresses
 
 
 def read_features(pbf_path: Path | str, progress: ImportProgress | None = None) -> Features:
     """The feature pass: the street pieces, places and POIs of the file, in the file's order."""
     features = Features()
-    wkb = osmium.geom.WKBFactory()
     with (progress or ImportProgress.silent()).step("search: reading features", unit="tagged objects") as step:
         for o in _objects(pbf_path, FEATURE_FILTER, FEATURE_AREA_FILTER):
             step.advance()
@@ -358,10 +361,8 @@ def read_features(pbf_path: Path | str, progress: ImportProgress | None = None) 
                     features.take(TaggedObject("node", o.id, dict(o.tags), o.location.lat, o.location.lon))
             elif isinstance(o, osmium.osm.Way):
                 _take_way(features, o)
-            elif isinstance(o, osmium.osm.Area) and not o.from_way():
-                obj = _relation_object(o, wkb)
-                if obj is not None:
-                    features.take(obj)
+            elif isinstance(o, TaggedObject):
+                features.take(o)
     return features
 
 
@@ -370,8 +371,9 @@ def _take_way(features: Features, way: osmium.osm.Way) -> None:
     if len(coords) < 2:
         return
     tags = way.tags
-    name, highway = tags.get("name"), tags.get("highway")
-    if highway and name and _is_street(tags):
+    street = _street_tags(tags)
+    if street is not None:
+        name, highway = street
         square = _is_square(tags, coords)
         piece = CollectedWay(way.id, np.array(coords, dtype=np.float64), name, names_of(tags), highway, square)
         features.streets[normalize(name)].append(piece)
@@ -384,16 +386,17 @@ class AddressPass:
     """:func:`read_addresses` in a child process while this one goes on; :meth:`result` waits for
     its columns, showing the child's count."""
 
-    def __init__(self, pbf_path: Path | str, proj: LocalProjection) -> None:
+    def __init__(self, pbf_path: Path | str, proj: LocalProjection, progress: ImportProgress) -> None:
         self._count = RawArray("q", 1)
-        self._started = time.monotonic()
+        self._progress = progress
+        self._started = progress.clock()
         self._call = ChildCall(read_addresses, pbf_path, proj, self._count)
 
-    def result(self, progress: ImportProgress) -> AddressColumns:
-        with progress.step("search: reading addresses", unit="tagged objects") as step:
-            step.started = self._started  # the pass began with the stage
-            with step.watch(np.ctypeslib.as_array(self._count)):
-                return self._call.result()
+    def result(self) -> AddressColumns:
+        # the step's rate counts from the pass's start, with the stage
+        step = self._progress.step("search: reading addresses", unit="tagged objects", started=self._started)
+        with step as shown, shown.watch(np.ctypeslib.as_array(self._count)):
+            return self._call.result()
 
     def __enter__(self) -> AddressPass:
         return self

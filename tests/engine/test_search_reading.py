@@ -3,6 +3,8 @@ run in a child process, and the feature pass split an object as one pass over th
 
 from __future__ import annotations
 
+from multiprocessing.sharedctypes import RawArray
+
 import pytest
 
 from engine.geo import LocalProjection
@@ -70,8 +72,8 @@ def test_the_feature_pass_takes_street_pieces_places_and_pois(town):
 
 
 def test_the_address_pass_in_a_child_gives_what_it_gives_here(town):
-    with AddressPass(town, PROJ) as address_pass:
-        columns = address_pass.result(ImportProgress.silent())
+    with AddressPass(town, PROJ, ImportProgress.silent()) as address_pass:
+        columns = address_pass.result()
     here = read_addresses(town, PROJ)
     assert _numbers(columns) == _numbers(here)
     assert list(columns.osm_id) == list(here.osm_id)
@@ -81,7 +83,7 @@ def test_the_address_pass_in_a_child_gives_what_it_gives_here(town):
 def test_the_address_pass_counts_what_it_read(town, monkeypatch):
     """The child's count (shown while the stage waits for it) follows the objects of its pass."""
     monkeypatch.setattr(search_reading, "COUNT_EVERY", 1)
-    count = search_reading.RawArray("q", 1)
+    count = RawArray("q", 1)
     read_addresses(town, PROJ, count)
     objects = list(search_reading._objects(town, search_reading.ADDRESS_FILTER, search_reading.ADDRESS_FILTER))
     assert count[0] == len(objects) >= 5
