@@ -378,10 +378,22 @@ def measure(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     print(json.dumps(entry["import"]), flush=True)
     entry["serve"] = serve_and_measure(data_dir, args.queries, args.seed)
     print(json.dumps(entry["serve"]), flush=True)
-    entry["replicate"] = publish_and_pull(data_dir, work)
+    if args.replicate:
+        entry["replicate"] = publish_and_pull(data_dir, work)
     if args.osrm:
         entry["osrm_mld"] = osrm_mld(pbf, f"country{nodes}", args.osrm_max_gb)
     return entry
+
+
+def size_key(entry: dict[str, Any]) -> tuple[int, str]:
+    """An entry of the results is one size imported with one set of profiles (runs before
+    ``--profiles`` existed imported the car alone)."""
+    return entry["nodes"], entry.get("profiles_arg") or "car"
+
+
+def with_entry(sizes: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results' entries with ``entry`` in place of an earlier run of the same size and profiles."""
+    return sorted([*(e for e in sizes if size_key(e) != size_key(entry)), entry], key=size_key)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -392,6 +404,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse-import", action="store_true", help="keep an earlier run's import of a size")
+    parser.add_argument(
+        "--no-replicate",
+        dest="replicate",
+        action="store_false",
+        help="skip publish and pull (each holds another copy of the dataset on disk)",
+    )
     parser.add_argument("--osrm", action="store_true", help="OSRM MLD build of the same PBF (peers kit)")
     parser.add_argument("--osrm-max-gb", type=float, default=8.0)
     parser.add_argument("--osrm-only", action="store_true", help="add OSRM's build to a size measured before")
@@ -400,12 +418,12 @@ def main(argv: list[str] | None = None) -> None:
     done = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"sizes": []}
     for nodes in (int(n) for n in args.nodes.split(",") if n):
         if args.osrm_only:
-            entry = next(e for e in done["sizes"] if e["nodes"] == nodes)
+            entry = next(e for e in done["sizes"] if size_key(e) == (nodes, args.profiles))
             entry["osrm_mld"] = osrm_mld(WORK / f"country-{nodes}.osm.pbf", f"country{nodes}", args.osrm_max_gb)
         else:
             entry = measure(nodes, args)
             entry["profiles_arg"] = args.profiles
-        done["sizes"] = sorted([e for e in done["sizes"] if e["nodes"] != nodes] + [entry], key=lambda e: e["nodes"])
+        done["sizes"] = with_entry(done["sizes"], entry)
         done["machine"] = {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)}
         RESULTS.write_text(json.dumps(done, indent=2) + "\n")
         print(json.dumps(entry, indent=2), flush=True)

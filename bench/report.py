@@ -1002,6 +1002,12 @@ def _country_ms(ms: dict) -> str:
 REQUESTS_CLIENT = "`requests` (about 0.65 ms more a call than bench/http_client.py's)"
 
 
+def _replicate(times: dict | None) -> str:
+    if times is None:
+        return "not measured"
+    return f"{times['publish_s']:.0f} / {times['pull_s']:.0f} s"
+
+
 def country_section(doc: dict) -> list[str]:
     lines = [
         "## A country on one machine (synthetic, bench/country.py)",
@@ -1037,7 +1043,7 @@ def country_section(doc: dict) -> list[str]:
                 _mb(max(mem["web_private_mb"])),
                 _mb(max(mem["web_own_mb"])) if "web_own_mb" in mem else "not measured",
                 _mb(mem["worker_private_total_mb"]),
-                f"{e['replicate']['publish_s']:.0f} / {e['replicate']['pull_s']:.0f} s",
+                _replicate(e.get("replicate")),
                 _osrm(e),
             ]
         )
@@ -1058,7 +1064,7 @@ def country_section(doc: dict) -> list[str]:
         "OSRM MLD",
     ]
     notes = [
-        f"- {e['nodes']:,} nodes: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
+        f"- {e['nodes']:,} nodes, {e.get('profiles_arg') or 'car'}: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
         f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}"
         for e in doc["sizes"]
     ]

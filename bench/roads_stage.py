@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.country import RESULTS, WORK, parse_time_v
+from bench.country import RESULTS, WORK, parse_time_v, size_key
 from engine import layout
 from engine.identical_files import distinct_bytes
 from engine.ingest.context import ImportContext
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(json.dumps(figures, indent=2), flush=True)
     done = json.loads(RESULTS.read_text())
-    entry = next(e for e in done["sizes"] if e["nodes"] == args.nodes)
+    entry = next(e for e in done["sizes"] if size_key(e) == (args.nodes, "car"))  # what the car's import adds to
     entry.setdefault("roads_stage", {})[",".join(profiles)] = figures
     RESULTS.write_text(json.dumps(done, indent=2) + "\n")
 
