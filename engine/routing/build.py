@@ -793,13 +793,17 @@ def _profile_graph(
     meta = _graph_meta(path, arrays, roads, turns, seconds)
     if profile is not CAR:  # the car's graph says nothing of profiles: it is what it always was
         meta["profile"] = profile.name
+    n_turns = int(turns.to.shape[0])
     graph = RoadGraph(arrays, names, meta)
+    # from here the graph alone holds the columns: the contraction parks them on disk, which frees
+    # their memory only if no other name (the dict, the turn table and its wider originals) keeps them
+    del arrays, turns
     if with_ch and graph.n_edges:
         _add_contraction_hierarchy(graph, progress)
     counts = {
         "road_nodes": graph.n_nodes,
         "road_edges": graph.n_edges,
-        "road_turns": int(turns.to.shape[0]),
+        "road_turns": n_turns,
         "turn_restrictions": len(roads.restrictions),
     }
     if log:

@@ -3,7 +3,9 @@ road networks (one-ways, classes, turn restrictions, barriers) and on the sample
 
 from __future__ import annotations
 
+import gc
 import tempfile
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -284,6 +286,27 @@ def test_a_graph_parked_on_disk_while_it_is_contracted_is_the_same_graph(tmp_pat
     for name in ARRAYS + CH_ARRAYS:
         np.testing.assert_array_equal(getattr(parked, name), getattr(in_memory, name), err_msg=name)
     assert list(park_dir.iterdir()) == []
+
+
+def test_parking_frees_the_columns_in_memory_while_the_graph_is_contracted(tmp_path, monkeypatch):
+    """Once parked, a column's array in memory has no other holder (the columns' dict, the turn
+    table and its wider originals): it is freed before the contraction starts, so the contraction
+    runs beside the graph's maps, not beside a second copy of the graph."""
+    path = random_network(13).write(tmp_path / "free.osm.pbf")
+    monkeypatch.setattr(build, "PARK_MIN_TURNS", 0)
+    looked_at = ("turn_to", "turn_first_out", "edge_tail", "geom_lat")
+    held_after_parking: dict[str, bool] = {}
+    park = build.park_columns
+
+    def park_and_look(graph, directory):
+        in_memory = {name: weakref.ref(getattr(graph, name)) for name in looked_at}
+        park(graph, directory)
+        gc.collect()
+        held_after_parking.update({name: ref() is not None for name, ref in in_memory.items()})
+
+    monkeypatch.setattr(build, "park_columns", park_and_look)
+    build_graph(path)
+    assert held_after_parking == dict.fromkeys(looked_at, False)
 
 
 @pytest.mark.parametrize(
