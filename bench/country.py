@@ -28,6 +28,7 @@ bench.report`` writes the table into docs/benchmarks.md.
 
     .venv/bin/python -m bench.country --nodes 1000000 [--profiles car] [--queries 200] [--osrm]
         [--reuse-import]   # keep an earlier run's import of the same size (its figures too)
+        [--no-replicate]   # skip step 7 (publish and pull each hold another copy of the dataset)
         [--osrm-only]      # only OSRM's build, added to a size measured before
 """
 

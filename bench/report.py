@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from bench.country import size_key
 from bench.load_report import quota_summary
 from bench.plots import load_figure, scaling_figure, search_scaling_figure
 from config.settings import PROJECT_ROOT
@@ -1064,7 +1065,7 @@ def country_section(doc: dict) -> list[str]:
         "OSRM MLD",
     ]
     notes = [
-        f"- {e['nodes']:,} nodes, {e.get('profiles_arg') or 'car'}: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
+        f"- {e['nodes']:,} nodes, {size_key(e)[1]}: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
         f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}"
         for e in doc["sizes"]
     ]
