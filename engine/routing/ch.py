@@ -12,7 +12,8 @@ settles the whole city, so a leg is answered in microseconds and the gap grows w
 Contraction: :mod:`engine.routing.contraction` (rounds of independent local minima of edge
 difference + level, refreshing only the dirty nodes of each round's front; witness searches
 bounded by ``sim_limit`` settled nodes while estimating and ``settle_limit`` while contracting).
-The searches use :mod:`engine.routing.heap` (fixed capacity, never rebound), the witness search
+The searches use :mod:`engine.routing.heap` (fixed capacity, never rebound; the query its
+variant :mod:`engine.routing.parent_heap`, whose slots live in the parents), the witness search
 and the query are compiled without reference counting (``_nrt=False``: they allocate nothing),
 and the contraction grows its pools only between nodes: in numba, a loop in which an array
 variable may be rebound pays two atomic reference-count updates per iteration.
@@ -72,7 +73,7 @@ from numpy.typing import DTypeLike
 
 from engine.arrays import grown, index_dtype, narrowed_offsets
 from engine.progress import Step
-from engine.routing import heap
+from engine.routing import parent_heap
 from engine.routing.arc_chunks import ArcChunks
 from engine.routing.ch_order import ch_node_positions, storage_order
 from engine.routing.contraction import PRIORITY, contract
@@ -206,17 +207,17 @@ def build(
 
 # ----------------------------------------------------------------------------- query
 @njit(cache=True, inline="always")
-def _push_counted(hk, hv, hp, size, key, node, rank, core_rank, below):
-    """``heap.push``, counting the nodes below the core that enter the heap (``below``)."""
-    if hp[node] < 0 and rank[node] < core_rank:
+def _push_counted(hk, hv, hpar, par, size, key, node, parent, rank, core_rank, below):
+    """``parent_heap.push``, counting the nodes below the core that enter the heap (``below``)."""
+    if not parent_heap.in_heap(par, node) and rank[node] < core_rank:
         below += 1
-    return heap.push(hk, hv, hp, size, key, node), below
+    return parent_heap.push(hk, hv, hpar, par, size, key, node, parent), below
 
 
 @njit(cache=True, inline="always")
-def _pop_counted(hk, hv, hp, size, rank, core_rank, below):
-    """``heap.pop``, counting the nodes below the core that leave the heap (``below``)."""
-    key, node, size = heap.pop(hk, hv, hp, size)
+def _pop_counted(hk, hv, hpar, par, size, rank, core_rank, below):
+    """``parent_heap.pop``, counting the nodes below the core that leave the heap (``below``)."""
+    key, node, size = parent_heap.pop(hk, hv, hpar, par, size)
     if rank[node] < core_rank:
         below -= 1
     return key, node, size, below
@@ -244,10 +245,10 @@ def _query(
     touchedb,
     hk1,
     hv1,
-    hp1,
+    hpar1,
     hk2,
     hv2,
-    hp2,
+    hpar2,
 ):
     """Returns (best cost, meeting node, n touched fwd, n touched bwd). parf/parb hold the arc index
     used to reach a node (-1 at a start).
@@ -273,8 +274,7 @@ def _query(
             ntf += 1
         if sd[i] < distf[x]:
             distf[x] = sd[i]
-            parf[x] = -1
-            s1, low1 = _push_counted(hk1, hv1, hp1, s1, sd[i], x, rank, core_rank, low1)
+            s1, low1 = _push_counted(hk1, hv1, hpar1, parf, s1, sd[i], x, -1, rank, core_rank, low1)
     for i in range(tgts.shape[0]):
         x = tgts[i]
         if distb[x] == INF:
@@ -282,8 +282,7 @@ def _query(
             ntb += 1
         if td[i] < distb[x]:
             distb[x] = td[i]
-            parb[x] = -1
-            s2, low2 = _push_counted(hk2, hv2, hp2, s2, td[i], x, rank, core_rank, low2)
+            s2, low2 = _push_counted(hk2, hv2, hpar2, parb, s2, td[i], x, -1, rank, core_rank, low2)
     for i in range(srcs.shape[0]):
         x = srcs[i]
         if distb[x] < INF and distf[x] + distb[x] < best:
@@ -297,7 +296,7 @@ def _query(
         if low1 == 0 and low2 == 0 and m1 + m2 >= best:
             break
         if m1 <= m2:
-            d, x, s1, low1 = _pop_counted(hk1, hv1, hp1, s1, rank, core_rank, low1)
+            d, x, s1, low1 = _pop_counted(hk1, hv1, hpar1, parf, s1, rank, core_rank, low1)
             # stall on demand: a cheaper way into x from a higher node via the down graph
             stalled = False
             for k in range(df[x], df[x + 1]):
@@ -315,13 +314,12 @@ def _query(
                         touchedf[ntf] = y
                         ntf += 1
                     distf[y] = nd
-                    parf[y] = k
-                    s1, low1 = _push_counted(hk1, hv1, hp1, s1, nd, y, rank, core_rank, low1)
+                    s1, low1 = _push_counted(hk1, hv1, hpar1, parf, s1, nd, y, k, rank, core_rank, low1)
                     if distb[y] < INF and nd + distb[y] < best:
                         best = nd + distb[y]
                         meet = y
         else:
-            d, x, s2, low2 = _pop_counted(hk2, hv2, hp2, s2, rank, core_rank, low2)
+            d, x, s2, low2 = _pop_counted(hk2, hv2, hpar2, parb, s2, rank, core_rank, low2)
             stalled = False
             for k in range(uf[x], uf[x + 1]):
                 y = ut[k]
@@ -338,13 +336,12 @@ def _query(
                         touchedb[ntb] = y
                         ntb += 1
                     distb[y] = nd
-                    parb[y] = k
-                    s2, low2 = _push_counted(hk2, hv2, hp2, s2, nd, y, rank, core_rank, low2)
+                    s2, low2 = _push_counted(hk2, hv2, hpar2, parb, s2, nd, y, k, rank, core_rank, low2)
                     if distf[y] < INF and nd + distf[y] < best:
                         best = nd + distf[y]
                         meet = y
-    heap.clear(hv1, hp1, s1)
-    heap.clear(hv2, hp2, s2)
+    parent_heap.clear(hv1, hpar1, parf, s1)
+    parent_heap.clear(hv2, hpar2, parb, s2)
     return best, meet, ntf, ntb
 
 
@@ -444,21 +441,18 @@ def _arc_tails(graph) -> dict[str, np.ndarray]:
 ARC_TAILS = DerivedArrays("ch-arc-tails", 1, ("up_from", "dn_from"), _arc_tails)
 
 
-def _heap(n: int, index: DTypeLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`engine.routing.heap.new_heap`'s three arrays with its node ids and slots as ``index``."""
-    return np.empty(n, np.float64), np.empty(n, index), np.full(n, -1, index)
-
-
 @dataclass
 class CHWorkspace:
     """What one query writes, sized to the CH nodes: labels, parents, the touched lists that reset
-    them after the query, and the two heaps (:mod:`engine.routing.heap`'s three arrays). Every
+    them after the query, and the two heaps (:mod:`engine.routing.parent_heap`'s three arrays). Every
     query leaves it as it found it, and reads or writes only the entries of the graph's own nodes,
     so a workspace sized to a larger graph serves a smaller one as well.
 
     Node ids, arc ids and heap slots are stored as ``index`` (int32 unless a graph has 2**31
-    nodes or arcs): the labels, parents and heap positions, written over the whole graph as
-    queries go, take 32 bytes a CH node instead of 48 at int64."""
+    nodes or arcs). The labels and parents, written over the whole graph as queries go, take 24
+    bytes a CH node (32 at int64); the heaps keep their slots in the parents, so they add nothing
+    a node (:mod:`engine.routing.parent_heap`), and like the touched lists they are written only
+    as far as a query fills them."""
 
     distf: np.ndarray
     distb: np.ndarray
@@ -486,8 +480,8 @@ class CHWorkspace:
             parb=np.full(n, -1, index),
             touchedf=np.empty(n + 8, index),
             touchedb=np.empty(n + 8, index),
-            heap_f=_heap(n, index),
-            heap_b=_heap(n, index),
+            heap_f=parent_heap.new_heap(n, index),
+            heap_b=parent_heap.new_heap(n, index),
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -509,10 +503,9 @@ class SharedWorkspace:
 
     The query kernels hold the GIL, so a process runs one of them at a time whatever its threads
     share: one workspace serves four threads as fast as one each would, and the graphs of three
-    profiles as fast as one each would, in a fraction of the memory. The workspace's labels,
-    parents and heap positions, 32 bytes a CH node, are written over the whole graph at once
-    (private memory): at a country's size, one per profile and thread would be gigabytes in each
-    web worker."""
+    profiles as fast as one each would, in a fraction of the memory. The workspace's labels
+    and parents, 24 bytes a CH node, are written over the whole graph at once (private memory):
+    at a country's size, one per profile and thread would be gigabytes in each web worker."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -652,10 +645,10 @@ def _route(
     tb,
     hk1,
     hv1,
-    hp1,
+    hpar1,
     hk2,
     hv2,
-    hp2,
+    hpar2,
 ):
     """Query, path unpacking and workspace reset in one dispatch; an empty path when none."""
     best, meet, ntf, ntb = _query(
@@ -679,10 +672,10 @@ def _route(
         tb,
         hk1,
         hv1,
-        hp1,
+        hpar1,
         hk2,
         hv2,
-        hp2,
+        hpar2,
     )
     if meet >= 0:
         path = _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from)
@@ -768,10 +761,10 @@ def _edge_leg(
     tb,
     hk1,
     hv1,
-    hp1,
+    hpar1,
     hk2,
     hv2,
-    hp2,
+    hpar2,
 ):
     srcs, sd, origin = start_turns(starts, start_fracs, w, tfirst, tto, tweight)
     none = np.empty(0, np.int64)
@@ -806,10 +799,10 @@ def _edge_leg(
         tb,
         hk1,
         hv1,
-        hp1,
+        hpar1,
         hk2,
         hv2,
-        hp2,
+        hpar2,
     )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0

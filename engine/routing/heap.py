@@ -45,6 +45,18 @@ def push(hk, hv, pos, size, key, node):
     return size
 
 
+@njit(cache=True, inline="always")
+def smaller_child(hk, i, size):
+    """The slot of slot ``i``'s child with the smaller key (the left one on a tie), or -1 when
+    slot ``i`` has no child in a heap of ``size``."""
+    c = 2 * i + 1
+    if c >= size:
+        return -1
+    if c + 1 < size and hk[c + 1] < hk[c]:
+        c += 1
+    return c
+
+
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
 def pop(hk, hv, pos, size):
     """Remove the smallest entry; returns (key, node, new size)."""
@@ -57,12 +69,8 @@ def pop(hk, hv, pos, size):
         lv = hv[size]
         i = 0
         while True:
-            c = 2 * i + 1
-            if c >= size:
-                break
-            if c + 1 < size and hk[c + 1] < hk[c]:
-                c += 1
-            if lk <= hk[c]:
+            c = smaller_child(hk, i, size)
+            if c < 0 or lk <= hk[c]:
                 break
             hk[i] = hk[c]
             hv[i] = hv[c]

@@ -364,4 +364,4 @@ def test_the_shared_workspace_widens_its_ids_for_a_graph_that_needs_it():
     assert ws.size == 100 and ws.index == np.int64
     ws = shared.at_least(200)  # never narrower again: the wide graph may come back
     assert ws.size == 200 and ws.index == np.int64
-    assert np.all(ws.distf == np.inf) and np.all(ws.parf == -1) and np.all(ws.heap_f[2] == -1)
+    assert np.all(ws.distf == np.inf) and np.all(ws.parf == -1) and np.all(ws.parb == -1)
