@@ -97,6 +97,19 @@ def core_rank(graph) -> int:
     return node_count(graph) - core
 
 
+def query_ranks(graph) -> np.ndarray:
+    """The ranks a query reads to tell the core's nodes from the others (:func:`_query`): none
+    (an empty array) where the core is the last stored nodes, as :mod:`engine.routing.ch_order`
+    stores them (the top of the hierarchy last, a node at the position of its rank), so that a
+    node's position says whether it is in the core and the query reads no rank; ``ch_rank``
+    otherwise (a graph stored before that order, or a core larger than its top)."""
+    rank = np.asarray(graph.ch_rank)
+    first_core = core_rank(graph)
+    if np.all(rank[first_core:] >= first_core):
+        return rank[:0]  # ranks are a permutation: positions >= first_core hold every core rank
+    return rank
+
+
 # the contraction's output arcs (20 bytes each, ~18 per CH node of a car's turn graph: a quarter of
 # the import's peak memory at 1M road nodes) spill to disk above this size of turn graph, in chunks
 SPILL_MIN_ARCS = 1 << 16
@@ -207,9 +220,16 @@ def build(
 
 # ----------------------------------------------------------------------------- query
 @njit(cache=True, inline="always")
+def _below_core(node, rank, core_rank):
+    """Whether ``node`` is below the core: by its rank, or by its position when ``rank`` is empty
+    (:func:`query_ranks`)."""
+    return (rank[node] if rank.shape[0] else node) < core_rank
+
+
+@njit(cache=True, inline="always")
 def _push_counted(hk, hv, hpar, par, size, key, node, parent, rank, core_rank, below):
     """``parent_heap.push``, counting the nodes below the core that enter the heap (``below``)."""
-    if not parent_heap.in_heap(par, node) and rank[node] < core_rank:
+    if not parent_heap.in_heap(par, node) and _below_core(node, rank, core_rank):
         below += 1
     return parent_heap.push(hk, hv, hpar, par, size, key, node, parent), below
 
@@ -218,7 +238,7 @@ def _push_counted(hk, hv, hpar, par, size, key, node, parent, rank, core_rank, b
 def _pop_counted(hk, hv, hpar, par, size, rank, core_rank, below):
     """``parent_heap.pop``, counting the nodes below the core that leave the heap (``below``)."""
     key, node, size = parent_heap.pop(hk, hv, hpar, par, size)
-    if rank[node] < core_rank:
+    if _below_core(node, rank, core_rank):
         below -= 1
     return key, node, size, below
 
@@ -577,7 +597,7 @@ class CHQuery:
             np.asarray(graph.ch_dn_mid),
             tails["up_from"],
             tails["dn_from"],
-            np.asarray(graph.ch_rank),
+            query_ranks(graph),
             core_rank(graph),
         )
         self._numbering = ch_numbering(graph)

@@ -1,13 +1,15 @@
 """The order the contraction hierarchy's nodes are stored in: near in memory what a query reads together.
 
-A CH query's time on a large graph is memory latency: every arc it relaxes reads the label, the
-heap slot and the rank of the node it leads to, arrays as long as the graph. Numbered as the
+A CH query's time on a large graph is memory latency: every arc it relaxes reads the label and
+the parent (which holds the heap slot) of the node it leads to, arrays as long as the graph. Numbered as the
 road graph numbers its edges, the nodes of the top of the hierarchy, which every long query
 settles, lie scattered over those arrays, one cache line (and often one page) each. So the CH is
 stored renumbered (:func:`storage_order`):
 
 * the top :data:`TOP_FRACTION` of the nodes by rank, last and in rank order: the few hundred
-  thousand nodes of a country's top share a few MB of each array;
+  thousand nodes of a country's top share a few MB of each array, and a node of the top is
+  stored at the position of its rank, so a query tells an uncontracted core's nodes (the last
+  ranks) by their position and reads no rank (:func:`engine.routing.ch.query_ranks`);
 * the other nodes first, in Z-order (Morton) of their position: the low nodes a query settles
   round its two ends lie in a few places of the map, so in a few runs of the arrays. A grid's
   row-major numbering is as good; the order of OSM ids a real extract's edges follow is not.

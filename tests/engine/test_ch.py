@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.routing import build, ch
+from engine.routing import build, ch, ch_order
 from engine.routing.build import build_graph
 from engine.routing.graph import ARRAYS, CH_ARRAYS
 from engine.routing.matrix import MatrixQuery
@@ -219,16 +219,24 @@ def check_whole_network(router: Router, seed: int, pairs: int = 120) -> tuple[in
     return check_router(router, np.random.default_rng(seed), pairs, (lat.min(), lng.min(), lat.max(), lng.max()))
 
 
-@pytest.mark.parametrize("lazy_below", [0.0, 1.0])
-def test_ch_with_dense_core_equals_dijkstra(tmp_path, lazy_below):
+@pytest.mark.parametrize(
+    ("lazy_below", "top_fraction", "by_position"),
+    [(0.0, ch_order.TOP_FRACTION, False), (1.0, 0.9, True), (0.0, 0.9, True)],  # the core: 70 % of the graph
+)
+def test_ch_with_dense_core_equals_dijkstra(tmp_path, monkeypatch, lazy_below, top_fraction, by_position):
     """Stopping the contraction early (a core searched as a plain graph) stays exact, with lazy
-    updates too (with them, a round finds the core only after refreshing every node)."""
+    updates too (with them, a round finds the core only after refreshing every node), whether the
+    query tells the core's nodes by their rank (a core larger than the top stored in rank order)
+    or by their stored position (a core within it, as at a country's size)."""
+    monkeypatch.setattr(ch_order, "TOP_FRACTION", top_fraction)
     g = random_network(9)
     graph, _ = build_graph(g.write(tmp_path / "core.osm.pbf"), with_ch=False)
     arrays = ch.build(graph, core_shortcuts=2, lazy_below=lazy_below)
     core = int(arrays.pop("ch_core")[0])
     assert core > 50  # the early stop really left a core
-    found, compared = check_whole_network(router_over(graph, arrays, core), seed=9)
+    router = router_over(graph, arrays, core)
+    assert ch.query_ranks(graph).shape[0] == (0 if by_position else ch.node_count(graph))
+    found, compared = check_whole_network(router, seed=9)
     assert found > 0.5 * compared
 
 
