@@ -141,12 +141,16 @@ def run_import(pbf: Path, data_dir: Path, log: Path, profiles: str) -> None:
         subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
 
 
+def _manifest(data_dir: Path) -> dict[str, Any]:
+    return json.loads((data_dir / "regions" / REGION / "current" / "manifest.json").read_text())
+
+
 def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
     timed = parse_time_v(log.read_text())
     if timed["exit_status"] != 0:
         raise RuntimeError(f"import failed: see {log}")
     version = data_dir / "regions" / REGION / "current"
-    manifest = json.loads((version / "manifest.json").read_text())
+    manifest = _manifest(data_dir)
     # each stage resets the process's peak (engine.progress): time -v sees the last stage's only
     timed["time_v_peak_rss_mb"] = timed.pop("peak_rss_mb")
     return {
@@ -228,15 +232,23 @@ def first_answers(client: Client, started: float, places: list[dict[str, Any]]) 
     return out
 
 
-def latencies(client: Client, places: list[dict[str, Any]], n: int, seed: int) -> dict[str, Any]:
+def latencies(
+    client: Client, places: list[dict[str, Any]], n: int, seed: int, profiles: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """p50 and p95 of each kind of request over ``n`` places; ``route`` is the car's, and each
+    other imported profile of ``profiles`` is routed between the same points (``route_foot``,
+    ``route_bicycle``)."""
     rng = np.random.default_rng(seed + 7)
-    timed: dict[str, list[float]] = {k: [] for k in ("route", "isochrone", "geocode", "suggest", "reverse")}
+    other_profiles = [p for p in profiles if p != "car"]
+    kinds = ("route", *(f"route_{p}" for p in other_profiles), "isochrone", "geocode", "suggest", "reverse")
+    timed: dict[str, list[float]] = {k: [] for k in kinds}
     failed: dict[str, int] = dict.fromkeys(timed, 0)
     for i in range(n):
         a, b = places[i], places[int(rng.integers(len(places)))]
         typed = f"{a['street']} {a['number']}"
         requests_ = {
             "route": ("/v1/routing", _route(a, b)),
+            **{f"route_{p}": ("/v1/routing", {**_route(a, b), "profile": p}) for p in other_profiles},
             "isochrone": ("/v1/isochrone", _isochrone(b)),
             "geocode": ("/v1/geocoding", {"query": f"{typed}, {a['town']}" if a["town"] else typed}),
             "suggest": ("/v1/suggest", {"q": typed[: max(4, len(typed) - 3)]}),
@@ -278,6 +290,7 @@ def memory(dep: Deployment) -> dict[str, Any]:
 
 def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]:
     places = sample_queries(data_dir, queries + 4, seed)
+    profiles = tuple(_manifest(data_dir).get("profiles") or ("car",))
     dep = Deployment(data_dir)
     try:
         dep.start_redis()
@@ -289,10 +302,10 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]
         dep.wait_ready(timeout=1800)
         client = Client(dep.base_url, key)
         out: dict[str, Any] = {"client": HTTP_CLIENT, "start": first_answers(client, started, places)}
-        out.update(latencies(client, places[4:], queries, seed))
+        out.update(latencies(client, places[4:], queries, seed, profiles))
         # other points again, the node now serving for as long as the first pass took: what its
         # users see once the pages their requests share are cached
-        out["second_pass"] = latencies(client, sample_queries(data_dir, queries, seed + 1), queries, seed + 1)
+        out["second_pass"] = latencies(client, sample_queries(data_dir, queries, seed + 1), queries, seed + 1, profiles)
         out["memory"] = memory(dep)
         return out
     finally:

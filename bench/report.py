@@ -999,6 +999,16 @@ def _country_ms(ms: dict) -> str:
     return "; ".join(_p(ms.get(k)) for k in ("route", "isochrone", "geocode", "suggest", "reverse"))
 
 
+def _other_profiles_ms(serve: dict) -> str:
+    """The walker's and the cyclist's routes with steps, both passes; runs before they were
+    measured (or of the car alone) have none."""
+    passes = [serve["ms"], serve.get("second_pass", {}).get("ms", {})]
+    kinds = [k for k in ("route_foot", "route_bicycle") if k in passes[0]]
+    if not kinds:
+        return "not measured"
+    return "; ".join(f"{k[len('route_') :]} {' then '.join(_p(ms.get(k)) for ms in passes)}" for k in kinds)
+
+
 # the client of bench.country's runs before it used bench/http_client.py
 REQUESTS_CLIENT = "`requests` (about 0.65 ms more a call than bench/http_client.py's)"
 
@@ -1041,6 +1051,7 @@ def country_section(doc: dict) -> list[str]:
                 f"{start['ready_s']:.0f} / {start['first_route_s']:.0f} / {start['first_isochrone_s']:.0f} s",
                 _country_ms(ms),
                 _country_ms(serve["second_pass"]["ms"]) if "second_pass" in serve else "not measured",
+                _other_profiles_ms(serve),
                 _mb(max(mem["web_private_mb"])),
                 _mb(max(mem["web_own_mb"])) if "web_own_mb" in mem else "not measured",
                 _mb(mem["worker_private_total_mb"]),
@@ -1058,6 +1069,7 @@ def country_section(doc: dict) -> list[str]:
         "start: ready / route / iso",
         "ms, p50 / p95: route with steps; isochrone; geocode; suggest; reverse",
         "the same, second pass on other points",
+        "route with steps on foot, by bicycle, p50 / p95 ms: first then second pass",
         "web worker private (USS)",
         "web worker own (private dirty)",
         "all workers private",

@@ -1,6 +1,7 @@
 """bench.country's results: one entry per size and set of profiles."""
 
 from bench.country import size_key, with_entry
+from bench.report import _other_profiles_ms
 
 
 def test_an_entry_replaces_only_the_run_of_its_size_and_profiles():
@@ -20,3 +21,10 @@ def test_an_entry_replaces_only_the_run_of_its_size_and_profiles():
 def test_a_run_before_profiles_were_recorded_counts_as_the_car_alone():
     assert size_key({"nodes": 3}) == (3, "car")
     assert size_key({"nodes": 3, "profiles_arg": "foot"}) == (3, "foot")
+
+
+def test_the_report_shows_the_walkers_and_cyclists_routes_of_both_passes_where_measured():
+    first = {"route": {"p50": 9.0, "p95": 12.0}, "route_foot": {"p50": 20.0, "p95": 30.0}}
+    second = {"route_foot": {"p50": 15.0, "p95": 25.5}}
+    assert _other_profiles_ms({"ms": first, "second_pass": {"ms": second}}) == "foot 20.00 / 30.0 then 15.00 / 25.5"
+    assert _other_profiles_ms({"ms": {"route": {"p50": 9.0, "p95": 12.0}}}) == "not measured"
