@@ -141,15 +141,20 @@ def run_import(pbf: Path, data_dir: Path, log: Path, profiles: str) -> None:
         subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
 
 
+def _current(data_dir: Path) -> Path:
+    """The imported region's current version."""
+    return data_dir / "regions" / REGION / "current"
+
+
 def _manifest(data_dir: Path) -> dict[str, Any]:
-    return json.loads((data_dir / "regions" / REGION / "current" / "manifest.json").read_text())
+    return json.loads((_current(data_dir) / "manifest.json").read_text())
 
 
 def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
     timed = parse_time_v(log.read_text())
     if timed["exit_status"] != 0:
         raise RuntimeError(f"import failed: see {log}")
-    version = data_dir / "regions" / REGION / "current"
+    version = _current(data_dir)
     manifest = _manifest(data_dir)
     # each stage resets the process's peak (engine.progress): time -v sees the last stage's only
     timed["time_v_peak_rss_mb"] = timed.pop("peak_rss_mb")
@@ -172,7 +177,7 @@ def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
 
 def sample_queries(data_dir: Path, n: int, seed: int) -> list[dict[str, Any]]:
     """``n`` random addresses of the dataset (street, number, town, point)."""
-    db = data_dir / "regions" / REGION / "current" / "search.sqlite"
+    db = _current(data_dir) / "search.sqlite"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         lo, hi = conn.execute("SELECT min(id), max(id) FROM features WHERE type = 'address'").fetchone()
@@ -385,7 +390,7 @@ def measure(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     data_dir, log = work / "data", work / "import.log"
     entry: dict[str, Any] = {"nodes": nodes, "addresses": addresses, "generate_s": generate(nodes, addresses, pbf)}
     entry["load_average_at_start"] = round(os.getloadavg()[0], 1)  # the machine is shared: read times with it
-    if not (args.reuse_import and log.exists() and (data_dir / "regions" / REGION / "current").exists()):
+    if not (args.reuse_import and log.exists() and _current(data_dir).exists()):
         shutil.rmtree(data_dir, ignore_errors=True)
         run_import(pbf, data_dir, log, args.profiles)
     entry["import"] = import_figures(data_dir, log)

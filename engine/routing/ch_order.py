@@ -1,10 +1,10 @@
 """The order the contraction hierarchy's nodes are stored in: near in memory what a query reads together.
 
 A CH query's time on a large graph is memory latency: every arc it relaxes reads the label and
-the parent (which holds the heap slot) of the node it leads to, arrays as long as the graph. Numbered as the
-road graph numbers its edges, the nodes of the top of the hierarchy, which every long query
-settles, lie scattered over those arrays, one cache line (and often one page) each. So the CH is
-stored renumbered (:func:`storage_order`):
+the parent (which holds the heap slot) of the node it leads to, arrays as long as the graph.
+Numbered as the road graph numbers its edges, the nodes of the top of the hierarchy, which every
+long query settles, lie scattered over those arrays, one cache line (and often one page) each. So
+the CH is stored renumbered (:func:`storage_order`):
 
 * the top :data:`TOP_FRACTION` of the nodes by rank, last and in rank order: the few hundred
   thousand nodes of a country's top share a few MB of each array, and a node of the top is
