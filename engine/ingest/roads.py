@@ -19,7 +19,7 @@ from engine.heap_memory import release_free_memory
 from engine.ingest.context import ImportContext
 from engine.matching.network import NETWORK_ARRAYS
 from engine.routing.build import iter_graphs
-from engine.routing.ch import ARC_TAILS
+from engine.routing.ch import ARC_TAILS, CORE_LANDMARKS
 from engine.routing.derived import DerivedArrays
 from engine.routing.graph import RoadGraph
 from engine.routing.matrix import ARC_COSTS
@@ -28,7 +28,7 @@ from engine.routing.snap import SNAPPER_ARRAYS
 
 # what the router, its CH query, the snapper and the isochrone/matching network read
 DERIVED: tuple[DerivedArrays, ...] = (SNAPPER_ARRAYS, NETWORK_ARRAYS)
-CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS)
+CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS, CORE_LANDMARKS)
 
 
 def run(ctx: ImportContext) -> dict[str, int]:

@@ -26,19 +26,21 @@ multi-level overlay would scale further. Where turns cost nothing by angle (the 
 junctions) the blow-up is avoided already: the approaches of such a junction share one hub node
 (:mod:`engine.routing.hubs`). ``core_shortcuts`` bounds the work per node: a node that
 would need more shortcuts is never contracted, and when only such nodes remain they form an
-uncontracted core, whose arcs go into both graphs and are searched as a plain graph. For the car
+uncontracted core, whose arcs go into both graphs and are searched goal-directed, with landmarks
+(:mod:`engine.routing.core_alt`). For the car
 (:data:`CORE_SHORTCUTS`) it only stops the densest top of very large graphs, if at all. A graph
 with junction hubs (the walker's, the cyclist's) gets :data:`HUBBED_CORE_SHORTCUTS`: one speed
 everywhere leaves its top without hierarchy, and on a large grid the last few thousand nodes,
-each in a near-clique, took most of the contraction (a core of them costs each long query a
-plain search of the core instead). Real extracts (Monaco, Helsinki) contract fully with either.
+each in a near-clique, took most of the contraction (a core of them costs each long query an
+A* search of the core instead). Real extracts (Monaco, Helsinki) contract fully with either.
 
 The measurements behind these choices (CH against Dijkstra, the contraction variants and their
 parameters, the 1M-node city) are in ``docs/engineering-history.md``.
 
 Query: bidirectional Dijkstra on the upward (forward) and downward (backward) graphs, multiple
 sources and targets with initial costs (a snapped point sits on up to two directed edges),
-stopped when both queue minima reach the best meeting cost, stall-on-demand. Shortcuts are
+stopped when both queue minima reach the best meeting cost, stall-on-demand; the core, if any,
+after the upward searches (:func:`_query`). Shortcuts are
 unpacked through their middle node (``ch_*_mid``). Tested against plain Dijkstra
 (:mod:`engine.routing.search`) in ``tests/engine/test_ch.py``.
 
@@ -73,7 +75,7 @@ from numpy.typing import DTypeLike
 
 from engine.arrays import grown, index_dtype, narrowed_offsets
 from engine.progress import Step
-from engine.routing import parent_heap
+from engine.routing import core_alt, parent_heap
 from engine.routing.arc_chunks import ArcChunks
 from engine.routing.ch_order import ch_node_positions, storage_order
 from engine.routing.contraction import PRIORITY, contract
@@ -92,7 +94,8 @@ def core_rank(graph) -> int:
     """The lowest rank of the uncontracted core (the last ``ch_core`` ranks); the node count when
     the graph contracted fully. The core's size is the graph meta's ``counts.ch_core`` (written by
     the import); a graph without it counts as fully contracted, which only loses the core's
-    stricter stopping rule (:func:`_query`), never an answer."""
+    goal-directed search (:func:`_query`: its core is searched as part of the hierarchy), never
+    an answer."""
     core = int(getattr(graph, "meta", {}).get("counts", {}).get("ch_core", 0))
     return node_count(graph) - core
 
@@ -227,20 +230,14 @@ def _below_core(node, rank, core_rank):
 
 
 @njit(cache=True, inline="always")
-def _push_counted(hk, hv, hpar, par, size, key, node, parent, rank, core_rank, below):
-    """``parent_heap.push``, counting the nodes below the core that enter the heap (``below``)."""
-    if not parent_heap.in_heap(par, node) and _below_core(node, rank, core_rank):
-        below += 1
-    return parent_heap.push(hk, hv, hpar, par, size, key, node, parent), below
-
-
-@njit(cache=True, inline="always")
-def _pop_counted(hk, hv, hpar, par, size, rank, core_rank, below):
-    """``parent_heap.pop``, counting the nodes below the core that leave the heap (``below``)."""
-    key, node, size = parent_heap.pop(hk, hv, hpar, par, size)
-    if _below_core(node, rank, core_rank):
-        below -= 1
-    return key, node, size, below
+def _reach(hk, hv, hpar, par, size, key, node, parent, rank, core_rank, defer):
+    """A node labelled with ``key`` and ``parent``: queued, or, when ``defer`` and it is a core
+    node, only given its parent, for the core's search once the upward searches are done
+    (:func:`engine.routing.core_alt.search`); returns the queue's size."""
+    if defer and not _below_core(node, rank, core_rank):
+        par[node] = parent
+        return size
+    return parent_heap.push(hk, hv, hpar, par, size, key, node, parent)
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: not in numba's typed signature
@@ -257,6 +254,9 @@ def _query(
     td,
     rank,
     core_rank,
+    from_landmark,
+    to_landmark,
+    slack,
     distf,
     distb,
     parf,
@@ -269,22 +269,23 @@ def _query(
     hk2,
     hv2,
     hpar2,
+    target_bounds,
+    source_bounds,
 ):
     """Returns (best cost, meeting node, n touched fwd, n touched bwd). parf/parb hold the arc index
     used to reach a node (-1 at a start).
 
     The CH's stopping rule: a direction is done when its queue's minimum reaches the best meeting
-    cost. Once both queues hold only core nodes (``rank >= core_rank``: the uncontracted core,
-    whose arcs lead only to core nodes), what is left is a plain bidirectional Dijkstra over the
-    core, which may stop as soon as the two minima together reach the best cost (an empty queue's
-    minimum counting as infinite), as OSRM's core search does. Without a core (``core_rank`` = the
-    node count) no node is a core node and only the CH's rule applies."""
+    cost. A graph with an uncontracted core (``rank >= core_rank``, whose arcs lead only to core
+    nodes; its landmark distances ``from_landmark``/``to_landmark`` not empty) has the upward
+    searches only label the core nodes they reach; once both are done, the core is searched
+    goal-directed from those labels (:func:`engine.routing.core_alt.search`). Without a core
+    (``core_rank`` = the node count) no node is a core node and only the CH's rule applies."""
+    alt = from_landmark.shape[0] > 0
     ntf = 0
     ntb = 0
     s1 = 0
     s2 = 0
-    low1 = 0  # nodes below the core in each queue
-    low2 = 0
     best = INF
     meet = -1
     for i in range(srcs.shape[0]):
@@ -294,7 +295,7 @@ def _query(
             ntf += 1
         if sd[i] < distf[x]:
             distf[x] = sd[i]
-            s1, low1 = _push_counted(hk1, hv1, hpar1, parf, s1, sd[i], x, -1, rank, core_rank, low1)
+            s1 = _reach(hk1, hv1, hpar1, parf, s1, sd[i], x, -1, rank, core_rank, alt)
     for i in range(tgts.shape[0]):
         x = tgts[i]
         if distb[x] == INF:
@@ -302,7 +303,7 @@ def _query(
             ntb += 1
         if td[i] < distb[x]:
             distb[x] = td[i]
-            s2, low2 = _push_counted(hk2, hv2, hpar2, parb, s2, td[i], x, -1, rank, core_rank, low2)
+            s2 = _reach(hk2, hv2, hpar2, parb, s2, td[i], x, -1, rank, core_rank, alt)
     for i in range(srcs.shape[0]):
         x = srcs[i]
         if distb[x] < INF and distf[x] + distb[x] < best:
@@ -313,10 +314,8 @@ def _query(
         m2 = hk2[0] if s2 > 0 else INF
         if m1 >= best and m2 >= best:
             break
-        if low1 == 0 and low2 == 0 and m1 + m2 >= best:
-            break
         if m1 <= m2:
-            d, x, s1, low1 = _pop_counted(hk1, hv1, hpar1, parf, s1, rank, core_rank, low1)
+            d, x, s1 = parent_heap.pop(hk1, hv1, hpar1, parf, s1)
             # stall on demand: a cheaper way into x from a higher node via the down graph
             stalled = False
             for k in range(df[x], df[x + 1]):
@@ -334,12 +333,12 @@ def _query(
                         touchedf[ntf] = y
                         ntf += 1
                     distf[y] = nd
-                    s1, low1 = _push_counted(hk1, hv1, hpar1, parf, s1, nd, y, k, rank, core_rank, low1)
+                    s1 = _reach(hk1, hv1, hpar1, parf, s1, nd, y, k, rank, core_rank, alt)
                     if distb[y] < INF and nd + distb[y] < best:
                         best = nd + distb[y]
                         meet = y
         else:
-            d, x, s2, low2 = _pop_counted(hk2, hv2, hpar2, parb, s2, rank, core_rank, low2)
+            d, x, s2 = parent_heap.pop(hk2, hv2, hpar2, parb, s2)
             stalled = False
             for k in range(uf[x], uf[x + 1]):
                 y = ut[k]
@@ -356,12 +355,17 @@ def _query(
                         touchedb[ntb] = y
                         ntb += 1
                     distb[y] = nd
-                    s2, low2 = _push_counted(hk2, hv2, hpar2, parb, s2, nd, y, k, rank, core_rank, low2)
+                    s2 = _reach(hk2, hv2, hpar2, parb, s2, nd, y, k, rank, core_rank, alt)
                     if distf[y] < INF and nd + distf[y] < best:
                         best = nd + distf[y]
                         meet = y
     parent_heap.clear(hv1, hpar1, parf, s1)
     parent_heap.clear(hv2, hpar2, parb, s2)
+    if alt:
+        best, meet, ntf, ntb = core_alt.search(
+            uf, ut, uw, df, dt, dw, rank, core_rank, from_landmark, to_landmark, slack, target_bounds, source_bounds,
+            best, meet, distf, distb, parf, parb, touchedf, touchedb, ntf, ntb, hk1, hv1, hpar1, hk2, hv2, hpar2,
+        )  # fmt: skip
     return best, meet, ntf, ntb
 
 
@@ -461,6 +465,20 @@ def _arc_tails(graph) -> dict[str, np.ndarray]:
 ARC_TAILS = DerivedArrays("ch-arc-tails", 1, ("up_from", "dn_from"), _arc_tails)
 
 
+def _core_landmarks(graph) -> dict[str, np.ndarray]:
+    """The core's landmark distances (:mod:`engine.routing.core_alt`); empty without a core."""
+    from_landmark, to_landmark = core_alt.landmark_distances(
+        (graph.ch_up_first, graph.ch_up_to, graph.ch_up_w),
+        (graph.ch_dn_first, graph.ch_dn_to, graph.ch_dn_w),
+        graph.ch_rank,
+        core_rank(graph),
+    )
+    return {"from_landmark": from_landmark, "to_landmark": to_landmark}
+
+
+CORE_LANDMARKS = DerivedArrays("ch-core-landmarks", 1, ("from_landmark", "to_landmark"), _core_landmarks)
+
+
 @dataclass
 class CHWorkspace:
     """What one query writes, sized to the CH nodes: labels, parents, the touched lists that reset
@@ -482,6 +500,8 @@ class CHWorkspace:
     touchedb: np.ndarray
     heap_f: tuple[np.ndarray, np.ndarray, np.ndarray]
     heap_b: tuple[np.ndarray, np.ndarray, np.ndarray]
+    target_bounds: np.ndarray  # the core's landmark bounds of a query (engine.routing.core_alt)
+    source_bounds: np.ndarray
 
     @property
     def size(self) -> int:
@@ -502,6 +522,8 @@ class CHWorkspace:
             touchedb=np.empty(n + 8, index),
             heap_f=parent_heap.new_heap(n, index),
             heap_b=parent_heap.new_heap(n, index),
+            target_bounds=np.empty(core_alt.LANDMARKS),
+            source_bounds=np.empty(core_alt.LANDMARKS),
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -514,6 +536,8 @@ class CHWorkspace:
             self.touchedb,
             *self.heap_f,
             *self.heap_b,
+            self.target_bounds,
+            self.source_bounds,
         )
 
 
@@ -582,10 +606,12 @@ def reserve_workspace(graphs: Iterable) -> None:
 class CHQuery:
     """The CH of a graph; ``route`` is the hot path. One per graph and process, shared by its
     threads, which borrow the process's workspace for each query (:data:`WORKSPACE`). The graph's
-    arrays and the arcs' tails are memory-mapped when the dataset has them (:data:`ARC_TAILS`)."""
+    arrays, the arcs' tails and the core's landmarks are memory-mapped when the dataset has them
+    (:data:`ARC_TAILS`, :data:`CORE_LANDMARKS`)."""
 
     def __init__(self, graph) -> None:
         tails = ARC_TAILS.load(graph)
+        landmarks = CORE_LANDMARKS.load(graph)
         self._graph_arrays = (
             np.asarray(graph.ch_up_first),
             np.asarray(graph.ch_up_to),
@@ -599,6 +625,9 @@ class CHQuery:
             tails["dn_from"],
             query_ranks(graph),
             core_rank(graph),
+            landmarks["from_landmark"],
+            landmarks["to_landmark"],
+            core_alt.slack(landmarks["from_landmark"], landmarks["to_landmark"]),
         )
         self._numbering = ch_numbering(graph)
         self._nodes = node_count(graph)
@@ -657,6 +686,9 @@ def _route(
     dn_from,
     rank,
     core_rank,
+    from_landmark,
+    to_landmark,
+    slack,
     distf,
     distb,
     parf,
@@ -669,6 +701,8 @@ def _route(
     hk2,
     hv2,
     hpar2,
+    target_bounds,
+    source_bounds,
 ):
     """Query, path unpacking and workspace reset in one dispatch; an empty path when none."""
     best, meet, ntf, ntb = _query(
@@ -684,6 +718,9 @@ def _route(
         td,
         rank,
         core_rank,
+        from_landmark,
+        to_landmark,
+        slack,
         distf,
         distb,
         parf,
@@ -696,6 +733,8 @@ def _route(
         hk2,
         hv2,
         hpar2,
+        target_bounds,
+        source_bounds,
     )
     if meet >= 0:
         path = _path(meet, parf, parb, uf, ut, uw, um, df, dt, dw, dm, up_from, dn_from)
@@ -773,6 +812,9 @@ def _edge_leg(
     dn_from,
     rank,
     core_rank,
+    from_landmark,
+    to_landmark,
+    slack,
     distf,
     distb,
     parf,
@@ -785,6 +827,8 @@ def _edge_leg(
     hk2,
     hv2,
     hpar2,
+    target_bounds,
+    source_bounds,
 ):
     srcs, sd, origin = start_turns(starts, start_fracs, w, tfirst, tto, tweight)
     none = np.empty(0, np.int64)
@@ -811,6 +855,9 @@ def _edge_leg(
         dn_from,
         rank,
         core_rank,
+        from_landmark,
+        to_landmark,
+        slack,
         distf,
         distb,
         parf,
@@ -823,6 +870,8 @@ def _edge_leg(
         hk2,
         hv2,
         hpar2,
+        target_bounds,
+        source_bounds,
     )
     if path.shape[0] == 0 or best - k_max >= INF:
         return INF, none, 0.0
