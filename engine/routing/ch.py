@@ -226,7 +226,7 @@ def build(
 def _below_core(node, rank, core_rank):
     """Whether ``node`` is below the core: by its rank, or by its position when ``rank`` is empty
     (:func:`query_ranks`)."""
-    return (rank[node] if rank.shape[0] else node) < core_rank
+    return core_alt.core_index(node, rank, core_rank) < 0
 
 
 @njit(cache=True, inline="always")

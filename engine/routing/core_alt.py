@@ -36,7 +36,8 @@ import numpy as np
 from numba import njit
 
 from engine.arrays import ranges
-from engine.routing import heap, parent_heap
+from engine.routing import parent_heap
+from engine.routing.search import dijkstra
 
 INF = np.inf
 LANDMARKS = 16
@@ -63,19 +64,11 @@ def core_arcs(arcs: tuple, rank, first_core: int) -> tuple[np.ndarray, np.ndarra
     return core_first, core_to, np.asarray(w)[picked].astype(np.float64)
 
 
-@njit(cache=True)
-def _dijkstra(first, to, w, source, dist, hk, hv, pos):
-    """Distances from ``source`` over the CSR into ``dist`` (filled with INF by the caller)."""
-    dist[source] = 0.0
-    size = heap.push(hk, hv, pos, 0, 0.0, source)
-    while size > 0:
-        d, x, size = heap.pop(hk, hv, pos, size)
-        for k in range(first[x], first[x + 1]):
-            y = to[k]
-            nd = d + w[k]
-            if nd < dist[y]:
-                dist[y] = nd
-                size = heap.push(hk, hv, pos, size, nd, y)
+def _distances(arcs, source: int) -> np.ndarray:
+    """Distances from core node ``source`` over a core CSR (:func:`core_arcs`), INF where none."""
+    first, to, w = arcs
+    dist, _ = dijkstra(first, to, w, np.zeros(first.shape[0] - 1), np.array([source]), np.zeros(1), INF, -1)
+    return dist
 
 
 def landmark_distances(up, down, rank, first_core: int, count: int = LANDMARKS) -> tuple[np.ndarray, np.ndarray]:
@@ -92,21 +85,12 @@ def landmark_distances(up, down, rank, first_core: int, count: int = LANDMARKS) 
     to_landmark = np.full((n, count), INF, np.float32)
     if n == 0:
         return from_landmark, to_landmark
-    hk, hv, pos = heap.new_heap(n)
-    dist = np.full(n, INF)
     nearest = np.full(n, INF)  # the round trip to the nearest landmark chosen so far
-    _dijkstra(*forward, 0, dist, hk, hv, pos)
-    landmark = _farthest(dist)
+    landmark = _farthest(_distances(forward, 0))
     for i in range(count):
-        dist.fill(INF)
-        _dijkstra(*forward, landmark, dist, hk, hv, pos)
-        from_landmark[:, i] = dist
-        round_trip = dist.copy()
-        dist.fill(INF)
-        _dijkstra(*backward, landmark, dist, hk, hv, pos)
-        to_landmark[:, i] = dist
-        round_trip += dist
-        np.minimum(nearest, round_trip, out=nearest)
+        from_landmark[:, i] = leaving = _distances(forward, landmark)
+        to_landmark[:, i] = arriving = _distances(backward, landmark)
+        np.minimum(nearest, leaving + arriving, out=nearest)
         landmark = _farthest(nearest)
     return from_landmark, to_landmark
 
