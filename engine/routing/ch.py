@@ -120,6 +120,10 @@ FLUSH_ARCS = 1 << 20
 
 CORE_SHORTCUTS = 4096
 HUBBED_CORE_SHORTCUTS = 512
+# the contraction stops once the nodes left have this many arcs each on average (in and out): at
+# a country's size the car's last ~25,000 CH nodes took a sixth of its contraction, and core-ALT
+# searches them in milliseconds; a city's graph never gets near it (docs/engineering-history.md)
+CORE_MEAN_DEGREE = 200.0
 
 # rounds that start with fewer than this share of the nodes left update priorities lazily
 # (engine.routing.contraction): the car's dense top contracts a node or two a round and
@@ -135,6 +139,7 @@ def build(
     sim_limit: int = 30,
     settle_limit: int = 500,
     core_shortcuts: int | None = None,
+    core_degree: float = CORE_MEAN_DEGREE,
     front: float = 0.05,
     lazy_below: float | None = None,
     priority: tuple[float, float, float, float, float] = PRIORITY,
@@ -150,10 +155,11 @@ def build(
 
     A node that would need more than ``core_shortcuts`` shortcuts is not contracted; when only
     such nodes remain, they are the uncontracted *core*, whose arcs go into both the upward and
-    the downward graph, so the query searches it as a plain bidirectional Dijkstra (its stopping
-    rule covers that). By default :data:`HUBBED_CORE_SHORTCUTS` when the graph has junction hubs,
-    else :data:`CORE_SHORTCUTS` (module doc). Likewise ``lazy_below``: the share of nodes left
-    below which a round simulates only the dirty nodes that could be chosen
+    the downward graph, and which the query searches goal-directed (:mod:`engine.routing.core_alt`).
+    By default :data:`HUBBED_CORE_SHORTCUTS` when the graph has junction hubs, else
+    :data:`CORE_SHORTCUTS` (module doc). The nodes left are the core too once they have
+    ``core_degree`` arcs each on average (:data:`CORE_MEAN_DEGREE`). Likewise ``lazy_below``: the
+    share of nodes left below which a round simulates only the dirty nodes that could be chosen
     (:data:`HUBBED_LAZY_BELOW` or :data:`LAZY_BELOW`).
 
     ``spill``: the finished arcs go to a temporary directory (``TMPDIR``) in chunks of
@@ -197,6 +203,7 @@ def build(
                 down,
                 flush_arcs if spill else None,
                 lazy_below,
+                core_degree,
             )
         numbering = {}
         if storage_ordered:

@@ -646,6 +646,16 @@ def _collect(chosen, n_chosen, settle_limit, out, inn, wss, buf, base, count):
 
 
 @njit(cache=True)
+def _mean_degree(remaining, n_rem, out, inn):
+    """Arcs per remaining node, in and out: how dense what is left has become."""
+    total = 0
+    for i in range(n_rem):
+        v = remaining[i]
+        total += out[1][v] + inn[1][v]
+    return total / n_rem
+
+
+@njit(cache=True)
 def _choose(remaining, n_rem, need, core_shortcuts, out, inn, prio, dirty, chosen):
     n_chosen = 0
     for i in range(n_rem):
@@ -727,15 +737,17 @@ def _contract_round(
     sim_limit,
     settle_limit,
     core_shortcuts,
+    core_degree,
     coef,
     front,
     lazy_below,
     done,
 ):
     """One round: every node whose priority is below its neighbours' is contracted. When only
-    nodes that would need more than ``core_shortcuts`` shortcuts remain, they form the core
-    instead: ranked last, their arcs in both outputs; then, or when no node remains,
-    ``counters[2]`` is set and ``counters[0]`` is the core's size.
+    nodes that would need more than ``core_shortcuts`` shortcuts remain, or when the remaining
+    nodes have ``core_degree`` arcs each on average, they form the core instead: ranked last,
+    their arcs in both outputs; then, or when no node remains, ``counters[2]`` is set and
+    ``counters[0]`` is the core's size.
 
     ``pools`` (out, in) and ``outputs`` (up, down) are typed lists: a pool or buffer grown here
     replaces its old arrays in the list at once, which frees them (had the caller passed the
@@ -745,7 +757,7 @@ def _contract_round(
     n_rem = counters[0]
     r = counters[1]
     n_chosen = 0
-    if n_rem > 0:
+    if n_rem > 0 and _mean_degree(remaining, n_rem, out, inn) < core_degree:
         limit = _front_limit(prio, remaining, n_rem, front)
         todo = nbr  # scratch until the insertions
         lazy = n_rem < lazy_below * rank.shape[0]
@@ -803,7 +815,20 @@ def _contract_round(
 
 
 def contract(
-    n, csr, sim_limit, settle_limit, core_shortcuts, coef, front, threads, done, up, down, flush_at=None, lazy_below=0.0
+    n,
+    csr,
+    sim_limit,
+    settle_limit,
+    core_shortcuts,
+    coef,
+    front,
+    threads,
+    done,
+    up,
+    down,
+    flush_at=None,
+    lazy_below=0.0,
+    core_degree=np.inf,
 ):
     """Contract the graph ``csr`` (a list: first, to, w), emptied once the pools hold the graph so
     that the caller's arrays can go for the rest of the contraction; returns (rank, core size).
@@ -813,14 +838,16 @@ def contract(
     end), so that a contraction whose outputs spill to disk never holds more of them than that.
     ``done[0]`` counts the nodes contracted so far (read by the import's progress line while a
     round runs without the GIL). Rounds that start with fewer than ``lazy_below`` (a share) of the
-    ``n`` nodes left update priorities lazily (module doc)."""
+    ``n`` nodes left update priorities lazily (module doc). The rest is the core once every node
+    left would need more than ``core_shortcuts`` shortcuts or once they have ``core_degree`` arcs
+    each on average (:func:`_contract_round`)."""
     out, inn, rank, counters, *rest = _contraction_state(n, *csr, threads)
     n_arcs = int(csr[0][n])
     csr.clear()
     pools = List([out, inn])
     del out, inn  # in the list only: a round that grows a pool frees the old one
     outputs = List([_new_output(2 * n_arcs + 1024), _new_output(2 * n_arcs + 1024)])
-    settings = (sim_limit, settle_limit, core_shortcuts, coef, front, lazy_below)
+    settings = (sim_limit, settle_limit, core_shortcuts, float(core_degree), coef, front, lazy_below)
     while not counters[2]:
         _contract_round(pools, outputs, rank, counters, *rest, *settings, done)
         held = outputs[0][4][0] + outputs[1][4][0]

@@ -15,6 +15,7 @@ import pytest
 from engine.routing import build, ch, ch_order
 from engine.routing.build import build_graph
 from engine.routing.graph import ARRAYS, CH_ARRAYS
+from engine.routing.hubs import hubbed_turn_graph
 from engine.routing.matrix import MatrixQuery
 from engine.routing.router import Router
 from tests.engine.osm_grid import OsmGrid
@@ -237,6 +238,29 @@ def test_ch_with_dense_core_equals_dijkstra(tmp_path, monkeypatch, lazy_below, t
     router = router_over(graph, arrays, core)
     assert ch.query_ranks(graph).shape[0] == (0 if by_position else ch.node_count(graph))
     found, compared = check_whole_network(router, seed=9)
+    assert found > 0.5 * compared
+
+
+def test_a_remainder_this_dense_is_left_as_the_core_and_routes_stay_exact(tmp_path):
+    """``core_degree``: the contraction stops once the nodes left have that many arcs each on
+    average (here one and a half times the turn graph's own mean, with no bound on shortcuts).
+    The core left has at least that mean degree, the routes through it are exact, and without
+    the bound the same graph contracts fully."""
+    g = random_network(11)
+    graph, _ = build_graph(g.write(tmp_path / "dense.osm.pbf"), with_ch=False)
+    turns = hubbed_turn_graph(graph)
+    bound = 1.5 * 2 * turns.to.shape[0] / turns.n
+    assert int(ch.build(graph, core_shortcuts=1 << 30, core_degree=np.inf)["ch_core"][0]) == 0
+    arrays = ch.build(graph, core_shortcuts=1 << 30, core_degree=bound)
+    core = int(arrays.pop("ch_core")[0])
+    n = arrays["ch_rank"].shape[0]
+    assert 0 < core < n
+    in_core = arrays["ch_rank"] >= n - core  # by stored position, as the arcs are
+    tails = np.repeat(np.arange(n), np.diff(arrays["ch_up_first"]))
+    core_arcs = int((in_core[tails] & in_core[arrays["ch_up_to"]]).sum())
+    assert 2 * core_arcs / core >= bound
+    router = router_over(graph, arrays, core)
+    found, compared = check_whole_network(router, seed=11)
     assert found > 0.5 * compared
 
 
