@@ -161,9 +161,14 @@ def import_figures(data_dir: Path, log: Path) -> dict[str, Any]:
     return {
         **timed,
         "peak_rss_mb": manifest["peak_rss_mb"],
+        "peak_anon_mb": manifest.get("peak_anon_mb"),
         "profiles": manifest.get("profiles"),
         "stages": {
-            name: {"seconds": report["seconds"], "peak_rss_mb": report.get("peak_rss_mb")}
+            name: {
+                "seconds": report["seconds"],
+                "peak_rss_mb": report.get("peak_rss_mb"),
+                "peak_anon_mb": report.get("peak_anon_mb"),
+            }
             for name, report in manifest["stages"].items()
         },
         "counts": manifest["counts"],

@@ -23,7 +23,11 @@ figure is the process's peak while that stage ran (what earlier stages still hol
 Where the kernel lacks these files, the figure is the process's peak so far (``ru_maxrss``). The
 reset also restarts what ``getrusage`` (``ru_maxrss``) and ``/usr/bin/time`` report for the
 process: after an import they show the last stage's peak only; the import's own peak is the
-manifest's ``peak_rss_mb``, the largest of its stages'.
+manifest's ``peak_rss_mb``, the largest of its stages'. That peak counts the pages of the files
+the stage maps (graphs written and mapped back, spilled arcs), which stay resident on an idle
+machine and which the kernel drops under pressure; so each stage also reports its peak anonymous
+memory (``RssAnon``: heap and arrays, what the machine must really hold), sampled by a thread
+(:func:`sampled_peak_anon`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
 _RSS = re.compile(r"^VmRSS:\s+(\d+) kB", re.MULTILINE)
+_ANON = re.compile(r"^RssAnon:\s+(\d+) kB", re.MULTILINE)
+ANON_SAMPLE_S = 0.5
 
 
 def reset_peak_rss() -> bool:
@@ -55,24 +61,51 @@ def reset_peak_rss() -> bool:
     return True
 
 
-def rss_mb() -> float:
-    """This process's resident set in MB now (0 where the kernel lacks ``/proc/self/status``)."""
+def _status_mb(field: re.Pattern[str]) -> float | None:
+    """A field of ``/proc/self/status`` in MB; None where the kernel lacks the file or the field."""
     try:
-        found = _RSS.search(_STATUS.read_text())
+        found = field.search(_STATUS.read_text())
     except OSError:
         found = None
-    return int(found.group(1)) / 1024 if found is not None else 0.0
+    return int(found.group(1)) / 1024 if found is not None else None
+
+
+def rss_mb() -> float:
+    """This process's resident set in MB now (0 where the kernel lacks ``/proc/self/status``)."""
+    return _status_mb(_RSS) or 0.0
+
+
+def anon_mb() -> float:
+    """This process's anonymous resident memory in MB now (0 where the kernel does not say)."""
+    return _status_mb(_ANON) or 0.0
+
+
+@contextmanager
+def sampled_peak_anon(interval: float = ANON_SAMPLE_S) -> Iterator[list[float]]:
+    """The largest anonymous resident memory (MB) seen while the block runs, in the yielded
+    list's one item once it ends: sampled every ``interval`` seconds by a thread, and at the
+    block's start and end (a peak shorter than ``interval`` may be missed)."""
+    peak = [anon_mb()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(interval):
+            peak[0] = max(peak[0], anon_mb())
+
+    thread = threading.Thread(target=sample, name="import-memory", daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        thread.join()
+        peak[0] = max(peak[0], anon_mb())
 
 
 def peak_rss_mb() -> float:
     """This process's peak resident set in MB since the last :func:`reset_peak_rss` (or its start)."""
-    try:
-        found = _HWM.search(_STATUS.read_text())
-    except OSError:
-        found = None
-    if found is not None:
-        return int(found.group(1)) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _status_mb(_HWM)
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _count(n: float) -> str:
@@ -199,9 +232,10 @@ class ImportProgress:
         self._end_line()
         self._write(f"[{number}/{count}] {name}\n")
 
-    def stage_finished(self, name: str, seconds: float, peak_mb: float) -> None:
+    def stage_finished(self, name: str, seconds: float, peak_mb: float, anon_mb: float | None = None) -> None:
         self._end_line()
-        self._write(f"[done] {name} in {_duration(seconds)}, peak memory {peak_mb:,.0f} MB\n")
+        anon = f" ({anon_mb:,.0f} MB of it anonymous)" if anon_mb is not None else ""
+        self._write(f"[done] {name} in {_duration(seconds)}, peak memory {peak_mb:,.0f} MB{anon}\n")
 
     @contextmanager
     def step(

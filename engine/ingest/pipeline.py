@@ -26,7 +26,7 @@ from engine.heap_memory import release_free_memory, unmap_large_blocks
 from engine.identical_files import link_identical, sha256_of
 from engine.ingest.child_process import call_in_child
 from engine.ingest.context import ImportContext
-from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss, rss_mb
+from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peak_anon
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
 
@@ -152,16 +152,17 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
         ctx.progress.stage_started(stage.name, number, len(stages))
         release_free_memory()  # what the earlier stages freed does not weigh on this one
         try:
-            stage_counts, peak = _run_stage(stage, ctx)
+            stage_counts, peak, peak_anon = _run_stage(stage, ctx)
         except DatasetError:
             raise
         except Exception as exc:  # a stage's failure, e.g. osmium on a truncated file
             raise DatasetError(f"stage {stage.name} failed on {ctx.pbf_path.name}: {exc}") from exc
         seconds = time.perf_counter() - t0
-        ctx.progress.stage_finished(stage.name, seconds, peak)
+        ctx.progress.stage_finished(stage.name, seconds, peak, peak_anon)
         run.reports[stage.name] = {
             "seconds": round(seconds, 3),
             "peak_rss_mb": round(peak, 1),
+            "peak_anon_mb": round(peak_anon, 1),
             "writes": [w for w in stage.writes if (ctx.out_dir / w).exists()],
             "counts": stage_counts,
         }
@@ -171,31 +172,38 @@ def _run_stages(stages: tuple[Stage, ...], ctx: ImportContext) -> StageRun:
     return run
 
 
-def _run_stage(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
+Measured = tuple[dict[str, int], float, float]  # counts, peak resident set and peak anonymous MB
+
+
+def _run_stage(stage: Stage, ctx: ImportContext) -> Measured:
     """The stage's counts and the peak memory while it ran: this process's, or for an isolated
     stage its child's plus what this process holds meanwhile (both are alive)."""
     if not stage.isolated:
         return _measured(stage, ctx)
-    holding = rss_mb()
+    holding, holding_anon = rss_mb(), anon_mb()
     quiet = replace(ctx, progress=ImportProgress.silent())  # a stream does not travel to a child
     if ctx.progress.stream is None:
-        counts, peak = call_in_child(_measured, stage, quiet)
+        counts, peak, peak_anon = call_in_child(_measured, stage, quiet)
     else:
-        counts, peak = call_in_child(_measured_in_child, stage, quiet, ctx.progress.live, output=ctx.progress.stream)
-    return counts, holding + peak
+        counts, peak, peak_anon = call_in_child(
+            _measured_in_child, stage, quiet, ctx.progress.live, output=ctx.progress.stream
+        )
+    return counts, holding + peak, holding_anon + peak_anon
 
 
-def _measured_in_child(stage: Stage, ctx: ImportContext, live: bool, stream: TextIO) -> tuple[dict[str, int], float]:
+def _measured_in_child(stage: Stage, ctx: ImportContext, live: bool, stream: TextIO) -> Measured:
     """In the child: its progress lines go to ``stream``, which forwards them to the parent's."""
     ctx.progress = ImportProgress(stream, live=live)
     return _measured(stage, ctx)
 
 
-def _measured(stage: Stage, ctx: ImportContext) -> tuple[dict[str, int], float]:
-    """The stage's counts and the process's peak resident set in MB while it ran."""
+def _measured(stage: Stage, ctx: ImportContext) -> Measured:
+    """The stage's counts, the process's peak resident set and its peak anonymous memory in MB
+    while it ran (:mod:`engine.progress`)."""
     reset_peak_rss()
-    counts = stage.load()(ctx)
-    return counts, peak_rss_mb()
+    with sampled_peak_anon() as anon:
+        counts = stage.load()(ctx)
+    return counts, peak_rss_mb(), anon[0]
 
 
 def _manifest(
@@ -228,6 +236,8 @@ def _manifest(
         # the import's peak: each stage's window resets the process's peak (engine.progress), so
         # getrusage's ru_maxrss and /usr/bin/time see only the last stage's
         "peak_rss_mb": max((r["peak_rss_mb"] for r in run.reports.values()), default=None),
+        # of which heap and arrays: the memory an import machine must have (mapped files' pages aside)
+        "peak_anon_mb": max((r["peak_anon_mb"] for r in run.reports.values()), default=None),
         "attribution": "© OpenStreetMap contributors, ODbL 1.0",
     }
 

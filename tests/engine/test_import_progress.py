@@ -14,7 +14,7 @@ import numpy as np
 
 from config.settings import PROJECT_ROOT
 from engine.ingest.pipeline import import_pbf
-from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
+from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peak_anon
 from tests.engine.osm_grid import OsmGrid
 
 
@@ -106,6 +106,28 @@ def test_peak_rss_window_resets():
     assert peak_rss_mb() < during - 32
 
 
+def test_the_anonymous_peak_counts_arrays_and_not_the_pages_of_a_mapped_file(tmp_path):
+    """A 64 MB array made and freed inside the block shows in its anonymous peak; 64 MB of a
+    file mapped and read do not (they do in the resident set's peak: ``VmHWM``)."""
+    path = tmp_path / "mapped.npy"
+    np.save(path, np.ones(64 * 1024 * 1024, np.uint8))
+    reset_peak_rss()
+    resident = rss_mb()
+    with sampled_peak_anon(interval=0.01) as anon:
+        before = anon_mb()
+        mapped = np.load(path, mmap_mode="r")
+        assert int(mapped.sum()) == 64 * 1024 * 1024  # every page read
+        del mapped
+    assert anon[0] < before + 16
+    assert peak_rss_mb() > resident + 48
+    with sampled_peak_anon(interval=0.01) as anon:
+        before = anon_mb()
+        big = np.ones(64 * 1024 * 1024, np.uint8)
+        threading.Event().wait(0.05)
+        del big
+    assert anon[0] > before + 48
+
+
 def _town(tmp_path):
     m = OsmGrid(
         """
@@ -137,6 +159,7 @@ def test_import_reports_each_stage_and_the_contraction(tmp_path):
         assert f"[{number}/4] {stage}\n" in text
         assert f"[done] {stage} in " in text
         assert result.manifest["stages"][stage]["peak_rss_mb"] > 10
+        assert 10 < result.manifest["stages"][stage]["peak_anon_mb"] <= result.manifest["stages"][stage]["peak_rss_mb"]
     assert result.manifest["peak_rss_mb"] == max(s["peak_rss_mb"] for s in result.manifest["stages"].values())
     n = result.manifest["counts"]["road_edges"]
     assert f"roads: contraction (car)  {n}/{n} CH nodes  100%" in text  # the car has no hubs
