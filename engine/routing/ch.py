@@ -32,7 +32,10 @@ uncontracted core, whose arcs go into both graphs and are searched goal-directed
 with junction hubs (the walker's, the cyclist's) gets :data:`HUBBED_CORE_SHORTCUTS`: one speed
 everywhere leaves its top without hierarchy, and on a large grid the last few thousand nodes,
 each in a near-clique, took most of the contraction (a core of them costs each long query an
-A* search of the core instead). Real extracts (Monaco, Helsinki) contract fully with either.
+A* search of the core instead). Whatever the graph, the contraction also stops once the nodes
+left have :data:`CORE_MEAN_DEGREE` arcs each on average: the densest top of a country's grid,
+slow to contract and fast to search with landmarks. Real extracts (Monaco, Helsinki) contract
+fully with either bound.
 
 The measurements behind these choices (CH against Dijkstra, the contraction variants and their
 parameters, the 1M-node city) are in ``docs/engineering-history.md``.
