@@ -81,25 +81,37 @@ def anon_mb() -> float:
 
 
 @contextmanager
+def _calling_every(interval: float, fn: Callable[[], None], name: str) -> Iterator[None]:
+    """``fn()`` every ``interval`` seconds in a thread (``name``) while the block runs, and once
+    more when it ends."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval):
+            fn()
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        fn()
+
+
+@contextmanager
 def sampled_peak_anon(interval: float = ANON_SAMPLE_S) -> Iterator[list[float]]:
     """The largest anonymous resident memory (MB) seen while the block runs, in the yielded
     list's one item once it ends: sampled every ``interval`` seconds by a thread, and at the
     block's start and end (a peak shorter than ``interval`` may be missed)."""
     peak = [anon_mb()]
-    stop = threading.Event()
 
     def sample() -> None:
-        while not stop.wait(interval):
-            peak[0] = max(peak[0], anon_mb())
-
-    thread = threading.Thread(target=sample, name="import-memory", daemon=True)
-    thread.start()
-    try:
-        yield peak
-    finally:
-        stop.set()
-        thread.join()
         peak[0] = max(peak[0], anon_mb())
+
+    with _calling_every(interval, sample, "import-memory"):
+        yield peak
 
 
 def peak_rss_mb() -> float:
@@ -165,20 +177,8 @@ class Step:
     def watch(self, counter: np.ndarray) -> Iterator[None]:
         """Poll ``counter[0]`` (items done, written by a kernel that releases the GIL) while the
         block runs."""
-        stop = threading.Event()
-
-        def poll() -> None:
-            while not stop.wait(self._progress.interval):
-                self.set(int(counter[0]))
-
-        thread = threading.Thread(target=poll, name="import-progress", daemon=True)
-        thread.start()
-        try:
+        with _calling_every(self._progress.interval, lambda: self.set(int(counter[0])), "import-progress"):
             yield
-        finally:
-            stop.set()
-            thread.join()
-            self.set(int(counter[0]))
 
 
 class ImportProgress:

@@ -123,7 +123,10 @@ def test_the_anonymous_peak_counts_arrays_and_not_the_pages_of_a_mapped_file(tmp
     with sampled_peak_anon(interval=0.01) as anon:
         before = anon_mb()
         big = np.ones(64 * 1024 * 1024, np.uint8)
-        threading.Event().wait(0.05)
+        for _ in range(500):  # until the sampler has seen it (at most 5 s on a busy machine)
+            if anon[0] > before + 48:
+                break
+            threading.Event().wait(0.01)
         del big
     assert anon[0] > before + 48
 
