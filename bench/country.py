@@ -12,10 +12,13 @@ addresses), in this order:
    config/gunicorn.py starts it, the Celery workers, Redis, PostgreSQL), timed from their start
    to ``/v1/health/ready`` = 200 and to the first answered route and isochrone;
 5. over HTTP (bench/http_client.py's keep-alive connection, as the other benchmarks), one request
-   at a time: route with steps, isochrone (10 min, a new origin each time: no cache hit), geocode,
-   suggest, reverse geocode; p50 and p95 over ``--queries`` each; then a second pass on other
-   points (``second_pass``): the first pass meets a node whose page cache holds little of the
-   dataset, the second one that has served for a while;
+   at a time: route with steps (each profile of ``--route-profiles``, every imported one by
+   default), isochrone (10 min, a new origin each time: no cache hit), geocode, suggest, reverse
+   geocode; p50 and p95 over ``--queries`` each; then a second pass on other points
+   (``second_pass``): the first pass meets a node whose page cache holds little of the dataset,
+   the second one that has served for a while. Each pass counts the pages read back from disk
+   (``paging``: the web workers' major faults and the machine's), which tells a node short of
+   memory for its dataset from a slow search;
 6. private memory (USS) of every gunicorn worker and every Celery process after the queries;
 7. ``meridian dataset publish`` to a directory store and ``meridian dataset pull`` into a
    second data directory (a new node), timed;
@@ -28,6 +31,7 @@ bench.report`` writes the table into docs/benchmarks.md.
 
     .venv/bin/python -m bench.country --nodes 1000000 [--profiles car] [--queries 200] [--osrm]
         [--reuse-import]   # keep an earlier run's import of the same size (its figures too)
+        [--route-profiles car]  # route only these of the imported profiles (paging, module doc)
         [--no-replicate]   # skip step 7 (publish and pull each hold another copy of the dataset)
         [--osrm-only]      # only OSRM's build, added to a size measured before
 """
@@ -242,6 +246,33 @@ def first_answers(client: Client, started: float, places: list[dict[str, Any]]) 
     return out
 
 
+def major_faults(pid: int) -> int:
+    """Pages the process has read back from disk since it started (``majflt`` of
+    ``/proc/<pid>/stat``; the fields after the command's closing parenthesis)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[9])
+
+
+def machine_major_faults() -> int:
+    """Pages every process of the machine has read back from disk (``pgmajfault`` of /proc/vmstat)."""
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == "pgmajfault":
+            return int(value)
+    return 0
+
+
+@contextlib.contextmanager
+def counting_paging(web: list[psutil.Process]) -> Any:
+    """The pages read back from disk while the block runs: by the web workers ``web`` (each) and by
+    the whole machine (the Celery workers, the page cache's other readers)."""
+    counted: dict[str, Any] = {}
+    before = [major_faults(p.pid) for p in web], machine_major_faults()
+    yield counted
+    counted["web_major_faults"] = [major_faults(p.pid) - b for p, b in zip(web, before[0], strict=True)]
+    counted["machine_major_faults"] = machine_major_faults() - before[1]
+
+
 def latencies(
     client: Client, places: list[dict[str, Any]], n: int, seed: int, profiles: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -298,9 +329,29 @@ def memory(dep: Deployment) -> dict[str, Any]:
     }
 
 
-def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]:
+def route_profiles(imported: tuple[str, ...], asked: str | None) -> tuple[str, ...]:
+    """The profiles the passes route: ``asked`` (comma-separated), else every imported one."""
+    if not asked:
+        return imported
+    chosen = tuple(p for p in asked.split(",") if p)
+    missing = [p for p in chosen if p not in imported]
+    if missing:
+        raise SystemExit(f"--route-profiles: {', '.join(missing)} not imported ({', '.join(imported)})")
+    return chosen
+
+
+def measured_pass(
+    dep: Deployment, client: Client, places: list[dict[str, Any]], n: int, seed: int, profiles: tuple[str, ...]
+) -> dict[str, Any]:
+    """One pass of :func:`latencies`, with the pages read back from disk while it ran."""
+    with counting_paging(dep.children(WEB_PROCESS)) as paging:
+        out = latencies(client, places, n, seed, profiles)
+    return {**out, "paging": paging}
+
+
+def serve_and_measure(data_dir: Path, queries: int, seed: int, asked_profiles: str | None = None) -> dict[str, Any]:
     places = sample_queries(data_dir, queries + 4, seed)
-    profiles = tuple(_manifest(data_dir).get("profiles") or ("car",))
+    profiles = route_profiles(tuple(_manifest(data_dir).get("profiles") or ("car",)), asked_profiles)
     dep = Deployment(data_dir)
     try:
         dep.start_redis()
@@ -311,11 +362,16 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int) -> dict[str, Any]
         dep.start_processes()
         dep.wait_ready(timeout=1800)
         client = Client(dep.base_url, key)
-        out: dict[str, Any] = {"client": HTTP_CLIENT, "start": first_answers(client, started, places)}
-        out.update(latencies(client, places[4:], queries, seed, profiles))
+        out: dict[str, Any] = {
+            "client": HTTP_CLIENT,
+            "route_profiles": list(profiles),
+            "start": first_answers(client, started, places),
+        }
+        out.update(measured_pass(dep, client, places[4:], queries, seed, profiles))
         # other points again, the node now serving for as long as the first pass took: what its
         # users see once the pages their requests share are cached
-        out["second_pass"] = latencies(client, sample_queries(data_dir, queries, seed + 1), queries, seed + 1, profiles)
+        again = sample_queries(data_dir, queries, seed + 1)
+        out["second_pass"] = measured_pass(dep, client, again, queries, seed + 1, profiles)
         out["memory"] = memory(dep)
         return out
     finally:
@@ -400,7 +456,7 @@ def measure(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         run_import(pbf, data_dir, log, args.profiles)
     entry["import"] = import_figures(data_dir, log)
     print(json.dumps(entry["import"]), flush=True)
-    entry["serve"] = serve_and_measure(data_dir, args.queries, args.seed)
+    entry["serve"] = serve_and_measure(data_dir, args.queries, args.seed, args.route_profiles)
     print(json.dumps(entry["serve"]), flush=True)
     if args.replicate:
         entry["replicate"] = publish_and_pull(data_dir, work)
@@ -425,6 +481,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nodes", default="1000000,3000000,10000000", help="road-network sizes, comma-separated")
     parser.add_argument("--addresses-per-node", type=float, default=2.5)
     parser.add_argument("--profiles", default="car", help="travel profiles imported (meridian import --profiles)")
+    parser.add_argument(
+        "--route-profiles",
+        default=None,
+        help="profiles the passes route, comma-separated (default: every imported one)",
+    )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse-import", action="store_true", help="keep an earlier run's import of a size")

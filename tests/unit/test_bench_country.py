@@ -1,6 +1,12 @@
 """bench.country's results: one entry per size and set of profiles."""
 
-from bench.country import size_key, with_entry
+import mmap
+import os
+import resource
+
+import pytest
+
+from bench.country import machine_major_faults, major_faults, route_profiles, size_key, with_entry
 from bench.report import _other_profiles_ms
 
 
@@ -28,3 +34,26 @@ def test_the_report_shows_the_walkers_and_cyclists_routes_of_both_passes_where_m
     second = {"route_foot": {"p50": 15.0, "p95": 25.5}}
     assert _other_profiles_ms({"ms": first, "second_pass": {"ms": second}}) == "foot 20.00 / 30.0 then 15.00 / 25.5"
     assert _other_profiles_ms({"ms": {"route": {"p50": 9.0, "p95": 12.0}}}) == "not measured"
+
+
+def test_a_process_that_reads_evicted_pages_of_a_mapped_file_counts_major_faults(tmp_path):
+    path = tmp_path / "pages.bin"
+    path.write_bytes(os.urandom(64 * mmap.PAGESIZE))
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # out of the page cache
+        before, machine_before = major_faults(os.getpid()), machine_major_faults()
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            touched = sum(mapped[i] for i in range(0, len(mapped), mmap.PAGESIZE))
+    assert touched >= 0
+    assert major_faults(os.getpid()) > before
+    assert major_faults(os.getpid()) == resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+    assert machine_major_faults() > machine_before
+
+
+def test_the_passes_route_the_profiles_asked_and_only_imported_ones():
+    imported = ("car", "foot", "bicycle")
+    assert route_profiles(imported, None) == imported
+    assert route_profiles(imported, "car") == ("car",)
+    with pytest.raises(SystemExit, match="truck"):
+        route_profiles(imported, "car,truck")
