@@ -981,8 +981,28 @@ def _mb(value: float | None) -> str:
     return "" if value is None else f"{value / 1024:.1f} GB" if value >= 1024 else f"{value:.0f} MB"
 
 
+def _stage_peak(stage: dict) -> str:
+    """A stage's peak resident set, with the anonymous part of it where measured (the rest is
+    pages of mapped files)."""
+    anon = stage.get("peak_anon_mb")
+    return _mb(stage.get("peak_rss_mb")) + (f" (anon {_mb(anon)})" if anon is not None else "")
+
+
 def _stages_peak(stages: dict) -> str:
-    return ", ".join(f"{name} {_mb(s.get('peak_rss_mb'))} / {s['seconds']:.0f} s" for name, s in stages.items())
+    return ", ".join(f"{name} {_stage_peak(s)} / {s['seconds']:.0f} s" for name, s in stages.items())
+
+
+def _paging(serve: dict) -> str:
+    """What the passes routed and the pages read back from disk while they ran, where counted."""
+    passes = [p for p in (serve, serve.get("second_pass", {})) if "paging" in p]
+    if not passes:
+        return ""
+    routed = ",".join(serve.get("route_profiles") or [])
+    faults = " then ".join(
+        f"{sum(p['paging']['web_major_faults']):,} ({p['paging']['machine_major_faults']:,} machine-wide)"
+        for p in passes
+    )
+    return f"; routed {routed}; pages read back from disk by the web workers, first then second pass: {faults}"
 
 
 def _osrm(entry: dict) -> str:
@@ -1078,7 +1098,7 @@ def country_section(doc: dict) -> list[str]:
     ]
     notes = [
         f"- {e['nodes']:,} nodes, {size_key(e)[1]}: load average {e.get('load_average_during_run', e.get('load_average_at_start'))}; "
-        f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}"
+        f"HTTP client {e['serve'].get('client', REQUESTS_CLIENT)}{_paging(e['serve'])}"
         for e in doc["sizes"]
     ]
     return (

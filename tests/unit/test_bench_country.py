@@ -7,7 +7,7 @@ import resource
 import pytest
 
 from bench.country import machine_major_faults, major_faults, route_profiles, size_key, with_entry
-from bench.report import _other_profiles_ms
+from bench.report import _other_profiles_ms, _paging, _stages_peak
 
 
 def test_an_entry_replaces_only_the_run_of_its_size_and_profiles():
@@ -57,3 +57,18 @@ def test_the_passes_route_the_profiles_asked_and_only_imported_ones():
     assert route_profiles(imported, "car") == ("car",)
     with pytest.raises(SystemExit, match="truck"):
         route_profiles(imported, "car,truck")
+
+
+def test_the_report_gives_each_stages_anonymous_peak_and_each_passs_paging_where_measured():
+    stages = {"search": {"seconds": 10.4, "peak_rss_mb": 2048.0, "peak_anon_mb": 512.0}, "admin": {"seconds": 2.0}}
+    assert _stages_peak(stages) == "search 2.0 GB (anon 512 MB) / 10 s, admin  / 2 s"
+    serve = {
+        "route_profiles": ["car"],
+        "paging": {"web_major_faults": [1200, 34], "machine_major_faults": 5000},
+        "second_pass": {"paging": {"web_major_faults": [7, 3], "machine_major_faults": 11}},
+    }
+    assert _paging(serve) == (
+        "; routed car; pages read back from disk by the web workers, first then second pass: "
+        "1,234 (5,000 machine-wide) then 10 (11 machine-wide)"
+    )
+    assert _paging({"ms": {}}) == ""
