@@ -4,6 +4,7 @@ an empty result."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,34 +59,40 @@ def _cand(f: dict[str, Any], region: str, t: str, lat: float, lng: float, distan
 
 def nearest_streets(
     index: SearchIndex, cache: SpatialCache, lat: float, lng: float, radius: float
-) -> list[tuple[float, int, tuple[float, float]]]:
-    """[(distance m, street_id, (lat, lng) of the nearest point)] within radius, nearest first."""
+) -> list[tuple[float, int, Any]]:
+    """[(distance m, street_id, the street's piece nearest the point)] within radius, nearest
+    first; the piece is in the index's projection (:func:`street_point` finds the point on it)."""
     near = cache.parts_near(lat, lng, radius)
     if not len(near.lines):
         return []
     px, py = index.proj.to_xy(lat, lng)
-    p = shapely.Point(float(px), float(py))
-    dists = shapely.distance(near.lines, p)
+    dists = shapely.distance(near.lines, shapely.Point(float(px), float(py)))
     best: dict[int, tuple[float, int]] = {}
     for i in np.flatnonzero(dists <= radius).tolist():
         sid, d = int(near.street_ids[i]), float(dists[i])
         if sid not in best or d < best[sid][0]:
             best[sid] = (d, i)
-    out = []
-    for sid, (d, i) in best.items():
-        part = near.lines[i]
-        if part.geom_type == "Polygon":  # a square: a point inside is on it
-            q = p if d == 0.0 else part.exterior.interpolate(part.exterior.project(p))
-        else:
-            q = part.interpolate(part.project(p))
-        qlat, qlng = index.proj.to_latlng(q.x, q.y)
-        out.append((d, sid, (float(qlat), float(qlng))))
+    out = [(d, sid, near.lines[i]) for sid, (d, i) in best.items()]
     out.sort(key=lambda t: (t[0], t[1]))
     return out
 
 
+def street_point(index: SearchIndex, piece: Any, distance: float, lat: float, lng: float) -> tuple[float, float]:
+    """(lat, lng) of the point of a street's ``piece`` nearest the point, ``distance`` away
+    (:func:`nearest_streets`): the point itself inside a square. Only the streets a request
+    answers with are worth it."""
+    px, py = index.proj.to_xy(lat, lng)
+    p = shapely.Point(float(px), float(py))
+    if piece.geom_type == "Polygon":  # a square: a point inside is on it
+        q = p if distance == 0.0 else piece.exterior.interpolate(piece.exterior.project(p))
+    else:
+        q = piece.interpolate(piece.project(p))
+    qlat, qlng = index.proj.to_latlng(q.x, q.y)
+    return float(qlat), float(qlng)
+
+
 def _ranked(index: SearchIndex, params: ReverseParams) -> list[tuple[Any, ...]]:
-    """(rank key, point distance, feature id, street point or None, distance) of the addresses
+    """(rank key, point distance, feature id, street piece or None, distance) of the addresses
     and streets near the point, best first. The rule:
 
     * an address wins when the point is on its building (within ``ON_ADDRESS_M`` of the outline
@@ -118,49 +125,57 @@ def _ranked(index: SearchIndex, params: ReverseParams) -> list[tuple[Any, ...]]:
             key = d_fp + FAR_PENALTY_M
         found.append((key, a.distance, a.feature_id, None, d_fp))
     n_streets = 0
-    for d, sid, point in streets:
+    for d, sid, piece in streets:
         if sid in minor:
-            found.append((d + STREET_BIAS_M + MINOR_PENALTY_M, d, sid, point, d))
+            found.append((d + STREET_BIAS_M + MINOR_PENALTY_M, d, sid, piece, d))
         elif n_streets < max(3, params.limit):
             n_streets += 1
-            found.append((d + STREET_BIAS_M, d, sid, point, d))
+            found.append((d + STREET_BIAS_M, d, sid, piece, d))
     found.sort(key=lambda t: (t[0], t[1], t[2]))
     return found
 
 
+def _candidates(
+    index: SearchIndex, region: str, found: list[tuple[Any, ...]], params: ReverseParams
+) -> Iterator[dict[str, Any]]:
+    """The answers of one dataset's ranked addresses and streets (:func:`_ranked`), best first,
+    each built when the caller asks for it: a street's point on the map is found only for the
+    streets a request answers with."""
+    top = found[: params.limit + 5]  # more than the limit: an address may repeat another
+    feats = index.features(t[2] for t in top)
+    for _key, _d, fid, piece, dist in top:
+        f = feats.get(fid)
+        if f is None:
+            continue
+        if piece is None:
+            yield _cand(f, region, f["type"], f["lat"], f["lng"], dist)
+        else:
+            yield _cand(f, region, "street", *street_point(index, piece, dist, params.lat, params.lng), dist)
+
+
 def run(datasets: DatasetRegistry, params: ReverseParams) -> dict[str, Any]:
     margin = params.radius / 111_000.0
-    cands: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
     admin: list[dict[str, Any]] = []
     for ds in datasets.covering(params.lat, params.lng, margin_deg=margin):
-        index = ds.search
-        found = _ranked(index, params)
+        found = _ranked(ds.search, params)
         if not found:
             continue
-        top = found[: params.limit + 5]
-        feats = index.features(t[2] for t in top)
-        for _key, _d, fid, point, dist in top:
-            f = feats.get(fid)
-            if f is None:
-                continue
-            if point is None:
-                cands.append(_cand(f, ds.region, f["type"], f["lat"], f["lng"], dist))
-            else:
-                cands.append(_cand(f, ds.region, "street", point[0], point[1], dist))
+        if len(out) < params.limit:  # the first datasets' answers come first
+            for c in _candidates(ds.search, ds.region, found, params):
+                key = (c["type"], c["address"]["street"], c["address"]["number"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(c)
+                if len(out) >= params.limit:
+                    break
         if not admin:
             admin = [
                 {"name": a.name, "level": a.level, **({"country": a.country} if a.level == 2 else {})}
                 for a in ds.admin.containing(params.lat, params.lng)
             ]
-    if not cands:
+    if not out:
         return {"candidates": [], "admin": []}
-    seen, out = set(), []
-    for c in cands:
-        key = (c["type"], c["address"]["street"], c["address"]["number"])
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(c)
-        if len(out) >= params.limit:
-            break
     return {"candidates": out, "admin": admin}
