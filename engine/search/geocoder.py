@@ -177,6 +177,24 @@ def parse(
     return q
 
 
+def _best_word_score(
+    name_toks: list[str], expansions: dict[str, float], joined: dict[str, float] | None, word: str, typing: bool
+) -> float:
+    """How well one query word matches a name at best: its expansions' scores of the name's
+    words, its pair's with the next word (``joined``), and, for the word being typed, the
+    prefix score of the name words it begins."""
+    best = 0.0
+    for n in name_toks:
+        s = expansions.get(n, 0.0)
+        if joined is not None:
+            s = max(s, joined.get(n, 0.0))
+        if typing and n.startswith(word):
+            s = max(s, 0.75 + 0.2 * len(word) / len(n))
+        if s > best:
+            best = s
+    return best
+
+
 def _weight(tok: str) -> float:
     if tok in STOPWORDS:
         return 0.15
@@ -381,15 +399,7 @@ class Matcher:
                 wt = _weight(word)
                 qtotal += wt
                 if i in used:
-                    qmatched += wt * max(
-                        [exps[i].get(n, 0.0) for n in name_toks]
-                        + [(joined or {}).get(i, {}).get(n, 0.0) for n in name_toks]
-                        + [
-                            0.75 + 0.2 * len(word) / len(n)
-                            for n in name_toks
-                            if i == last_prefix and n.startswith(word)
-                        ]
-                    )
+                    qmatched += wt * _best_word_score(name_toks, exps[i], (joined or {}).get(i), word, i == last_prefix)
             if qtotal:
                 cov = (qmatched / qtotal) * (0.85 + 0.15 * cov)
                 if norm.startswith(" ".join(q.words)):
