@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +72,7 @@ def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> Non
 
     settings = _settings()
     configure(settings.log_format, settings.debug)
+    _exit_on_termination()
     try:
         result = import_pbf(
             pbf,
@@ -88,6 +90,18 @@ def import_cmd(pbf: Path, region: str | None, force: bool, profiles: str) -> Non
     click.echo(f"  profiles             {', '.join(m.get('profiles', ['car']))}")
     for name, count in m.get("counts", {}).items():
         click.echo(f"  {name:<20} {count}")
+
+
+def _exit_on_termination() -> None:
+    """SIGTERM and SIGHUP (``docker stop``, ``systemctl stop``, a closed terminal) end the command
+    as Ctrl-C does, by an exception: what it built so far is removed on the way out and its child
+    processes are stopped, instead of the process vanishing and leaving both behind."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
 
 
 @main.command("warmup")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
-import os
+
+from common.processes import process_alive
 
 SLOTS = 64  # workers of one server at most; a worker finding no free slot accepts as plain gthread
 LEAVING = 2**62  # the count of a worker that accepts no more connections
@@ -37,7 +38,7 @@ class ConnectionTable:
         with self.__lock:
             for slot in range(self.slots):
                 owner = self.__cells[2 * slot]
-                if owner == 0 or owner == pid or not _alive(owner):
+                if owner == 0 or owner == pid or not process_alive(owner):
                     self.__cells[2 * slot] = pid
                     self.__cells[2 * slot + 1] = 0
                     return slot
@@ -58,16 +59,6 @@ class ConnectionTable:
             if other == slot:
                 continue
             owner = cells[2 * other]
-            if owner != 0 and cells[2 * other + 1] < count and _alive(owner):
+            if owner != 0 and cells[2 * other + 1] < count and process_alive(owner):
                 return True
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

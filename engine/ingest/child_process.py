@@ -15,12 +15,20 @@ pipe, and with ``output``, what the child writes to its stream comes through tha
 written, to the parent's stream (a terminal, a log, a test's buffer alike).
 
 In a daemonic process (which may have no children) the call runs in the process, as before.
+
+A child does not outlive the process that started it (:func:`die_with_parent`): an import stopped
+by a signal, the out-of-memory killer or ``docker stop`` takes its children with it, rather than
+leaving them reading, writing and holding gigabytes for as long as their work takes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import pickle
+import signal
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -30,6 +38,22 @@ from engine.errors import DatasetError
 
 T = TypeVar("T")
 CHILD_POLL_S = 0.5  # how often the parent looks whether a silent child is still alive
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent thread ends
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when ``parent``, the process that started it, ends,
+    however it ends (prctl ``PR_SET_PDEATHSIG``; Linux only, a no-op elsewhere). The parent
+    may have ended before the call: then this process exits at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not allowed here (a sandbox): the child lives as before
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def can_have_children() -> bool:
@@ -61,7 +85,7 @@ class ChildCall(Generic[T]):
         context = multiprocessing.get_context("spawn")
         self._receiver, sender = context.Pipe(duplex=False)
         self._child = context.Process(
-            target=_answer, args=(sender, fn, args, output is not None), name=f"meridian-{fn.__name__}"
+            target=_answer, args=(sender, fn, args, output is not None, os.getpid()), name=f"meridian-{fn.__name__}"
         )
         self._child.start()
         sender.close()  # the child's end: recv() sees EOF when the child dies without answering
@@ -133,7 +157,8 @@ class _PipeStream:
         pass
 
 
-def _answer(sender: Connection, fn: Callable[..., Any], args: tuple[Any, ...], streamed: bool) -> None:
+def _answer(sender: Connection, fn: Callable[..., Any], args: tuple[Any, ...], streamed: bool, parent: int) -> None:
+    die_with_parent(parent)
     try:
         result = fn(*args, _PipeStream(sender)) if streamed else fn(*args)
         outcome: tuple[bool, Any] = (True, result)

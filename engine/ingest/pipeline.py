@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from common.processes import process_alive
 from engine import layout
 from engine.errors import DatasetError, InvalidParameter
 from engine.heap_memory import release_free_memory, unmap_large_blocks
@@ -274,7 +275,8 @@ def import_pbf(
     version = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + source_hash[:8]
     versions = layout.versions_dir(data_dir, region)
     versions.mkdir(parents=True, exist_ok=True)
-    building = versions / f".building-{version}-{os.getpid()}"
+    remove_abandoned_builds(versions)
+    building = versions / f"{BUILDING}{version}-{os.getpid()}"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
     ctx = ImportContext(
@@ -325,6 +327,23 @@ def swap_current(current: Path, target: Path) -> None:
         tmp.unlink()
     tmp.symlink_to(Path("versions") / target.name)
     os.replace(tmp, current)
+
+
+BUILDING = ".building-"  # a version being built: .building-<version>-<pid of the import>
+
+
+def remove_abandoned_builds(versions: Path) -> list[Path]:
+    """Remove the versions being built by an import that no longer runs (killed: SIGKILL, the
+    out-of-memory killer, a machine that stopped), which nothing else removes; an import still
+    running (its pid alive) keeps its own; a data directory is one machine's (publish and pull carry
+    versions between nodes). The ones removed."""
+    removed = []
+    for path in versions.glob(f"{BUILDING}*"):
+        pid = path.name.rpartition("-")[2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def prune_old_versions(versions: Path, keep: set[str], retain: int = 2) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import sqlite3
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -25,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.errors import DatasetError
-from engine.ingest.child_process import can_have_children, portable
+from engine.ingest.child_process import can_have_children, die_with_parent, portable
 
 Job = Callable[..., object]
 
@@ -44,7 +45,7 @@ class SqliteWriter:
         receiver, self._jobs = context.Pipe(duplex=False)
         self._answers, sender = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_serve, args=(str(path), receiver, sender), name="meridian-sqlite-writer"
+            target=_serve, args=(str(path), receiver, sender, os.getpid()), name="meridian-sqlite-writer"
         )
         self._process.start()
         receiver.close()
@@ -102,9 +103,11 @@ class SqliteWriter:
             self._answers.close()
 
 
-def _serve(path: str, jobs: Connection, answers: Connection) -> None:
+def _serve(path: str, jobs: Connection, answers: Connection, parent: int) -> None:
     """The writer process: run each job as it comes; answer (True, None) once told to stop, or
-    (False, the exception) at the first failure. A stage that went away (no stop) ends it too."""
+    (False, the exception) at the first failure. A stage that went away (no stop) ends it too,
+    at once if it ended (:func:`~engine.ingest.child_process.die_with_parent`)."""
+    die_with_parent(parent)
     conn = sqlite3.connect(path)
     try:
         while (job := jobs.recv()) is not None:
