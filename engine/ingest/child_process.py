@@ -49,9 +49,12 @@ def die_with_parent(parent: int) -> None:
     may have ended before the call: then this process exits at once."""
     if not sys.platform.startswith("linux"):
         return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        return  # not allowed here (a sandbox): the child lives as before
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # a C library without prctl: the child lives as before
+        return
+    if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not allowed here (a sandbox): likewise
     if os.getppid() != parent:
         os._exit(1)
 
