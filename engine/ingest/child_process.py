@@ -16,9 +16,10 @@ written, to the parent's stream (a terminal, a log, a test's buffer alike).
 
 In a daemonic process (which may have no children) the call runs in the process, as before.
 
-A child does not outlive the process that started it (:func:`die_with_parent`): an import stopped
-by a signal, the out-of-memory killer or ``docker stop`` takes its children with it, rather than
-leaving them reading, writing and holding gigabytes for as long as their work takes.
+A child, started by :func:`start_child`, does not outlive the process that started it
+(:func:`die_with_parent`): an import stopped by a signal, the out-of-memory killer or ``docker
+stop`` takes its children with it, rather than leaving them reading, writing and holding
+gigabytes for as long as their work takes.
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+SPAWN = multiprocessing.get_context("spawn")  # a fresh interpreter, not a fork (module doc)
+
+
+def start_child(target: Callable[..., None], args: tuple[Any, ...], name: str) -> BaseProcess:
+    """A started child process (spawned, ``name``) that runs ``target(*args)`` and dies with this
+    process (:func:`die_with_parent`); ``target`` and ``args`` travel pickled."""
+    process = SPAWN.Process(target=_dying_with_parent, args=(os.getpid(), target, args), name=name)
+    process.start()
+    return process
+
+
+def _dying_with_parent(parent: int, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+    die_with_parent(parent)
+    target(*args)
+
+
 def can_have_children() -> bool:
     """This process may start children (a daemonic one, such as a worker of a process pool, may not)."""
     return not multiprocessing.current_process().daemon
@@ -85,12 +102,8 @@ class ChildCall(Generic[T]):
         self._child: BaseProcess | None = None
         if not can_have_children():
             return
-        context = multiprocessing.get_context("spawn")
-        self._receiver, sender = context.Pipe(duplex=False)
-        self._child = context.Process(
-            target=_answer, args=(sender, fn, args, output is not None, os.getpid()), name=f"meridian-{fn.__name__}"
-        )
-        self._child.start()
+        self._receiver, sender = SPAWN.Pipe(duplex=False)
+        self._child = start_child(_answer, (sender, fn, args, output is not None), f"meridian-{fn.__name__}")
         sender.close()  # the child's end: recv() sees EOF when the child dies without answering
 
     def result(self) -> T:
@@ -160,8 +173,7 @@ class _PipeStream:
         pass
 
 
-def _answer(sender: Connection, fn: Callable[..., Any], args: tuple[Any, ...], streamed: bool, parent: int) -> None:
-    die_with_parent(parent)
+def _answer(sender: Connection, fn: Callable[..., Any], args: tuple[Any, ...], streamed: bool) -> None:
     try:
         result = fn(*args, _PipeStream(sender)) if streamed else fn(*args)
         outcome: tuple[bool, Any] = (True, result)

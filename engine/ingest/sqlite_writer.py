@@ -16,8 +16,6 @@ at most one batch is being written and one is on its way. A process that may not
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import os
 import sqlite3
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -26,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.errors import DatasetError
-from engine.ingest.child_process import can_have_children, die_with_parent, portable
+from engine.ingest.child_process import SPAWN, can_have_children, portable, start_child
 
 Job = Callable[..., object]
 
@@ -41,13 +39,9 @@ class SqliteWriter:
         if not can_have_children():
             self._conn = sqlite3.connect(path)
             return
-        context = multiprocessing.get_context("spawn")
-        receiver, self._jobs = context.Pipe(duplex=False)
-        self._answers, sender = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=_serve, args=(str(path), receiver, sender, os.getpid()), name="meridian-sqlite-writer"
-        )
-        self._process.start()
+        receiver, self._jobs = SPAWN.Pipe(duplex=False)
+        self._answers, sender = SPAWN.Pipe(duplex=False)
+        self._process = start_child(_serve, (str(path), receiver, sender), "meridian-sqlite-writer")
         receiver.close()
         sender.close()
 
@@ -103,11 +97,10 @@ class SqliteWriter:
             self._answers.close()
 
 
-def _serve(path: str, jobs: Connection, answers: Connection, parent: int) -> None:
+def _serve(path: str, jobs: Connection, answers: Connection) -> None:
     """The writer process: run each job as it comes; answer (True, None) once told to stop, or
     (False, the exception) at the first failure. A stage that went away (no stop) ends it too,
-    at once if it ended (:func:`~engine.ingest.child_process.die_with_parent`)."""
-    die_with_parent(parent)
+    at once if it ended (:func:`~engine.ingest.child_process.start_child`)."""
     conn = sqlite3.connect(path)
     try:
         while (job := jobs.recv()) is not None:
