@@ -28,7 +28,7 @@ from shapely.ops import linemerge
 
 from engine.geo import haversine_m, round_coord
 from engine.search.context import feature_context, normalize_postcode
-from engine.search.index import SearchIndex
+from engine.search.index import SearchIndex, prefix_score
 from engine.search.normalize import (
     ABBREVIATIONS,
     STOPWORDS,
@@ -189,7 +189,7 @@ def _best_word_score(
         if joined is not None:
             s = max(s, joined.get(n, 0.0))
         if typing and n.startswith(word):
-            s = max(s, 0.75 + 0.2 * len(word) / len(n))
+            s = max(s, prefix_score(word, n))
         if s > best:
             best = s
     return best
@@ -374,7 +374,7 @@ class Matcher:
                     continue
                 s = e.get(n, 0.0)
                 if not s and i == last_prefix and n.startswith(q.words[i]):
-                    s = 0.75 + 0.2 * len(q.words[i]) / len(n)
+                    s = prefix_score(q.words[i], n)
                 if s > best:
                     best, best_i, pair = s, i, False
                 if joined and i in joined and i + 1 not in used:

@@ -82,6 +82,12 @@ def _memo(cache: dict, key: Any, compute: Callable[[], Any]) -> Any:
     return found
 
 
+def prefix_score(typed: str, word: str) -> float:
+    """How well a word being typed (``typed``) matches a word it begins: the more of it typed,
+    the better, below a whole word's 1.0."""
+    return 0.75 + 0.2 * len(typed) / len(word)
+
+
 class SearchIndex:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -173,7 +179,7 @@ class SearchIndex:
         if prefix and len(tok) >= 4:  # shorter prefixes: FTS5 prefix queries (geocoder)
             for w in self.vocab.with_prefix(tok, PREFIX_WORDS):
                 if w != tok:
-                    out.setdefault(w, 0.75 + 0.2 * len(tok) / len(w))
+                    out.setdefault(w, prefix_score(tok, w))
         if prefix and fuzzy and len(tok) >= 4 and len(out) < 3 and not tok.isdigit():
             head = tok[:10]
             maxd = 1 if len(tok) < 8 else 2
