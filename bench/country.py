@@ -48,6 +48,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -60,6 +61,7 @@ from bench.http_client import Http
 from bench.load_deploy import Deployment
 from bench.memory import own_mb
 from bench.peers import KIT as PEERS_KIT
+from bench.procfs import machine_major_faults, major_faults
 from config.settings import PROJECT_ROOT
 from engine.identical_files import distinct_bytes
 
@@ -246,24 +248,8 @@ def first_answers(client: Client, started: float, places: list[dict[str, Any]]) 
     return out
 
 
-def major_faults(pid: int) -> int:
-    """Pages the process has read back from disk since it started (``majflt`` of
-    ``/proc/<pid>/stat``; the fields after the command's closing parenthesis)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return int(fields[9])
-
-
-def machine_major_faults() -> int:
-    """Pages every process of the machine has read back from disk (``pgmajfault`` of /proc/vmstat)."""
-    for line in Path("/proc/vmstat").read_text().splitlines():
-        name, _, value = line.partition(" ")
-        if name == "pgmajfault":
-            return int(value)
-    return 0
-
-
 @contextlib.contextmanager
-def counting_paging(web: list[psutil.Process]) -> Any:
+def counting_paging(web: list[psutil.Process]) -> Iterator[dict[str, Any]]:
     """The pages read back from disk while the block runs: by the web workers ``web`` (each) and by
     the whole machine (the Celery workers, the page cache's other readers)."""
     counted: dict[str, Any] = {}

@@ -36,6 +36,7 @@ from bench import peers
 from bench.http_client import Http
 from bench.overhead import start_gunicorn, summary
 from bench.peers import peers_region, start_peers
+from bench.procfs import stat_fields
 from bench.record import run_record
 from config.settings import PROJECT_ROOT, Settings
 from engine.dataset import DatasetRegistry
@@ -156,7 +157,7 @@ def _tree_cpu_s(pid: int) -> float:
     while todo:
         p = todo.pop()
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(p)
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
         except OSError:

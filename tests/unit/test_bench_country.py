@@ -6,7 +6,8 @@ import resource
 
 import pytest
 
-from bench.country import machine_major_faults, major_faults, route_profiles, size_key, with_entry
+from bench.country import route_profiles, size_key, with_entry
+from bench.procfs import machine_major_faults, major_faults
 from bench.report import _other_profiles_ms, _paging, _stages_peak
 
 
