@@ -8,35 +8,35 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
 
 from config.settings import PROJECT_ROOT
 from engine import layout
-from engine.ingest.pipeline import BUILDING, remove_abandoned_builds
+from engine.ingest.pipeline import BUILDING, import_pbf, remove_abandoned_builds
 
 MONACO = PROJECT_ROOT / "data" / "samples" / "monaco.osm.pbf"
 
 # a process that starts a child which sleeps for a minute, prints the child's pid, then waits
 PARENT = """
-import sys, time
-from engine.ingest.child_process import ChildCall
-with ChildCall(time.sleep, 60) as call:
-    print(call._child.pid, flush=True)
-    time.sleep(60)
+import time
+from engine.ingest.child_process import start_child
+child = start_child(time.sleep, (60,), "sleeper")
+print(child.pid, flush=True)
+time.sleep(60)
 """
 
 
 def _gone(pids: list[int], timeout: float) -> list[int]:
     """The processes of ``pids`` still running after ``timeout`` seconds."""
     alive = [psutil.Process(p) for p in pids if psutil.pid_exists(p)]
-    _gone_procs, still = psutil.wait_procs(alive, timeout=timeout)
+    _ended, still = psutil.wait_procs(alive, timeout=timeout)
     return [p.pid for p in still if p.status() != psutil.STATUS_ZOMBIE]
 
 
 def test_a_child_of_the_import_dies_with_its_parent_however_the_parent_ends():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    child = 0
     try:
         child = int(parent.stdout.readline())
         assert psutil.pid_exists(child)
@@ -45,7 +45,7 @@ def test_a_child_of_the_import_dies_with_its_parent_however_the_parent_ends():
         assert _gone([child], timeout=10) == []
     finally:
         parent.kill()
-        if psutil.pid_exists(child):
+        if child and psutil.pid_exists(child):
             os.kill(child, signal.SIGKILL)
 
 
@@ -91,8 +91,6 @@ def test_a_later_import_removes_what_a_killed_import_was_building_but_not_a_runn
 
 
 def test_a_new_import_clears_an_abandoned_build_of_its_region(tmp_path):
-    from engine.ingest.pipeline import import_pbf
-
     dead = subprocess.Popen(["true"])
     dead.wait()
     versions = layout.versions_dir(tmp_path, "monaco")
@@ -100,4 +98,4 @@ def test_a_new_import_clears_an_abandoned_build_of_its_region(tmp_path):
     abandoned.mkdir(parents=True)
     import_pbf(MONACO, tmp_path, "monaco", profiles=("car",))
     assert not abandoned.exists()
-    assert not list(Path(versions).glob(f"{BUILDING}*"))
+    assert not list(versions.glob(f"{BUILDING}*"))
