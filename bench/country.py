@@ -31,6 +31,7 @@ bench.report`` writes the table into docs/benchmarks.md.
 
     .venv/bin/python -m bench.country --nodes 1000000 [--profiles car] [--queries 200] [--osrm]
         [--reuse-import]   # keep an earlier run's import of the same size (its figures too)
+        [--cold-cache]     # drop the dataset's cached pages before serving (a node after a reboot)
         [--route-profiles car]  # route only these of the imported profiles (paging, module doc)
         [--no-replicate]   # skip step 7 (publish and pull each hold another copy of the dataset)
         [--osrm-only]      # only OSRM's build, added to a size measured before
@@ -56,7 +57,7 @@ from urllib.parse import urlencode, urlsplit
 import numpy as np
 import psutil  # type: ignore[import-untyped]
 
-from bench import peers
+from bench import page_cache, peers
 from bench.http_client import Http
 from bench.load_deploy import Deployment
 from bench.memory import own_mb
@@ -335,9 +336,13 @@ def measured_pass(
     return {**out, "paging": paging}
 
 
-def serve_and_measure(data_dir: Path, queries: int, seed: int, asked_profiles: str | None = None) -> dict[str, Any]:
+def serve_and_measure(
+    data_dir: Path, queries: int, seed: int, asked_profiles: str | None = None, cold_cache: bool = False
+) -> dict[str, Any]:
     places = sample_queries(data_dir, queries + 4, seed)
     profiles = route_profiles(tuple(_manifest(data_dir).get("profiles") or ("car",)), asked_profiles)
+    if cold_cache:
+        page_cache.evict(data_dir)
     dep = Deployment(data_dir)
     try:
         dep.start_redis()
@@ -351,6 +356,7 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int, asked_profiles: s
         out: dict[str, Any] = {
             "client": HTTP_CLIENT,
             "route_profiles": list(profiles),
+            "cold_cache": cold_cache,
             "start": first_answers(client, started, places),
         }
         out.update(measured_pass(dep, client, places[4:], queries, seed, profiles))
@@ -359,6 +365,7 @@ def serve_and_measure(data_dir: Path, queries: int, seed: int, asked_profiles: s
         again = sample_queries(data_dir, queries, seed + 1)
         out["second_pass"] = measured_pass(dep, client, again, queries, seed + 1, profiles)
         out["memory"] = memory(dep)
+        out["dataset_cached_mb"] = round(page_cache.resident_bytes(data_dir) / 2**20)
         return out
     finally:
         dep.stop()
@@ -442,7 +449,7 @@ def measure(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         run_import(pbf, data_dir, log, args.profiles)
     entry["import"] = import_figures(data_dir, log)
     print(json.dumps(entry["import"]), flush=True)
-    entry["serve"] = serve_and_measure(data_dir, args.queries, args.seed, args.route_profiles)
+    entry["serve"] = serve_and_measure(data_dir, args.queries, args.seed, args.route_profiles, args.cold_cache)
     print(json.dumps(entry["serve"]), flush=True)
     if args.replicate:
         entry["replicate"] = publish_and_pull(data_dir, work)
@@ -473,6 +480,11 @@ def main(argv: list[str] | None = None) -> None:
         help="profiles the passes route, comma-separated (default: every imported one)",
     )
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="drop the dataset's cached pages before serving, as a node started after a reboot",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse-import", action="store_true", help="keep an earlier run's import of a size")
     parser.add_argument(

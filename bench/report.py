@@ -1002,7 +1002,15 @@ def _paging(serve: dict) -> str:
         f"{sum(p['paging']['web_major_faults']):,} ({p['paging']['machine_major_faults']:,} machine-wide)"
         for p in passes
     )
-    return f"; routed {routed}; pages read back from disk by the web workers, first then second pass: {faults}"
+    return f"; routed {routed}; pages read back from disk by the web workers, first then second pass: {faults}{_page_cache(serve)}"
+
+
+def _page_cache(serve: dict) -> str:
+    """How the serve met the page cache and left it, where recorded."""
+    if "dataset_cached_mb" not in serve:
+        return ""
+    start = "an empty page cache" if serve.get("cold_cache") else "the page cache as the run before left it"
+    return f"; served from {start}, {_mb(serve['dataset_cached_mb'])} of the dataset cached after the passes"
 
 
 def _osrm(entry: dict) -> str:

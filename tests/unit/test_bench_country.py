@@ -6,6 +6,7 @@ import resource
 
 import pytest
 
+from bench import page_cache
 from bench.country import route_profiles, size_key, with_entry
 from bench.procfs import machine_major_faults, major_faults
 from bench.report import _other_profiles_ms, _paging, _stages_peak
@@ -73,3 +74,15 @@ def test_the_report_gives_each_stages_anonymous_peak_and_each_passs_paging_where
         "1,234 (5,000 machine-wide) then 10 (11 machine-wide)"
     )
     assert _paging({"ms": {}}) == ""
+    serve.update(cold_cache=True, dataset_cached_mb=3072)
+    assert _paging(serve).endswith("; served from an empty page cache, 3.0 GB of the dataset cached after the passes")
+
+
+def test_a_cold_cache_start_finds_none_of_the_dataset_cached(tmp_path):
+    (tmp_path / "version").mkdir()
+    written = tmp_path / "version" / "edges.npy"
+    written.write_bytes(os.urandom(4_096_000))  # dirty pages: written back before they can be dropped
+    (tmp_path / "current").symlink_to(tmp_path / "version")
+    assert page_cache.resident_bytes(tmp_path) == 4_096_000  # 1,000 pages
+    assert page_cache.evict(tmp_path) == 4_096_000  # the file once, not again through the link
+    assert page_cache.resident_bytes(tmp_path) == 0

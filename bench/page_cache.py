@@ -1,0 +1,36 @@
+"""The page cache's hold on a dataset, for benchmarks that start a node as if after a reboot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def evict(directory: Path) -> int:
+    """Drop the cached pages of every file under ``directory`` (``POSIX_FADV_DONTNEED``, which
+    leaves dirty pages and those a process maps: each file is written back first); the bytes of
+    the files asked."""
+    asked = 0
+    for path in Path(directory).rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            asked += os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    return asked
+
+
+def resident_bytes(directory: Path) -> int:
+    """The bytes of the files under ``directory`` held in the page cache (util-linux's fincore)."""
+    files = [str(p) for p in Path(directory).rglob("*") if p.is_file() and not p.is_symlink()]
+    if not files:
+        return 0
+    out = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--output", "RES", *files], capture_output=True, text=True, check=True
+    )
+    return sum(int(line) for line in out.stdout.split())
