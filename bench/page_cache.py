@@ -1,4 +1,7 @@
-"""The page cache's hold on a dataset, for benchmarks that start a node as if after a reboot."""
+"""The page cache's hold on a dataset, for benchmarks that start a node as if after a reboot.
+
+A dataset stores files of equal content once, under several names (hard links,
+:mod:`engine.identical_files`): each file is asked about once, not once per name."""
 
 from __future__ import annotations
 
@@ -6,15 +9,15 @@ import os
 import subprocess
 from pathlib import Path
 
+from engine.identical_files import distinct_files
+
 
 def evict(directory: Path) -> int:
     """Drop the cached pages of every file under ``directory`` (``POSIX_FADV_DONTNEED``, which
     leaves dirty pages and those a process maps: each file is written back first); the bytes of
     the files asked."""
     asked = 0
-    for path in Path(directory).rglob("*"):
-        if path.is_symlink() or not path.is_file():
-            continue
+    for path in distinct_files(directory):
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fdatasync(fd)
@@ -27,7 +30,7 @@ def evict(directory: Path) -> int:
 
 def resident_bytes(directory: Path) -> int:
     """The bytes of the files under ``directory`` held in the page cache (util-linux's fincore)."""
-    files = [str(p) for p in Path(directory).rglob("*") if p.is_file() and not p.is_symlink()]
+    files = [str(path) for path in distinct_files(directory)]
     if not files:
         return 0
     out = subprocess.run(

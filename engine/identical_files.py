@@ -89,10 +89,15 @@ def link_identical(directory: Path) -> LinkedFiles:
     return LinkedFiles(linked, saved)
 
 
-def distinct_bytes(*directories: Path) -> int:
-    """The bytes the directories' regular files take, each linked file counted once (as ``du``)."""
-    inodes: dict[tuple[int, int], int] = {}
+def distinct_files(*directories: Path) -> list[Path]:
+    """The directories' regular files, one path for each file linked under several names."""
+    first: dict[tuple[int, int], Path] = {}
     for path in (path for directory in directories for path in _regular_files(directory)):
         stat = path.stat()
-        inodes[(stat.st_dev, stat.st_ino)] = stat.st_size
-    return sum(inodes.values())
+        first.setdefault((stat.st_dev, stat.st_ino), path)
+    return list(first.values())
+
+
+def distinct_bytes(*directories: Path) -> int:
+    """The bytes the directories' regular files take, each linked file counted once (as ``du``)."""
+    return sum(path.stat().st_size for path in distinct_files(*directories))
