@@ -1010,7 +1010,8 @@ def _page_cache(serve: dict) -> str:
     if "dataset_cached_mb" not in serve:
         return ""
     start = "an empty page cache" if serve.get("cold_cache") else "the page cache as the run before left it"
-    return f"; served from {start}, {_mb(serve['dataset_cached_mb'])} of the dataset cached after the passes"
+    note = f" ({serve['dataset_cached_mb_note']})" if "dataset_cached_mb_note" in serve else ""
+    return f"; served from {start}, {_mb(serve['dataset_cached_mb'])} of the dataset cached after the passes{note}"
 
 
 def _osrm(entry: dict) -> str:

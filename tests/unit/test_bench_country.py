@@ -76,6 +76,8 @@ def test_the_report_gives_each_stages_anonymous_peak_and_each_passs_paging_where
     assert _paging({"ms": {}}) == ""
     serve.update(cold_cache=True, dataset_cached_mb=3072)
     assert _paging(serve).endswith("; served from an empty page cache, 3.0 GB of the dataset cached after the passes")
+    serve["dataset_cached_mb_note"] = "counted per name"
+    assert _paging(serve).endswith("3.0 GB of the dataset cached after the passes (counted per name)")
 
 
 def test_a_cold_cache_start_finds_none_of_the_dataset_cached(tmp_path):
