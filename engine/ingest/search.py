@@ -27,7 +27,10 @@ Tables (see engine.search.index for the reader):
                   a dataset imported before it existed has none, the geocoder then searches names
     vocab         every normalised word with its frequency (typo tolerance works on it)
     vocab_deletes, vocab_prefix_deletes, vocab_lengths   its typo tables (engine.search.vocabulary)
-    points_rtree  R*Tree over addresses, places, POIs;  street_parts + parts_rtree over streets
+    points_rtree  R*Tree over places, POIs and the streets known only from addresses
+    address_points  addresses and the POIs that carry one, clustered by where they are, for
+                  reverse geocoding (engine.search.address_points; written last, from features)
+    street_parts + parts_rtree  the streets' ways and squares, and their R*Tree
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from engine.ingest.search_reading import (
 )
 from engine.ingest.sqlite_writer import SqliteWriter
 from engine.progress import ImportProgress
-from engine.search import vocabulary
+from engine.search import address_points, vocabulary
 from engine.search.context import context_text, context_words
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
@@ -152,8 +155,8 @@ Entry = tuple[int, int, str, int]
 FeatureContext = tuple[int, str | None, str | None, str | None, str | None]
 
 
-# one row of ``points_rtree``, a point feature as a degenerate box: (id, min_lng, max_lng,
-# min_lat, max_lat)
+# one row of ``points_rtree``, a point feature other than an address as a degenerate box: (id,
+# min_lng, max_lng, min_lat, max_lat)
 PointBox = tuple[int, float, float, float, float]
 
 
@@ -195,8 +198,8 @@ class _IndexWriter:
     holds every row until the end); a feature's id is its position (from 1). Counts the features
     by type and the vocabulary on the way.
 
-    The rows go to ``writes``, whose process inserts them while the next ones are made (SQLite,
-    the R*Tree above all, took a quarter of the stage)."""
+    The rows go to ``writes``, whose process inserts them while the next ones are made (SQLite
+    took a quarter of the stage when every address went into an R*Tree too)."""
 
     def __init__(self, writes: SqliteWriter, admin: AdminIndex) -> None:
         self.writes = writes
@@ -215,7 +218,7 @@ class _IndexWriter:
 
     def add(self, feature: Feature, variants: list[str] | None = None, point: bool = True) -> None:
         """Add a feature, its searchable name variants (the first one is its primary name) and,
-        for a point feature, its R*Tree box."""
+        for a point feature, its R*Tree box (addresses come by ``add_points``)."""
         assert feature.id == self.next_id
         self.next_id += 1
         self.counts[feature.type] += 1
@@ -236,20 +239,18 @@ class _IndexWriter:
         self,
         kind: str,
         rows: list[tuple[object, ...]],
-        boxes: list[PointBox],
         contexts: list[FeatureContext],
         context_values: set[str | None],
     ) -> None:
         """Point features without names of their own, already as rows (a chunk of addresses):
-        their boxes, the contexts they give (their streets'), the city, district and postcode
-        values among those."""
+        the contexts they give (their streets'), the city, district and postcode values among
+        those. They have no R*Tree box: reverse geocoding finds them in ``address_points``."""
         if not rows:
             return
         assert rows[0][0] == self.next_id
         self.next_id += len(rows)
         self.counts[kind] += len(rows)
         self._features += rows
-        self._point_boxes += boxes
         self._keep_contexts(contexts)
         self._add_context_words(context_values)
         if len(self._features) >= FLUSH_ROWS:
@@ -517,7 +518,6 @@ def _add_address_chunk(writer: _IndexWriter, chunk: AddressChunk, areas: PartCol
     writer.add_points(
         "address",
         list(zip(*(columns[name] for name in FEATURE_COLUMNS), strict=False)),  # repeat() columns are endless
-        list(zip(ids, chunk.lng, chunk.lng, chunk.lat, chunk.lat, strict=True)),
         contexts,
         {*city, *district, *chunk.postcode},
     )
@@ -734,7 +734,7 @@ def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
 
 def _finish_tables(conn: sqlite3.Connection, vocab: list[tuple[str, int]], proj: LocalProjection) -> None:
     """The tables made from the rows written: full-text index, vocabulary and its typo tables,
-    the secondary indexes, meta and statistics."""
+    the secondary indexes, reverse geocoding's address points, meta and statistics."""
     # a name's id follows its first entry's: names tied on rank come in the order of their entries
     conn.execute(NAMES)
     conn.execute("INSERT INTO names_fts (rowid, norm) SELECT id, norm FROM names")
@@ -742,6 +742,7 @@ def _finish_tables(conn: sqlite3.Connection, vocab: list[tuple[str, int]], proj:
     conn.executemany("INSERT INTO vocab VALUES (?,?)", vocab)
     vocabulary.write_tables(conn)
     conn.executescript(INDEXES)
+    address_points.write_table(conn)
     conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
     conn.commit()
     conn.execute("ANALYZE")

@@ -26,6 +26,8 @@ from shapely.geometry.base import BaseGeometry
 
 from engine import layout
 from engine.geo import LocalProjection
+from engine.search import address_points
+from engine.search.address_points import ADDRESS_POINT
 from engine.search.context import COUNTRY_WORDS
 from engine.search.vocabulary import Vocabulary, deletes
 
@@ -97,12 +99,12 @@ class SearchIndex:
         conn = self._conn()
         # read from the dataset's typo tables, not built here: every process shares the pages
         # (an index imported before the tables existed gets them built in memory)
-        self.vocab = Vocabulary(self.execute, tables_in_file=self._has_table(TYPO_TABLE))
+        self.vocab = Vocabulary(self.execute, tables_in_file=self.has_table(TYPO_TABLE))
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         lat0, lng0 = json.loads(meta.get("proj", "[0, 0]"))
         self.proj = LocalProjection(lat0, lng0)
-        self.has_context = self._has_table(CONTEXT_TABLE)
-        self.has_names = self._has_table(NAMES_TABLE)
+        self.has_context = self.has_table(CONTEXT_TABLE)
+        self.has_names = self.has_table(NAMES_TABLE)
         self._street_geoms: dict[int, BaseGeometry | None] = {}
         self._expand_cache: dict[tuple, dict[str, float]] = {}
         self._prefix_cache: dict[str, frozenset[str] | None] = {}
@@ -138,7 +140,7 @@ class SearchIndex:
     def execute(self, sql: str, args=()):
         return self._conn().execute(sql, args)
 
-    def _has_table(self, name: str) -> bool:
+    def has_table(self, name: str) -> bool:
         return self.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
     # -- vocabulary ----------------------------------------------------------------------------
@@ -442,10 +444,9 @@ def poi_arrays(index: SearchIndex) -> PoiArrays:
 MINOR_STREET_KINDS = frozenset({"footway", "path", "cycleway", "steps", "corridor", "bridleway", "track"})
 
 
-# an address-bearing point: an address, or a POI that carries a street and a house number
-ADDRESS_POINT = "(f.type = 'address' OR (f.type = 'poi' AND f.street IS NOT NULL AND f.housenumber IS NOT NULL))"
 IN_BOX = "r.max_lng >= ? AND r.min_lng <= ? AND r.max_lat >= ? AND r.min_lat <= ?"
-ADDRESS_POINTS_IN_BOX = (
+# an index imported before ``address_points`` existed (engine.search.address_points)
+ADDRESS_POINTS_IN_RTREE = (
     "SELECT f.id, f.lat, f.lng, f.type = 'poi', COALESCE(f.street_id, -1) "
     f"FROM points_rtree r JOIN features f ON f.id = r.id WHERE {IN_BOX} AND {ADDRESS_POINT} ORDER BY f.id"
 )
@@ -486,6 +487,7 @@ class SpatialCache:
 
     def __init__(self, index: SearchIndex) -> None:
         self._index = index
+        self._clustered = index.has_table(address_points.TABLE_NAME)
         kinds = sorted(f"highway={kind}" for kind in MINOR_STREET_KINDS)  # a street's category
         self.minor_streets = frozenset(
             sid
@@ -504,7 +506,11 @@ class SpatialCache:
 
     def addresses_near(self, lat: float, lng: float, radius: float, k: int) -> list[NearAddress]:
         """The ``k`` nearest address-bearing points closer than ``radius``, nearest first."""
-        rows = self._index.execute(ADDRESS_POINTS_IN_BOX, self._box(lat, lng, radius)).fetchall()
+        box = self._box(lat, lng, radius)
+        if self._clustered:
+            rows = address_points.in_box(self._index.execute, *box)
+        else:
+            rows = self._index.execute(ADDRESS_POINTS_IN_RTREE, box).fetchall()
         if not rows:
             return []
         cols = np.array(rows, dtype=np.float64)  # ids stay exact in float64 below 2**53
