@@ -4,9 +4,13 @@ Reverse geocoding looks for the address points within about 100 m of a point. An
 their ids quickly, but their rows lie in ``features`` in id order (the order of the PBF file), so
 from a cold page cache every candidate costs a page read of its own: at country size that was
 most of a lookup's time. ``address_points`` holds just what the lookup needs (id, position,
-whether it is a POI, its street), in a table whose primary key is (band of latitude, longitude):
+whether it is a POI, its street, its outline), in a table whose primary key is (band of
+latitude, longitude):
 the points of one band sorted west to east. The points near one another share pages, and a
 lookup reads one short range of rows for each band its box crosses (one or two for 100 m).
+The outline (a building's, or an area POI's; ``features.geom``, metres in the index's projection)
+is stored here again so that the ranking, which measures from the outline, reads no ``features``
+row either: a copy of the addresses' outlines, a few hundred MB for a country's buildings.
 
 A band is 1/BANDS_PER_DEGREE of a degree of latitude (about 220 m). ``lat * BANDS_PER_DEGREE``
 is exact in floating point (a power of two), so the band of a point is the same in SQL, where
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 BANDS_PER_DEGREE = 512
@@ -34,18 +39,19 @@ TABLE = f"""
 CREATE TABLE {TABLE_NAME} (
     band INTEGER NOT NULL, lng REAL NOT NULL, feature_id INTEGER NOT NULL,
     lat REAL NOT NULL, is_poi INTEGER NOT NULL, street_id INTEGER NOT NULL,  -- street_id -1: none
+    footprint BLOB,  -- features.geom: the outline (WKB, metres in the index's projection) or NULL
     PRIMARY KEY (band, lng, feature_id)
 ) WITHOUT ROWID
 """
 
 FILL = (
     f"INSERT INTO address_points SELECT CAST(f.lat * {BANDS_PER_DEGREE} AS INTEGER), f.lng, f.id, f.lat, "
-    f"f.type = 'poi', COALESCE(f.street_id, -1) FROM features f WHERE {ADDRESS_POINT} ORDER BY 1, 2, 3"
+    f"f.type = 'poi', COALESCE(f.street_id, -1), f.geom FROM features f WHERE {ADDRESS_POINT} ORDER BY 1, 2, 3"
 )
 
-# (feature id, lat, lng, is_poi, street_id) of one band's points in a box
+# (feature id, lat, lng, is_poi, street_id, footprint) of one band's points in a box
 IN_BAND = (
-    "SELECT feature_id, lat, lng, is_poi, street_id FROM address_points "
+    "SELECT feature_id, lat, lng, is_poi, street_id, footprint FROM address_points "
     "WHERE band = ? AND lng BETWEEN ? AND ? AND lat BETWEEN ? AND ?"
 )
 
@@ -64,9 +70,10 @@ def band(lat: float) -> int:
 
 
 def in_box(execute: Execute, min_lng: float, max_lng: float, min_lat: float, max_lat: float) -> list[tuple]:
-    """(feature id, lat, lng, is_poi, street_id) of the address points in the box, by feature id."""
+    """(feature id, lat, lng, is_poi, street_id, footprint) of the address points in the box, by
+    feature id."""
     rows: list[tuple] = []
     for b in range(band(min_lat), band(max_lat) + 1):
         rows += execute(IN_BAND, (b, min_lng, max_lng, min_lat, max_lat))
-    rows.sort()
+    rows.sort(key=itemgetter(0))
     return rows

@@ -12,7 +12,7 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -318,17 +318,6 @@ class SearchIndex:
         row = self.execute("SELECT geom FROM features WHERE id = ?", (street_id,)).fetchone()
         return None if row is None or row[0] is None else shapely.from_wkb(row[0])
 
-    def footprints(self, ids: Iterable[int]) -> dict[int, BaseGeometry]:
-        """Building outlines of address features, in metres of ``self.proj`` (see ingest)."""
-        ids = list(ids)
-        if not ids:
-            return {}
-        rows = self.execute(
-            f"SELECT id, geom FROM features WHERE id IN ({','.join('?' * len(ids))}) AND geom IS NOT NULL",
-            ids,
-        )
-        return {fid: shapely.from_wkb(g) for fid, g in rows}
-
     def category_counts(self) -> dict[str, int]:
         rows = self.execute(
             "SELECT category, COUNT(*) FROM features WHERE type = 'poi' AND category IS NOT NULL GROUP BY category"
@@ -447,7 +436,7 @@ MINOR_STREET_KINDS = frozenset({"footway", "path", "cycleway", "steps", "corrido
 IN_BOX = "r.max_lng >= ? AND r.min_lng <= ? AND r.max_lat >= ? AND r.min_lat <= ?"
 # an index imported before ``address_points`` existed (engine.search.address_points)
 ADDRESS_POINTS_IN_RTREE = (
-    "SELECT f.id, f.lat, f.lng, f.type = 'poi', COALESCE(f.street_id, -1) "
+    "SELECT f.id, f.lat, f.lng, f.type = 'poi', COALESCE(f.street_id, -1), f.geom "
     f"FROM points_rtree r JOIN features f ON f.id = r.id WHERE {IN_BOX} AND {ADDRESS_POINT} ORDER BY f.id"
 )
 STREET_PARTS_IN_BOX = (
@@ -466,6 +455,7 @@ class NearAddress:
     feature_id: int
     is_poi: bool
     street_id: int  # -1: none
+    footprint: bytes | None  # its outline (WKB, metres in the index's projection), if it has one
 
 
 @dataclass(frozen=True)
@@ -513,13 +503,13 @@ class SpatialCache:
             rows = self._index.execute(ADDRESS_POINTS_IN_RTREE, box).fetchall()
         if not rows:
             return []
-        cols = np.array(rows, dtype=np.float64)  # ids stay exact in float64 below 2**53
+        cols = np.array([row[:5] for row in rows], dtype=np.float64)  # ids stay exact in float64 below 2**53
         px, py = self._index.proj.to_xy(lat, lng)
         x, y = self._index.proj.to_xy(cols[:, 1], cols[:, 2])
         dists = np.sqrt((x - px) ** 2 + (y - py) ** 2)
         nearest = np.argsort(dists, kind="stable")[:k]
         return [
-            NearAddress(float(dists[i]), int(cols[i, 0]), bool(cols[i, 3]), int(cols[i, 4]))
+            NearAddress(float(dists[i]), int(cols[i, 0]), bool(cols[i, 3]), int(cols[i, 4]), rows[i][5])
             for i in nearest.tolist()
             if dists[i] < radius
         ]

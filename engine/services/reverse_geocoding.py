@@ -111,10 +111,9 @@ def _ranked(index: SearchIndex, params: ReverseParams) -> list[tuple[Any, ...]]:
     nearest_d = next((d for d, sid, _ in streets if sid not in minor), None)
     px, py = index.proj.to_xy(params.lat, params.lng)
     pt = shapely.Point(float(px), float(py))
-    fps = index.footprints(a.feature_id for a in addrs)  # read per request: no per-process copy
+    outlines = shapely.from_wkb([a.footprint for a in addrs])  # None where an address has none
     found: list[tuple[Any, ...]] = []
-    for a in addrs:
-        fp = fps.get(a.feature_id)
+    for a, fp in zip(addrs, outlines, strict=True):
         d_fp = fp.distance(pt) if fp is not None else a.distance  # 0 inside the building
         own = street_d.get(a.street_id)
         if a.is_poi:  # a shop with an address: only when the point is on it

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shapely
 
 from engine import layout
 from engine.search import address_points
@@ -17,7 +18,7 @@ from engine.search.index import SearchIndex, spatial_cache
 
 FEATURES = """
 CREATE TABLE features (id INTEGER PRIMARY KEY, type TEXT NOT NULL, street TEXT, housenumber TEXT,
-                       street_id INTEGER, lat REAL NOT NULL, lng REAL NOT NULL)
+                       street_id INTEGER, lat REAL NOT NULL, lng REAL NOT NULL, geom BLOB)
 """
 
 
@@ -29,7 +30,7 @@ def _brute_force(rows: list[tuple], box: tuple[float, float, float, float]) -> l
 def test_a_box_finds_exactly_its_address_points_across_bands_and_the_equator(tmp_path: Path):
     """Points on both sides of band edges, of the equator and of the prime meridian (bands of
     negative latitudes truncate towards zero in SQL and in Python alike); POIs without a street
-    or a number and places are no address points."""
+    or a number and places are no address points; each point comes with its outline."""
     rng = np.random.default_rng(3)
     edge = 1 / address_points.BANDS_PER_DEGREE
     lats = np.concatenate([rng.uniform(-0.01, 0.01, 3000), 60.0 + rng.uniform(-2, 2, 600) * edge])
@@ -42,9 +43,11 @@ def test_a_box_finds_exactly_its_address_points_across_bands_and_the_equator(tmp
         typ = "poi" if kind.startswith("poi") else kind
         number = None if kind == "poi_no_number" else "1"
         street_id = int(rng.integers(1, 50)) if kind == "address" and i % 3 else None
-        conn.execute("INSERT INTO features VALUES (?,?,?,?,?,?,?)", (i, typ, "Katu", number, street_id, lat, lng))
+        outline = shapely.to_wkb(shapely.box(i, 0, i + 1, 1)) if i % 2 else None
+        row = (i, typ, "Katu", number, street_id, lat, lng, outline)
+        conn.execute("INSERT INTO features VALUES (?,?,?,?,?,?,?,?)", row)
         if kind in ("address", "poi"):
-            expected.append((i, lat, lng, int(typ == "poi"), street_id if street_id is not None else -1))
+            expected.append((i, lat, lng, int(typ == "poi"), street_id if street_id is not None else -1, outline))
     address_points.write_table(conn)
     assert conn.execute("SELECT count(*) FROM address_points").fetchone()[0] == len(expected)
 
