@@ -74,10 +74,10 @@ class Dataset:
         with open(manifest_path, encoding="utf-8") as fh:
             self.manifest: dict = json.load(fh)
         found = self.manifest.get("format_version")
-        if found != layout.FORMAT_VERSION:
+        if found not in layout.READ_FORMAT_VERSIONS:
             raise DatasetError(
                 f"dataset {path} has format version {found}, this Meridian reads "
-                f"{layout.FORMAT_VERSION}: re-import it with `meridian import`"
+                f"{layout.readable_formats()}: re-import it with `meridian import`"
             )
         self.region: str = self.manifest["region"]
         self.version: str = self.manifest["version"]

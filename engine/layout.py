@@ -20,12 +20,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FORMAT_VERSION = 1
+# the format an import writes. 2: reverse geocoding's address points in their own table
+# (``address_points`` in search.sqlite) and no longer in ``points_rtree``, where a release that
+# reads only 1 would look for them and answer streets instead of addresses
+FORMAT_VERSION = 2
+# the formats this release opens, serves and publishes (a dataset of format 1 answers as before:
+# engine.search.index falls back to ``points_rtree``); a re-import writes FORMAT_VERSION
+READ_FORMAT_VERSIONS = frozenset({1, 2})
 MANIFEST = "manifest.json"
 ADMIN_DB = "admin.sqlite"
 SEARCH_DB = "search.sqlite"
 GRAPH_DIR = "graph"
 LAYERS_DB = "layers.sqlite"
+
+
+def readable_formats() -> str:
+    """The formats this release reads, for messages: "1, 2"."""
+    return ", ".join(str(v) for v in sorted(READ_FORMAT_VERSIONS))
 
 
 def profile_graph_dir(profile: str) -> str:

@@ -247,8 +247,9 @@ class DatasetStore:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         region = check_name(manifest.get("region"), "region")
         version = check_name(manifest.get("version"), "version")
-        if manifest.get("format_version") != layout.FORMAT_VERSION:
-            raise StoreError(f"{version_dir} has format version {manifest.get('format_version')}, not publishable")
+        format_version = manifest.get("format_version")
+        if format_version not in layout.READ_FORMAT_VERSIONS:
+            raise StoreError(f"{version_dir} has format version {format_version}, not publishable")
         entries = list_version_files(version_dir)
         uploaded = False
         if self.published(region, version) != entries:
@@ -262,7 +263,7 @@ class DatasetStore:
                     "store_format": STORE_FORMAT,
                     "region": region,
                     "version": version,
-                    "format_version": layout.FORMAT_VERSION,
+                    "format_version": format_version,
                     "published_at": _now(),
                     "files": [entry.__dict__ for entry in entries],
                 },
@@ -353,9 +354,9 @@ def _check_manifest(version_dir: Path, region: str, version: str) -> None:
     if manifest.get("region") != region or manifest.get("version") != version:
         raise StoreError(f"{region}/{version}: the dataset manifest names another region or version")
     found = manifest.get("format_version")
-    if found != layout.FORMAT_VERSION:
+    if found not in layout.READ_FORMAT_VERSIONS:
         raise StoreError(
-            f"{region}/{version} has format version {found}, this Meridian reads {layout.FORMAT_VERSION}: "
+            f"{region}/{version} has format version {found}, this Meridian reads {layout.readable_formats()}: "
             "publish a version imported by this release"
         )
 

@@ -4,7 +4,6 @@ previous dataset serving."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -17,17 +16,9 @@ from engine.dataset import DatasetRegistry
 from engine.errors import DatasetError
 from engine.identical_files import sha256_of
 from engine.ingest.pipeline import import_pbf
+from tests.engine.dataset_copies import copy_region
 
 HELSINKI = PROJECT_ROOT / "data" / "samples" / "helsinki.osm.pbf"
-
-
-def _copy_region(data_dir, dst, region="helsinki"):
-    """A private DATA_DIR holding a copy of the session's build of a region (fast)."""
-    src = layout.current_link(data_dir, region).resolve()
-    target = layout.versions_dir(dst, region) / src.name
-    shutil.copytree(src, target)
-    (layout.region_dir(dst, region) / "current").symlink_to(f"versions/{src.name}")
-    return target
 
 
 def test_manifest_records_source_counts_and_stages(data_dir):
@@ -63,7 +54,7 @@ def test_files_of_equal_content_are_stored_once(data_dir):
 def test_reimport_same_file_is_a_no_op(data_dir, tmp_path):
     from engine.ingest.pipeline import code_fingerprint
 
-    before = _copy_region(data_dir, tmp_path)
+    before = copy_region(data_dir, tmp_path)
     manifest = json.loads((before / layout.MANIFEST).read_text())
     manifest["code"] = code_fingerprint()  # as if built by this very code (the tree may be edited meanwhile)
     (before / layout.MANIFEST).write_text(json.dumps(manifest))
@@ -92,7 +83,7 @@ def _bad_inputs(tmp_path):
 
 def test_failed_imports_leave_previous_version_serving(data_dir, tmp_path):
     dst = tmp_path / "data"
-    good = _copy_region(data_dir, dst)
+    good = copy_region(data_dir, dst)
     for label, (path, message) in _bad_inputs(tmp_path).items():
         with pytest.raises(DatasetError, match=message):
             import_pbf(path, dst, "helsinki", force=True)
@@ -121,7 +112,7 @@ def test_cli_import_failure_exits_nonzero_with_message(tmp_path):
 def test_loader_refuses_other_format_version(data_dir, tmp_path):
     from engine.dataset import Dataset
 
-    copy = _copy_region(data_dir, tmp_path / "d")
+    copy = copy_region(data_dir, tmp_path / "d")
     manifest = json.loads((copy / layout.MANIFEST).read_text())
     manifest["format_version"] = layout.FORMAT_VERSION + 1
     (copy / layout.MANIFEST).write_text(json.dumps(manifest))
