@@ -4,10 +4,9 @@ Reverse geocoding looks for the address points within about 100 m of a point. An
 their ids quickly, but their rows lie in ``features`` in id order (the order of the PBF file), so
 from a cold page cache every candidate costs a page read of its own: at country size that was
 most of a lookup's time. ``address_points`` holds just what the lookup needs (id, position,
-whether it is a POI, its street, its outline), in a table whose primary key is (band of
-latitude, longitude):
-the points of one band sorted west to east. The points near one another share pages, and a
-lookup reads one short range of rows for each band its box crosses (one or two for 100 m).
+whether it is a POI, its street, its outline), in a table whose primary key is (band of latitude,
+longitude): the points of one band sorted west to east. The points near one another share pages,
+and a lookup reads one short range of rows for each band its box crosses (one or two for 100 m).
 The outline (a building's, or an area POI's; ``features.geom``, metres in the index's projection)
 is stored here again so that the ranking, which measures from the outline, reads no ``features``
 row either: a copy of the addresses' outlines, a few hundred MB for a country's buildings.
@@ -25,9 +24,9 @@ none; its lookups join ``points_rtree`` (which then holds the addresses too) to 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import Any
+
+from engine.search.vocabulary import Execute
 
 BANDS_PER_DEGREE = 512
 
@@ -45,17 +44,15 @@ CREATE TABLE {TABLE_NAME} (
 """
 
 FILL = (
-    f"INSERT INTO address_points SELECT CAST(f.lat * {BANDS_PER_DEGREE} AS INTEGER), f.lng, f.id, f.lat, "
+    f"INSERT INTO {TABLE_NAME} SELECT CAST(f.lat * {BANDS_PER_DEGREE} AS INTEGER), f.lng, f.id, f.lat, "
     f"f.type = 'poi', COALESCE(f.street_id, -1), f.geom FROM features f WHERE {ADDRESS_POINT} ORDER BY 1, 2, 3"
 )
 
 # (feature id, lat, lng, is_poi, street_id, footprint) of one band's points in a box
 IN_BAND = (
-    "SELECT feature_id, lat, lng, is_poi, street_id, footprint FROM address_points "
+    f"SELECT feature_id, lat, lng, is_poi, street_id, footprint FROM {TABLE_NAME} "
     "WHERE band = ? AND lng BETWEEN ? AND ? AND lat BETWEEN ? AND ?"
 )
-
-Execute = Callable[[str, Sequence[Any]], Iterable[tuple[Any, ...]]]
 
 
 def write_table(conn: sqlite3.Connection) -> None:
