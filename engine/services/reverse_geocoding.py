@@ -141,15 +141,18 @@ def _candidates(
     each built when the caller asks for it: a street's point on the map is found only for the
     streets a request answers with."""
     top = found[: params.limit + 5]  # more than the limit: an address may repeat another
-    feats = index.features(t[2] for t in top)
-    for _key, _d, fid, piece, dist in top:
-        f = feats.get(fid)
-        if f is None:
-            continue
-        if piece is None:
-            yield _cand(f, region, f["type"], f["lat"], f["lng"], dist)
-        else:
-            yield _cand(f, region, "street", *street_point(index, piece, dist, params.lat, params.lng), dist)
+    # the first ``limit`` rows read first, the spares only when the caller asks past them: each
+    # row is a page of ``features`` of its own from a cold page cache
+    for part in (top[: params.limit], top[params.limit :]):
+        feats = index.features(t[2] for t in part)
+        for _key, _d, fid, piece, dist in part:
+            f = feats.get(fid)
+            if f is None:
+                continue
+            if piece is None:
+                yield _cand(f, region, f["type"], f["lat"], f["lng"], dist)
+            else:
+                yield _cand(f, region, "street", *street_point(index, piece, dist, params.lat, params.lng), dist)
 
 
 def run(datasets: DatasetRegistry, params: ReverseParams) -> dict[str, Any]:

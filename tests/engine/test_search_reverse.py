@@ -8,6 +8,7 @@ import pytest
 
 from engine.dataset import DatasetRegistry
 from engine.ingest.pipeline import import_pbf
+from engine.search.index import SearchIndex
 from engine.services.reverse_geocoding import ReverseParams, run
 from tests.engine.osm_grid import OsmGrid
 
@@ -99,3 +100,26 @@ def test_a_bare_number_belongs_to_the_street_not_the_footway(town):
     c = first(ds, g.coord("O"))
     assert c["type"] == "address"
     assert (c["address"]["street"], c["address"]["number"]) == ("Main Street", "5")
+
+
+def test_one_answer_reads_the_row_of_that_answer_only(town, monkeypatch):
+    """From a cold page cache each row of ``features`` is a disk read of its own (they lie in the
+    PBF's order): a request for one answer reads its row, not those of the spares behind it."""
+    g, ds = town
+    asked: list[list[int]] = []
+    features = SearchIndex.features
+
+    def recording(self, ids):
+        ids = list(ids)
+        asked.append(ids)
+        return features(self, ids)
+
+    monkeypatch.setattr(SearchIndex, "features", recording)
+    at = g.coord_between("F", "Y", 0.08)  # the address, two streets and a bare number near
+    one = run(ds, ReverseParams(lat=at[0], lng=at[1], limit=1))["candidates"]
+    assert len(one) == 1
+    assert asked == [[int(one[0]["id"].split(":")[1])]]
+    asked.clear()
+    three = run(ds, ReverseParams(lat=at[0], lng=at[1], limit=3))["candidates"]
+    assert len(three) == 3 and three[0] == one[0]
+    assert sum(len(ids) for ids in asked) == 3
