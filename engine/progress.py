@@ -5,13 +5,15 @@
 the step knows its total, percentage and ETA::
 
     [3/4] roads
-      roads: contraction (car)  412,000/1,167,848 turn nodes  35%  2,310/s  ETA 5:27
+      roads: contraction (car)  412,000/1,167,848 turn nodes  35%  2,310/s  ETA 5:27  mem 2,604 MB
 
 The live line is redrawn in place at most every ``interval`` seconds and ends with a newline
 when the step ends. Written to something that is not a terminal (a log file, CI, a container's
 log), the stage lines appear (start, then seconds and peak memory) and, for a step that runs
 longer than ``log_interval`` (a minute), one line each ``log_interval`` and one with its total
-when it ends: a country's import logs a line a minute, a city's only its stage lines.
+when it ends: a country's import logs a line a minute, a city's only its stage lines. Each step
+line ends with the process's anonymous memory at that moment (``mem``, see below), so a log shows
+which step holds the most.
 
 A step's count is either advanced by the Python loop that does the work (``Step.advance``), or,
 for a numba kernel that runs for minutes without coming back, read from a one-element array the
@@ -184,7 +186,8 @@ class Step:
 class ImportProgress:
     """Stage lines always; live step lines only when ``live`` (default: the stream is a terminal).
     ``ImportProgress.silent()`` writes nothing (imports run by tests and benchmarks). Off a
-    terminal, a step longer than ``log_interval`` seconds logs a line each ``log_interval``."""
+    terminal, a step longer than ``log_interval`` seconds logs a line each ``log_interval``.
+    ``memory`` gives the MB a step line shows (the process's anonymous resident memory)."""
 
     def __init__(
         self,
@@ -194,12 +197,14 @@ class ImportProgress:
         interval: float = 0.5,
         log_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        memory: Callable[[], float] = anon_mb,
     ) -> None:
         self.stream = stream
         self.live = bool(stream is not None and (stream.isatty() if live is None else live))
         self.interval = interval
         self.log_interval = log_interval
         self.clock = clock
+        self.memory = memory
         self._width = 0
 
     @classmethod
@@ -216,7 +221,9 @@ class ImportProgress:
             self.stream.flush()
 
     def show(self, line: str) -> None:
-        """Redraw the live line; off a terminal, write it as a line of its own."""
+        """Redraw the live line; off a terminal, write it as a line of its own. Either ends with the
+        memory in use."""
+        line += f"  mem {self.memory():,.0f} MB"
         if self.live:
             self._write("\r" + line.ljust(self._width))
             self._width = len(line)

@@ -30,7 +30,8 @@ Tables (see engine.search.index for the reader):
     points_rtree  R*Tree over places, POIs and the streets known only from addresses
     address_points  addresses and the POIs that carry one, clustered by where they are, for
                   reverse geocoding (engine.search.address_points; written last, from features)
-    street_parts + parts_rtree  the streets' ways and squares, and their R*Tree
+    street_parts + parts_rtree  the streets' ways and squares, and their R*Tree, numbered by where
+                  they are (engine.search.street_parts; written last, from a staging table)
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from engine.ingest.search_reading import (
 )
 from engine.ingest.sqlite_writer import SqliteWriter
 from engine.progress import ImportProgress
-from engine.search import address_points, vocabulary
+from engine.search import address_points, street_parts, vocabulary
 from engine.search.context import context_text, context_words
 from engine.search.normalize import normalize, normalize_housenumber, tokens
 
@@ -160,9 +161,9 @@ FeatureContext = tuple[int, str | None, str | None, str | None, str | None]
 PointBox = tuple[int, float, float, float, float]
 
 
-# one row of ``street_parts`` and its box in ``parts_rtree``: (id, street_id, geom, min_lng,
-# max_lng, min_lat, max_lat); geom a way's LineString or a square's Polygon (WKB)
-StreetPart = tuple[int, int, bytes, float, float, float, float]
+# a street piece as staged (engine.search.street_parts numbers them by place at the end): (street_id,
+# geom, min_lng, max_lng, min_lat, max_lat); geom a way's LineString or a square's Polygon (WKB)
+StreetPart = tuple[int, bytes, float, float, float, float]
 
 
 _INSERT_FEATURE = (
@@ -181,8 +182,7 @@ def _insert_rows(
     conn.executemany(_INSERT_FEATURE, features)
     conn.executemany("INSERT INTO entries VALUES (?,?,?,?)", entries)
     conn.executemany("INSERT INTO points_rtree VALUES (?,?,?,?,?)", point_boxes)
-    conn.executemany("INSERT INTO street_parts VALUES (?,?,?)", (part[:3] for part in parts))
-    conn.executemany("INSERT INTO parts_rtree VALUES (?,?,?,?,?)", ((part[0], *part[3:]) for part in parts))
+    conn.executemany(street_parts.STAGE, parts)
 
 
 def _insert_contexts(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
@@ -208,7 +208,6 @@ class _IndexWriter:
         self.counts: Counter[str] = Counter()
         self.vocab: dict[str, int] = defaultdict(int)  # word -> frequency in the names
         self._entry_count = 0
-        self._part_count = 0
         self._features: list[tuple[object, ...]] = []
         self._entries: list[Entry] = []
         self._contexts: set[FeatureContext] = set()
@@ -293,9 +292,8 @@ class _IndexWriter:
         return bool(seen)
 
     def add_street_part(self, street_id: int, geom: bytes, bounds: tuple[float, float, float, float]) -> None:
-        self._part_count += 1
         min_lng, min_lat, max_lng, max_lat = bounds
-        self._parts.append((self._part_count, street_id, geom, min_lng, max_lng, min_lat, max_lat))
+        self._parts.append((street_id, geom, min_lng, max_lng, min_lat, max_lat))
 
     def set_street_postcodes(self, postcodes: list[StreetPostcode]) -> None:
         """A street's postcode, known once its addresses are (the rows are written by then)."""
@@ -693,7 +691,10 @@ INSERT INTO entry_context_fts (entry_context_fts) VALUES ('optimize');
 
 def _create_index(conn: sqlite3.Connection) -> None:
     conn.executescript(
-        f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{BUILD_CACHE_KIB};" + SCHEMA
+        f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{BUILD_CACHE_KIB};"
+        + SCHEMA
+        + street_parts.STAGED
+        + ";"
     )
 
 
@@ -734,7 +735,8 @@ def _finish_index(writer: _IndexWriter, proj: LocalProjection) -> None:
 
 def _finish_tables(conn: sqlite3.Connection, vocab: list[tuple[str, int]], proj: LocalProjection) -> None:
     """The tables made from the rows written: full-text index, vocabulary and its typo tables,
-    the secondary indexes, reverse geocoding's address points, meta and statistics."""
+    the secondary indexes, reverse geocoding's street pieces and address points, meta and
+    statistics."""
     # a name's id follows its first entry's: names tied on rank come in the order of their entries
     conn.execute(NAMES)
     conn.execute("INSERT INTO names_fts (rowid, norm) SELECT id, norm FROM names")
@@ -742,6 +744,7 @@ def _finish_tables(conn: sqlite3.Connection, vocab: list[tuple[str, int]], proj:
     conn.executemany("INSERT INTO vocab VALUES (?,?)", vocab)
     vocabulary.write_tables(conn)
     conn.executescript(INDEXES)
+    street_parts.write_tables(conn)
     address_points.write_table(conn)
     conn.execute("INSERT INTO meta VALUES ('proj', ?)", (json.dumps([proj.lat0, proj.lng0]),))
     conn.commit()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import io
+import re
 import subprocess
 import sys
 import threading
@@ -38,6 +39,7 @@ def test_live_step_shows_items_rate_percentage_and_eta():
         assert out.getvalue() == first
     assert first.startswith("\r") and "250/1,000 nodes" in first
     assert "25%" in first and "25/s" in first and "ETA 0:30" in first
+    assert re.search(r"ETA 0:30  mem [1-9][\d,]* MB *$", first)  # this process's memory in use
     assert out.getvalue().endswith("\n")  # the step's last line stays
 
 
@@ -64,7 +66,8 @@ def test_not_a_terminal_prints_stage_lines_only():
 
 def test_not_a_terminal_logs_a_long_step_each_log_interval_and_its_total():
     out, clock = io.StringIO(), Clock()
-    progress = ImportProgress(out, interval=0.0, log_interval=60.0, clock=clock)
+    held = iter([2048.0, 2560.5])  # the memory in use when each line is written
+    progress = ImportProgress(out, interval=0.0, log_interval=60.0, clock=clock, memory=lambda: next(held))
     with progress.step("search: addresses", total=1000, unit="addresses") as step:
         clock.now += 30
         step.advance(100)  # within the first minute: nothing
@@ -75,8 +78,8 @@ def test_not_a_terminal_logs_a_long_step_each_log_interval_and_its_total():
         step.advance(100)  # 30 s after the last line: nothing
         clock.now += 20
     first, last = out.getvalue().splitlines()
-    assert first == "  search: addresses  200/1,000 addresses   20%  3/s  ETA 4:00"
-    assert last == "  search: addresses  300/1,000 addresses   30%  3/s  1:50"  # ended short of its total
+    assert first == "  search: addresses  200/1,000 addresses   20%  3/s  ETA 4:00  mem 2,048 MB"
+    assert last == "  search: addresses  300/1,000 addresses   30%  3/s  1:50  mem 2,560 MB"  # ended short of its total
     assert "\r" not in out.getvalue()
 
 
