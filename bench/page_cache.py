@@ -16,16 +16,18 @@ def evict(directory: Path) -> int:
     """Drop the cached pages of every file under ``directory`` (``POSIX_FADV_DONTNEED``, which
     leaves dirty pages and those a process maps: each file is written back first); the bytes of
     the files asked."""
-    asked = 0
-    for path in distinct_files(directory):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            asked += os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-    return asked
+    return sum(evict_file(path) for path in distinct_files(directory))
+
+
+def evict_file(path: Path) -> int:
+    """Drop the cached pages of one file (written back first); its size in bytes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def resident_bytes(directory: Path) -> int:

@@ -961,6 +961,36 @@ def optimization_section(doc: dict) -> list[str]:
     return lines + [f"Meridian / VROOM + OSRM: {of_all}{doc['meridian_over_vroom_osrm']}x.{bound}", ""]
 
 
+def reverse_cold_section(doc: dict) -> list[str]:
+    """bench/reverse_cold.py: one row per run, what a reverse lookup reads from a cold file."""
+    lines = [
+        "## Reverse geocoding from a cold page cache",
+        "",
+        "`python -m bench.reverse_cold --data-dir DIR --region REGION`: in process, random points of "
+        "the region, `search.sqlite`'s pages dropped from the page cache before each call (SQLite's own "
+        "cache of the connection, mostly the B-trees' interior pages, stays, as in a serving process); "
+        "a read is at least 16 KB (the kernel's read-ahead). KB read and ms, p50 (p90).",
+        "",
+    ]
+    rows = []
+    for run in doc["runs"]:
+        steps = run["steps"]
+        rows.append(
+            [
+                f"{run['label']} (`{run['commit']}`, {run['run_at'][:10]})",
+                f"{run['search_db_mb']:,.0f}",
+                run["points"],
+                *(
+                    f"{steps[s]['kb']['p50']:,.0f} ({steps[s]['kb']['p90']:,.0f})"
+                    for s in ("lookup", "addresses", "streets")
+                ),
+                f"{steps['lookup']['ms']['p50']:.2f} ({steps['lookup']['ms']['p90']:.2f})",
+            ]
+        )
+    header = ["dataset", "search.sqlite MB", "points", "lookup KB", "address step KB", "street step KB", "lookup ms"]
+    return lines + _table(header, rows)
+
+
 def _kept_sections(generated: list[str]) -> list[str]:
     """The sections of the current docs/benchmarks.md that no result file writes (measurements
     written by hand, e.g. a one-off run), kept as they are after the generated ones."""
@@ -1193,6 +1223,7 @@ def main() -> None:
         ("matrix.json", matrix_section),
         ("optimization.json", optimization_section),
         ("country.json", country_section),
+        ("reverse_cold.json", reverse_cold_section),
     ):
         doc = _load(name)
         if doc:
