@@ -1,5 +1,6 @@
 """What Linux's /proc says of a process or of the machine, for the benchmarks: a process's
-``stat`` fields (CPU time, page faults) and the machine's page-fault count."""
+``stat`` fields (CPU time, page faults), the bytes it has had read from storage, and the
+machine's page-fault count."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ def stat_fields(pid: int) -> list[str]:
 def major_faults(pid: int) -> int:
     """Pages the process has read back from disk since it started (``majflt``)."""
     return int(stat_fields(pid)[9])
+
+
+def storage_read_bytes(pid: int | str = "self") -> int:
+    """Bytes the process has had read from storage since it started (``read_bytes`` of
+    ``/proc/<pid>/io``: reads the page cache answered do not count)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        name, _, value = line.partition(": ")
+        if name == "read_bytes":
+            return int(value)
+    return 0
 
 
 def machine_major_faults() -> int:

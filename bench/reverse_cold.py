@@ -3,7 +3,7 @@ long it takes, as a node whose dataset is larger than its memory sees it.
 
 Before each measured call the pages of the region's ``search.sqlite`` are dropped from the page
 cache (``bench.page_cache.evict_file``) and SQLite's memory map is off, so every page the call
-needs is a read (``read_bytes`` of ``/proc/self/io``). For each of ``--n`` random points of the
+needs is a read (``bench.procfs.storage_read_bytes``). For each of ``--n`` random points of the
 region's box, three calls, each from a cold file: the whole lookup
 (``engine.services.reverse_geocoding.run``, one answer), its address step
 (``SpatialCache.addresses_near``) and its street step (``SpatialCache.parts_near``); p50 and p90 of
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.page_cache import evict_file
+from bench.procfs import storage_read_bytes
 from bench.record import run_record
 from config.settings import PROJECT_ROOT
 from engine.dataset import DatasetRegistry
@@ -42,18 +43,12 @@ RESULTS = PROJECT_ROOT / "bench" / "results" / "reverse_cold.json"
 RADIUS_M = 100.0
 
 
-def read_bytes() -> int:
-    """Bytes this process has had read from storage so far (``/proc/self/io``)."""
-    with open("/proc/self/io") as io:
-        return next(int(line.split()[1]) for line in io if line.startswith("read_bytes:"))
-
-
 def cold_call(path: Path, call: Callable[[], object]) -> tuple[float, float]:
     """(milliseconds, KB read) of ``call`` right after ``path``'s pages are dropped."""
     evict_file(path)
-    before, t0 = read_bytes(), time.perf_counter()
+    before, t0 = storage_read_bytes(), time.perf_counter()
     call()
-    return (time.perf_counter() - t0) * 1000, (read_bytes() - before) / 1024
+    return (time.perf_counter() - t0) * 1000, (storage_read_bytes() - before) / 1024
 
 
 def _summary(values: list[float]) -> dict[str, float]:

@@ -671,10 +671,7 @@ CREATE VIRTUAL TABLE names_fts USING fts5 (norm, content='names', content_rowid=
 CREATE VIRTUAL TABLE entry_context_fts USING fts5 (norm, context, content='', prefix='3 4');
 CREATE TEMP TABLE feature_context (feature_id INTEGER NOT NULL, words TEXT NOT NULL);
 CREATE TABLE vocab (word TEXT PRIMARY KEY, freq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL,
-                           geom BLOB NOT NULL);  -- a way: LineString; a square: Polygon
 CREATE VIRTUAL TABLE points_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
-CREATE VIRTUAL TABLE parts_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
@@ -693,6 +690,7 @@ def _create_index(conn: sqlite3.Connection) -> None:
     conn.executescript(
         f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{BUILD_CACHE_KIB};"
         + SCHEMA
+        + street_parts.TABLES
         + street_parts.STAGED
         + ";"
     )

@@ -43,8 +43,14 @@ CREATE TABLE {TABLE_NAME} (
 ) WITHOUT ROWID
 """
 
+
+def band_sql(lat: str) -> str:
+    """The SQL of the band of the latitude ``lat`` (a column or an expression), as :func:`band`."""
+    return f"CAST(({lat}) * {BANDS_PER_DEGREE} AS INTEGER)"
+
+
 FILL = (
-    f"INSERT INTO {TABLE_NAME} SELECT CAST(f.lat * {BANDS_PER_DEGREE} AS INTEGER), f.lng, f.id, f.lat, "
+    f"INSERT INTO {TABLE_NAME} SELECT {band_sql('f.lat')}, f.lng, f.id, f.lat, "
     f"f.type = 'poi', COALESCE(f.street_id, -1), f.geom FROM features f WHERE {ADDRESS_POINT} ORDER BY 1, 2, 3"
 )
 
@@ -62,7 +68,8 @@ def write_table(conn: sqlite3.Connection) -> None:
 
 
 def band(lat: float) -> int:
-    """The band of a latitude, as ``FILL`` computes it (CAST truncates towards zero, as int does)."""
+    """The band of a latitude, as :func:`band_sql` computes it (CAST truncates towards zero, as int
+    does)."""
     return int(lat * BANDS_PER_DEGREE)
 
 

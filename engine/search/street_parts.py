@@ -8,7 +8,8 @@ of its own from a cold page cache. So the import numbers the pieces by place: by
 latitude of their box's centre (engine.search.address_points's bands, about 220 m), west to east
 within a band. The pieces near a point then share a few pages.
 
-The import writes each piece, as it meets it, to a staging table of the writer's connection
+The tables (``TABLES``) are created with the rest of the index; the import writes each piece, as
+it meets it, to a staging table of the writer's connection
 (``STAGED``); ``write_tables`` numbers them in that order and fills ``street_parts`` and
 ``parts_rtree`` at the end of the search stage. Readers need nothing new: an index whose pieces
 are numbered in the PBF's order (dataset format 2 and older) gives the same answers, from more
@@ -20,7 +21,13 @@ from __future__ import annotations
 import sqlite3
 from itertools import islice
 
-from engine.search.address_points import BANDS_PER_DEGREE
+from engine.search.address_points import band_sql
+
+TABLES = """
+CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL,
+                           geom BLOB NOT NULL);  -- a way: LineString; a square: Polygon
+CREATE VIRTUAL TABLE parts_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
+"""
 
 STAGED_NAME = "temp.street_parts_staged"
 STAGED = f"""
@@ -31,7 +38,7 @@ STAGE = f"INSERT INTO {STAGED_NAME} VALUES (?,?,?,?,?,?)"
 
 # a piece's place: the band of its box's centre, then the centre's longitude (staging order breaks
 # ties, so two imports of one extract number alike)
-PLACE_ORDER = f"CAST((min_lat + max_lat) / 2 * {BANDS_PER_DEGREE} AS INTEGER), (min_lng + max_lng) / 2, rowid"
+PLACE_ORDER = f"{band_sql('(min_lat + max_lat) / 2')}, (min_lng + max_lng) / 2, rowid"
 BY_PLACE = f"SELECT street_id, geom, min_lng, max_lng, min_lat, max_lat FROM {STAGED_NAME} ORDER BY {PLACE_ORDER}"
 
 WRITE_ROWS = 20_000  # pieces inserted at a time

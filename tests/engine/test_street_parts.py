@@ -12,12 +12,7 @@ import shapely
 
 from engine import layout
 from engine.search import street_parts
-from engine.search.address_points import BANDS_PER_DEGREE
-
-TABLES = """
-CREATE TABLE street_parts (id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL, geom BLOB NOT NULL);
-CREATE VIRTUAL TABLE parts_rtree USING rtree (id, min_lng, max_lng, min_lat, max_lat);
-"""
+from engine.search.address_points import BANDS_PER_DEGREE, band
 
 NUMBERED = (
     "SELECT p.id, p.street_id, p.geom, r.min_lng, r.max_lng, r.min_lat, r.max_lat "
@@ -29,7 +24,7 @@ def _place(geom: bytes) -> tuple[int, float]:
     """A piece's place as the import orders them: the band of its box's centre, the centre's
     longitude (its box is its geometry's bounds)."""
     min_lng, min_lat, max_lng, max_lat = shapely.bounds(shapely.from_wkb(geom)).tolist()
-    return int((min_lat + max_lat) / 2 * BANDS_PER_DEGREE), (min_lng + max_lng) / 2
+    return band((min_lat + max_lat) / 2), (min_lng + max_lng) / 2
 
 
 def test_pieces_are_numbered_by_band_then_west_to_east_each_with_its_street_and_box(tmp_path: Path):
@@ -39,7 +34,7 @@ def test_pieces_are_numbered_by_band_then_west_to_east_each_with_its_street_and_
     rng = np.random.default_rng(7)
     edge = 1 / BANDS_PER_DEGREE
     conn = sqlite3.connect(tmp_path / "search.sqlite")
-    conn.executescript(TABLES + street_parts.STAGED)
+    conn.executescript(street_parts.TABLES + street_parts.STAGED)
     staged = []
     for street_id in rng.permutation(2000).tolist():
         lat, lng = rng.uniform(-3, 3) * edge + rng.choice([0.0, 60.0]), rng.uniform(-0.02, 0.02)
