@@ -35,7 +35,7 @@ from engine import layout
 from engine.identical_files import distinct_bytes
 from engine.ingest.context import ImportContext
 from engine.ingest.roads import run as roads_stage
-from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss
+from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss, sampled_peaks
 from engine.routing.graph import RoadGraph
 from engine.routing.router import Router
 from engine.routing.snap import Snap
@@ -49,8 +49,14 @@ def run_child(pbf: Path, out: Path, profiles: tuple[str, ...]) -> None:
     ctx = ImportContext(pbf, "country", out, profiles=profiles, progress=ImportProgress(sys.stdout, live=False))
     reset_peak_rss()
     t0 = time.perf_counter()
-    counts = roads_stage(ctx)
-    figures = {"seconds": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(peak_rss_mb(), 1), "counts": counts}
+    with sampled_peaks(tree=True) as peaks:  # with the contractions' child processes
+        counts = roads_stage(ctx)
+    figures = {
+        "seconds": round(time.perf_counter() - t0, 1),
+        "peak_rss_mb": round(max(peak_rss_mb(), peaks.rss), 1),
+        "peak_anon_mb": round(peaks.anon, 1),
+        "counts": counts,
+    }
     print(json.dumps(figures), flush=True)
 
 
@@ -68,6 +74,7 @@ def stage_figures(out: Path, log: Path, profiles: tuple[str, ...]) -> dict[str, 
         **timed,
         "stage_seconds": own["seconds"],
         "stage_peak_rss_mb": own["peak_rss_mb"],
+        "stage_peak_anon_mb": own.get("peak_anon_mb"),
         "profiles": per_profile,
         "graphs_mb": round(distinct_bytes(out) / 1e6, 1),
     }

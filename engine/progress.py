@@ -13,7 +13,7 @@ log), the stage lines appear (start, then seconds and peak memory) and, for a st
 longer than ``log_interval`` (a minute), one line each ``log_interval`` and one with its total
 when it ends: a country's import logs a line a minute, a city's only its stage lines. Each step
 line ends with the process's anonymous memory at that moment (``mem``, see below), so a log shows
-which step holds the most.
+which step holds the most (the import's processes together).
 
 A step's count is either advanced by the Python loop that does the work (``Step.advance``), or,
 for a numba kernel that runs for minutes without coming back, read from a one-element array the
@@ -29,11 +29,14 @@ manifest's ``peak_rss_mb``, the largest of its stages'. That peak counts the pag
 the stage maps (graphs written and mapped back, spilled arcs), which stay resident on an idle
 machine and which the kernel drops under pressure; so each stage also reports its peak anonymous
 memory (``RssAnon``: heap and arrays, what the machine must really hold), sampled by a thread
-(:func:`sampled_peak_anon`).
+(:func:`sampled_peaks`). A stage that runs work in child processes (the search stage's writer,
+each profile's contraction) holds their memory too: the sampled figures, and the ``mem`` of the
+step lines, are the sums over the process and the processes it started (:func:`tree_anon_mb`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import sys
@@ -41,12 +44,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
-_STATUS = Path("/proc/self/status")
+_PROC = Path("/proc")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
 _RSS = re.compile(r"^VmRSS:\s+(\d+) kB", re.MULTILINE)
@@ -63,10 +68,11 @@ def reset_peak_rss() -> bool:
     return True
 
 
-def _status_mb(field: re.Pattern[str]) -> float | None:
-    """A field of ``/proc/self/status`` in MB; None where the kernel lacks the file or the field."""
+def _status_mb(field: re.Pattern[str], pid: int | str = "self") -> float | None:
+    """A field of ``/proc/<pid>/status`` in MB; None where the kernel lacks the file or the field
+    (or the process has ended)."""
     try:
-        found = field.search(_STATUS.read_text())
+        found = field.search((_PROC / str(pid) / "status").read_text())
     except OSError:
         found = None
     return int(found.group(1)) / 1024 if found is not None else None
@@ -80,6 +86,45 @@ def rss_mb() -> float:
 def anon_mb() -> float:
     """This process's anonymous resident memory in MB now (0 where the kernel does not say)."""
     return _status_mb(_ANON) or 0.0
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and those they started, by the parent each names in
+    ``/proc/<pid>/stat`` (``/proc/<pid>/task/<tid>/children`` is missing from many kernels)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [entry.name for entry in os.scandir(_PROC) if entry.name.isdigit()]
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            stat = (_PROC / name / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])  # after the command's name, which may hold spaces
+        children.setdefault(parent, []).append(int(name))
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for parent in frontier for child in children.get(parent, ())]
+        found += below
+        frontier = below
+    return found
+
+
+def _tree_mb(field: re.Pattern[str], pid: int | None) -> float:
+    pid = os.getpid() if pid is None else pid
+    return sum(_status_mb(field, p) or 0.0 for p in (pid, *descendants(pid)))
+
+
+def tree_anon_mb(pid: int | None = None) -> float:
+    """The anonymous resident memory in MB of process ``pid`` (this one by default) and of the
+    processes it started: what an import that runs steps in child processes holds in all."""
+    return _tree_mb(_ANON, pid)
+
+
+def tree_rss_mb(pid: int | None = None) -> float:
+    """Likewise, the resident sets'."""
+    return _tree_mb(_RSS, pid)
 
 
 @contextmanager
@@ -102,18 +147,32 @@ def _calling_every(interval: float, fn: Callable[[], None], name: str) -> Iterat
         fn()
 
 
+@dataclass
+class Peaks:
+    """The largest memory seen (MB): anonymous resident, and resident in all."""
+
+    anon: float
+    rss: float
+
+
 @contextmanager
-def sampled_peak_anon(interval: float = ANON_SAMPLE_S) -> Iterator[list[float]]:
-    """The largest anonymous resident memory (MB) seen while the block runs, in the yielded
-    list's one item once it ends: sampled every ``interval`` seconds by a thread, and at the
-    block's start and end (a peak shorter than ``interval`` may be missed)."""
-    peak = [anon_mb()]
+def sampled_peaks(interval: float = ANON_SAMPLE_S, *, tree: bool = False) -> Iterator[Peaks]:
+    """The largest anonymous and resident memory seen while the block runs, in the yielded
+    :class:`Peaks` once it ends: this process's, or with ``tree`` the sum over this process and
+    the ones it started (:func:`tree_anon_mb`); sampled every ``interval`` seconds by a thread,
+    and at the block's start and end (a peak shorter than ``interval`` may be missed)."""
+
+    def now() -> Peaks:
+        return Peaks(tree_anon_mb(), tree_rss_mb()) if tree else Peaks(anon_mb(), rss_mb())
+
+    peaks = now()
 
     def sample() -> None:
-        peak[0] = max(peak[0], anon_mb())
+        seen = now()
+        peaks.anon, peaks.rss = max(peaks.anon, seen.anon), max(peaks.rss, seen.rss)
 
     with _calling_every(interval, sample, "import-memory"):
-        yield peak
+        yield peaks
 
 
 def peak_rss_mb() -> float:
@@ -187,7 +246,8 @@ class ImportProgress:
     """Stage lines always; live step lines only when ``live`` (default: the stream is a terminal).
     ``ImportProgress.silent()`` writes nothing (imports run by tests and benchmarks). Off a
     terminal, a step longer than ``log_interval`` seconds logs a line each ``log_interval``.
-    ``memory`` gives the MB a step line shows (the process's anonymous resident memory)."""
+    ``memory`` gives the MB a step line shows (the anonymous resident memory of the process and
+    of the ones it started; in a child of the import, the import's: :meth:`of_child`)."""
 
     def __init__(
         self,
@@ -197,7 +257,7 @@ class ImportProgress:
         interval: float = 0.5,
         log_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        memory: Callable[[], float] = anon_mb,
+        memory: Callable[[], float] = tree_anon_mb,
     ) -> None:
         self.stream = stream
         self.live = bool(stream is not None and (stream.isatty() if live is None else live))
@@ -214,6 +274,12 @@ class ImportProgress:
     @classmethod
     def terminal(cls) -> ImportProgress:
         return cls(sys.stderr)
+
+    @classmethod
+    def of_child(cls, stream: TextIO | None, live: bool) -> ImportProgress:
+        """The progress of a child process the import started, its lines to ``stream`` (forwarded
+        to the parent's): their ``mem`` is the parent's with all its children, the import's."""
+        return cls(stream, live=live, memory=partial(tree_anon_mb, os.getppid()))
 
     def _write(self, text: str) -> None:
         if self.stream is not None:

@@ -27,7 +27,7 @@ from engine.heap_memory import release_free_memory, unmap_large_blocks
 from engine.identical_files import link_identical, sha256_of
 from engine.ingest.child_process import call_in_child
 from engine.ingest.context import ImportContext
-from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peak_anon
+from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peaks
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
 
@@ -194,17 +194,17 @@ def _run_stage(stage: Stage, ctx: ImportContext) -> Measured:
 
 def _measured_in_child(stage: Stage, ctx: ImportContext, live: bool, stream: TextIO) -> Measured:
     """In the child: its progress lines go to ``stream``, which forwards them to the parent's."""
-    ctx.progress = ImportProgress(stream, live=live)
+    ctx.progress = ImportProgress.of_child(stream, live)
     return _measured(stage, ctx)
 
 
 def _measured(stage: Stage, ctx: ImportContext) -> Measured:
-    """The stage's counts, the process's peak resident set and its peak anonymous memory in MB
-    while it ran (:mod:`engine.progress`)."""
+    """The stage's counts, its peak resident set and its peak anonymous memory in MB while it
+    ran (:mod:`engine.progress`): the process's with the child processes the stage starts."""
     reset_peak_rss()
-    with sampled_peak_anon() as anon:
+    with sampled_peaks(tree=True) as peaks:
         counts = stage.load()(ctx)
-    return counts, peak_rss_mb(), anon[0]
+    return counts, max(peak_rss_mb(), peaks.rss), peaks.anon
 
 
 def _manifest(

@@ -17,6 +17,7 @@ from engine import layout
 from engine.errors import DatasetError
 from engine.heap_memory import release_free_memory
 from engine.ingest.context import ImportContext
+from engine.ingest.contraction_child import contract_apart
 from engine.matching.network import NETWORK_ARRAYS
 from engine.routing.build import iter_graphs
 from engine.routing.ch import ARC_TAILS, CORE_LANDMARKS
@@ -33,12 +34,14 @@ CH_DERIVED: tuple[DerivedArrays, ...] = (ARC_TAILS, ARC_COSTS, CORE_LANDMARKS)
 
 def run(ctx: ImportContext) -> dict[str, int]:
     """Each profile's graph is written, and let go, before the next one is built: the stage holds
-    one profile's graph and contraction at a time."""
+    one profile's graph at a time, and a country's contraction runs in a child process of its own
+    (:mod:`engine.ingest.contraction_child`)."""
     profiles = tuple(PROFILES[name] for name in ctx.profiles)
     counts: dict[str, int] = {}
     written: list[Path] = []
     boxes = []
-    for name, graph, graph_counts in iter_graphs(ctx.pbf_path, profiles, log=ctx.log, progress=ctx.progress):
+    graphs = iter_graphs(ctx.pbf_path, profiles, log=ctx.log, progress=ctx.progress, contract=contract_apart)
+    for name, graph, graph_counts in graphs:
         if graph.n_edges == 0:
             ctx.log.warning("roads: no %s road in %s", PROFILES[name].adjective, ctx.pbf_path.name)
         if graph.meta.get("bbox"):

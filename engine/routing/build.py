@@ -32,7 +32,7 @@ import tempfile
 import time
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
@@ -742,7 +742,20 @@ def _graph_meta(path: Path, a: Arrays, roads: OsmRoads, turns: TurnTable, second
     }
 
 
-def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> None:
+# How a profile's hierarchy gets built: given the graph, the directory its columns are parked in
+# (park_columns; None for a graph small enough to stay in memory), the progress step's label and
+# the progress, the arrays of ch.build. contract_here builds it in this process; the import builds
+# a parked graph's in a child process (engine.ingest.contraction_child).
+Contraction = Callable[[RoadGraph, Path | None, str, ImportProgress], dict[str, np.ndarray]]
+
+
+def contract_here(graph: RoadGraph, parked: Path | None, label: str, progress: ImportProgress) -> dict[str, np.ndarray]:
+    """The hierarchy (:func:`engine.routing.ch.build`) built in this process."""
+    with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
+        return ch.build(graph, progress=step)
+
+
+def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress, contract: Contraction) -> None:
     t0 = time.perf_counter()
     label = f"roads: contraction ({graph.meta.get('profile', 'car')})"
     park = graph.turn_to.shape[0] >= PARK_MIN_TURNS
@@ -750,8 +763,7 @@ def _add_contraction_hierarchy(graph: RoadGraph, progress: ImportProgress) -> No
         if parked is not None:
             park_columns(graph, Path(parked))
         release_free_memory()  # what reading the file and building the columns freed
-        with progress.step(label, unit="CH nodes") as step:  # ch.build sets the total: edges and hubs
-            ch_arrays = ch.build(graph, progress=step)
+        ch_arrays = contract(graph, None if parked is None else Path(parked), label, progress)
     graph.meta["counts"]["ch_core"] = int(ch_arrays.pop("ch_core")[0])
     for k, v in ch_arrays.items():
         setattr(graph, k, v)
@@ -780,6 +792,7 @@ def _profile_graph(
     with_ch: bool,
     progress: ImportProgress,
     log: logging.Logger | None,
+    contract: Contraction,
 ) -> tuple[RoadGraph, dict[str, int]]:
     """One profile's graph from what the reading pass kept for it."""
     arrays, names = _graph_arrays(roads.ways, roads.node_penalty)
@@ -799,7 +812,7 @@ def _profile_graph(
     # their memory only if no other name (the dict, the turn table and its wider originals) keeps them
     del arrays, turns
     if with_ch and graph.n_edges:
-        _add_contraction_hierarchy(graph, progress)
+        _add_contraction_hierarchy(graph, progress, contract)
     counts = {
         "road_nodes": graph.n_nodes,
         "road_edges": graph.n_edges,
@@ -818,10 +831,12 @@ def iter_graphs(
     with_ch: bool = True,
     log: logging.Logger | None = None,
     progress: ImportProgress | None = None,
+    contract: Contraction = contract_here,
 ) -> Iterator[tuple[str, RoadGraph, dict[str, int]]]:
     """Each profile's road graph of an OSM file (one reading pass) and its counts for the
     manifest, one profile at a time: a caller that writes each graph and lets it go holds one
-    profile's graph and contraction at a time, not all of them."""
+    profile's graph and contraction at a time, not all of them. ``contract`` builds each
+    hierarchy (:data:`Contraction`)."""
     progress = progress or ImportProgress.silent()
     t0 = time.perf_counter()
     roads = read_osm(path, profiles, progress)
@@ -829,7 +844,7 @@ def iter_graphs(
     for p in profiles:
         # no name in this frame holds the graph while the caller has it: a caller that wrote it
         # can let it go (and does, before it computes the derived arrays from the written files)
-        yield (p.name, *_profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress, log))
+        yield (p.name, *_profile_graph(path, roads.pop(p.name), p, t_read, with_ch, progress, log, contract))
 
 
 def build_graphs(

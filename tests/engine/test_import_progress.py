@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,16 @@ import numpy as np
 
 from config.settings import PROJECT_ROOT
 from engine.ingest.pipeline import import_pbf
-from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peak_anon
+from engine.progress import (
+    ImportProgress,
+    anon_mb,
+    descendants,
+    peak_rss_mb,
+    reset_peak_rss,
+    rss_mb,
+    sampled_peaks,
+    tree_anon_mb,
+)
 from tests.engine.osm_grid import OsmGrid
 
 
@@ -116,22 +126,48 @@ def test_the_anonymous_peak_counts_arrays_and_not_the_pages_of_a_mapped_file(tmp
     np.save(path, np.ones(64 * 1024 * 1024, np.uint8))
     reset_peak_rss()
     resident = rss_mb()
-    with sampled_peak_anon(interval=0.01) as anon:
+    with sampled_peaks(interval=0.01) as peaks:
         before = anon_mb()
         mapped = np.load(path, mmap_mode="r")
         assert int(mapped.sum()) == 64 * 1024 * 1024  # every page read
         del mapped
-    assert anon[0] < before + 16
+    assert peaks.anon < before + 16
     assert peak_rss_mb() > resident + 48
-    with sampled_peak_anon(interval=0.01) as anon:
+    with sampled_peaks(interval=0.01) as peaks:
         before = anon_mb()
         big = np.ones(64 * 1024 * 1024, np.uint8)
         for _ in range(500):  # until the sampler has seen it (at most 5 s on a busy machine)
-            if anon[0] > before + 48:
+            if peaks.anon > before + 48:
                 break
             threading.Event().wait(0.01)
         del big
-    assert anon[0] > before + 48
+    assert peaks.anon > before + 48
+
+
+HOLD_64_MB = "import sys; held = bytearray(64 * 1024 * 1024); held[::4096] = b'x' * len(held[::4096]); print(flush=True); sys.stdin.read()"
+
+
+def test_the_memory_of_the_processes_an_import_starts_counts_in_its_sums():
+    """A child holding 64 MB of anonymous memory (as a profile's contraction does in its child)
+    shows in the tree's sum and in a tree-sampled peak, not in this process's own figure; once
+    it has exited, the tree's sum is back where it was."""
+    with sampled_peaks(interval=0.01, tree=True) as peaks:
+        alone, own = tree_anon_mb(), anon_mb()
+        child = subprocess.Popen([sys.executable, "-c", HOLD_64_MB], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            child.stdout.readline()  # its 64 MB are touched
+            assert child.pid in descendants(os.getpid())
+            holding = tree_anon_mb()
+            for _ in range(500):  # until the sampler has seen it
+                if peaks.anon > alone + 48:
+                    break
+                threading.Event().wait(0.01)
+        finally:
+            child.communicate(b"")
+    assert holding > alone + 48
+    assert anon_mb() < own + 16
+    assert peaks.anon > alone + 48
+    assert tree_anon_mb() < alone + 16
 
 
 def _town(tmp_path):
