@@ -35,7 +35,7 @@ from engine import layout
 from engine.identical_files import distinct_bytes
 from engine.ingest.context import ImportContext
 from engine.ingest.roads import run as roads_stage
-from engine.progress import ImportProgress, peak_rss_mb, reset_peak_rss, sampled_peaks
+from engine.progress import ImportProgress, stage_peaks
 from engine.routing.graph import RoadGraph
 from engine.routing.router import Router
 from engine.routing.snap import Snap
@@ -47,13 +47,12 @@ def run_child(pbf: Path, out: Path, profiles: tuple[str, ...]) -> None:
     """In the child: the stage, its progress on stdout, then one JSON line of its own figures."""
     out.mkdir(parents=True, exist_ok=True)
     ctx = ImportContext(pbf, "country", out, profiles=profiles, progress=ImportProgress(sys.stdout, live=False))
-    reset_peak_rss()
     t0 = time.perf_counter()
-    with sampled_peaks(tree=True) as peaks:  # with the contractions' child processes
+    with stage_peaks() as peaks:  # with the contractions' child processes
         counts = roads_stage(ctx)
     figures = {
         "seconds": round(time.perf_counter() - t0, 1),
-        "peak_rss_mb": round(max(peak_rss_mb(), peaks.rss), 1),
+        "peak_rss_mb": round(peaks.rss, 1),
         "peak_anon_mb": round(peaks.anon, 1),
         "counts": counts,
     }

@@ -68,14 +68,20 @@ def reset_peak_rss() -> bool:
     return True
 
 
-def _status_mb(field: re.Pattern[str], pid: int | str = "self") -> float | None:
-    """A field of ``/proc/<pid>/status`` in MB; None where the kernel lacks the file or the field
-    (or the process has ended)."""
+def _status_mbs(fields: tuple[re.Pattern[str], ...], pid: int | str = "self") -> list[float | None]:
+    """Fields of ``/proc/<pid>/status`` in MB, the file read once; None for each where the kernel
+    lacks the file or the field (or the process has ended)."""
     try:
-        found = field.search((_PROC / str(pid) / "status").read_text())
+        text = (_PROC / str(pid) / "status").read_text()
     except OSError:
-        found = None
-    return int(found.group(1)) / 1024 if found is not None else None
+        return [None] * len(fields)
+    found = [field.search(text) for field in fields]
+    return [int(f.group(1)) / 1024 if f is not None else None for f in found]
+
+
+def _status_mb(field: re.Pattern[str]) -> float | None:
+    """A field of this process's ``/proc/self/status`` in MB (see :func:`_status_mbs`)."""
+    return _status_mbs((field,))[0]
 
 
 def rss_mb() -> float:
@@ -111,20 +117,18 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def _tree_mb(field: re.Pattern[str], pid: int | None) -> float:
+def _tree_mbs(fields: tuple[re.Pattern[str], ...], pid: int | None = None) -> list[float]:
+    """Fields of ``/proc/<pid>/status`` in MB summed over process ``pid`` (this one by default)
+    and the processes it started: one scan of ``/proc``, each status file read once."""
     pid = os.getpid() if pid is None else pid
-    return sum(_status_mb(field, p) or 0.0 for p in (pid, *descendants(pid)))
+    rows = [_status_mbs(fields, p) for p in (pid, *descendants(pid))]
+    return [sum(row[i] or 0.0 for row in rows) for i in range(len(fields))]
 
 
 def tree_anon_mb(pid: int | None = None) -> float:
     """The anonymous resident memory in MB of process ``pid`` (this one by default) and of the
     processes it started: what an import that runs steps in child processes holds in all."""
-    return _tree_mb(_ANON, pid)
-
-
-def tree_rss_mb(pid: int | None = None) -> float:
-    """Likewise, the resident sets'."""
-    return _tree_mb(_RSS, pid)
+    return _tree_mbs((_ANON,), pid)[0]
 
 
 @contextmanager
@@ -163,7 +167,8 @@ def sampled_peaks(interval: float = ANON_SAMPLE_S, *, tree: bool = False) -> Ite
     and at the block's start and end (a peak shorter than ``interval`` may be missed)."""
 
     def now() -> Peaks:
-        return Peaks(tree_anon_mb(), tree_rss_mb()) if tree else Peaks(anon_mb(), rss_mb())
+        anon, rss = _tree_mbs((_ANON, _RSS)) if tree else [mb or 0.0 for mb in _status_mbs((_ANON, _RSS))]
+        return Peaks(anon, rss)
 
     peaks = now()
 
@@ -173,6 +178,18 @@ def sampled_peaks(interval: float = ANON_SAMPLE_S, *, tree: bool = False) -> Ite
 
     with _calling_every(interval, sample, "import-memory"):
         yield peaks
+
+
+@contextmanager
+def stage_peaks(interval: float = ANON_SAMPLE_S) -> Iterator[Peaks]:
+    """A stage's peaks, in the yielded :class:`Peaks` once the block ends: the anonymous and
+    resident memory of this process and the ones it started (:func:`sampled_peaks` with
+    ``tree``), the resident peak at least this process's own ``VmHWM`` since the block began
+    (exact where sampling may miss a short peak)."""
+    reset_peak_rss()
+    with sampled_peaks(interval, tree=True) as peaks:
+        yield peaks
+    peaks.rss = max(peaks.rss, peak_rss_mb())
 
 
 def peak_rss_mb() -> float:

@@ -24,8 +24,8 @@ import numpy as np
 from engine.heap_memory import unmap_large_blocks
 from engine.ingest.child_process import call_in_child, can_have_children
 from engine.progress import ImportProgress
-from engine.routing.build import contract_here
-from engine.routing.graph import ARRAYS, RoadGraph
+from engine.routing.build import contract_here, parked_graph
+from engine.routing.graph import RoadGraph
 
 HIERARCHY_DIR = "hierarchy"  # in the parked directory: the child's arrays
 
@@ -40,16 +40,8 @@ def contract_apart(
         return contract_here(graph, parked, label, progress)
     out = parked / HIERARCHY_DIR
     out.mkdir()
-    if progress.stream is None:
-        names = call_in_child(_contract_parked, parked, out, label, False)
-    else:
-        names = call_in_child(_contract_parked, parked, out, label, progress.live, output=progress.stream)
+    names = call_in_child(_contract_parked, parked, out, label, progress.live, output=progress.stream)
     return {name: np.load(out / f"{name}.npy", mmap_mode="r") for name in names}
-
-
-def parked_graph(parked: Path) -> RoadGraph:
-    """The graph whose columns :func:`~engine.routing.build.park_columns` wrote to ``parked``, mapped."""
-    return RoadGraph({name: np.load(parked / f"{name}.npy", mmap_mode="r") for name in ARRAYS}, [], {})
 
 
 def _contract_parked(parked: Path, out: Path, label: str, live: bool, stream: TextIO | None = None) -> list[str]:

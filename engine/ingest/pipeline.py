@@ -27,7 +27,7 @@ from engine.heap_memory import release_free_memory, unmap_large_blocks
 from engine.identical_files import link_identical, sha256_of
 from engine.ingest.child_process import call_in_child
 from engine.ingest.context import ImportContext
-from engine.progress import ImportProgress, anon_mb, peak_rss_mb, reset_peak_rss, rss_mb, sampled_peaks
+from engine.progress import ImportProgress, anon_mb, rss_mb, stage_peaks
 from engine.routing.profiles import NAMES as PROFILE_NAMES
 from engine.routing.profiles import parse_list
 
@@ -201,10 +201,9 @@ def _measured_in_child(stage: Stage, ctx: ImportContext, live: bool, stream: Tex
 def _measured(stage: Stage, ctx: ImportContext) -> Measured:
     """The stage's counts, its peak resident set and its peak anonymous memory in MB while it
     ran (:mod:`engine.progress`): the process's with the child processes the stage starts."""
-    reset_peak_rss()
-    with sampled_peaks(tree=True) as peaks:
+    with stage_peaks() as peaks:
         counts = stage.load()(ctx)
-    return counts, max(peak_rss_mb(), peaks.rss), peaks.anon
+    return counts, peaks.rss, peaks.anon
 
 
 def _manifest(

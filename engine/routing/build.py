@@ -779,9 +779,18 @@ def park_columns(graph: RoadGraph, directory: Path) -> None:
     and those it reads are clean pages of a file. Saving the graph reads them back. The maps stay
     valid once the files are removed (their pages live as long as the maps)."""
     for name in ARRAYS:
-        path = directory / f"{name}.npy"
-        np.save(path, np.ascontiguousarray(getattr(graph, name)))
-        setattr(graph, name, np.load(path, mmap_mode="r"))
+        np.save(_parked_path(directory, name), np.ascontiguousarray(getattr(graph, name)))
+        setattr(graph, name, np.load(_parked_path(directory, name), mmap_mode="r"))
+
+
+def parked_graph(directory: Path) -> RoadGraph:
+    """The graph whose columns :func:`park_columns` wrote to ``directory``, mapped (no names,
+    no meta: what the contraction reads)."""
+    return RoadGraph({name: np.load(_parked_path(directory, name), mmap_mode="r") for name in ARRAYS}, [], {})
+
+
+def _parked_path(directory: Path, name: str) -> Path:
+    return directory / f"{name}.npy"
 
 
 def _profile_graph(
