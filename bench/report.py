@@ -961,33 +961,53 @@ def optimization_section(doc: dict) -> list[str]:
     return lines + [f"Meridian / VROOM + OSRM: {of_all}{doc['meridian_over_vroom_osrm']}x.{bound}", ""]
 
 
+COLD_STEPS = ("lookup", "addresses", "streets")  # bench/reverse_cold.py's steps, in its order
+
+
 def reverse_cold_section(doc: dict) -> list[str]:
     """bench/reverse_cold.py: one row per run, what a reverse lookup reads from a cold file."""
     lines = [
         "## Reverse geocoding from a cold page cache",
         "",
         "`python -m bench.reverse_cold --data-dir DIR --region REGION`: in process, random points of "
-        "the region, `search.sqlite`'s pages dropped from the page cache before each call (SQLite's own "
+        "the region (several data directories: the same points, taking turns), `search.sqlite`'s pages "
+        "dropped from the page cache before each call (SQLite's own "
         "cache of the connection, mostly the B-trees' interior pages, stays, as in a serving process); "
-        "a read is at least 16 KB (the kernel's read-ahead). KB read and ms, p50 (p90).",
+        "a read is at least 16 KB (the kernel's read-ahead). KB read and ms, p50 (p90). Each step at a "
+        "point of its own; †: at the lookup's point right after it, SQLite's cache holding the interior "
+        "pages that lookup read (runs before 2026-12-02 evening).",
         "",
     ]
     rows = []
     for run in doc["runs"]:
         steps = run["steps"]
+        after_lookup = "" if run.get("steps_at_own_points") else " †"
         rows.append(
             [
                 f"{run['label']} (`{run['commit']}`, {run['run_at'][:10]})",
                 f"{run['search_db_mb']:,.0f}",
                 run["points"],
                 *(
-                    f"{steps[s]['kb']['p50']:,.0f} ({steps[s]['kb']['p90']:,.0f})"
-                    for s in ("lookup", "addresses", "streets")
+                    f"{steps[s]['kb']['p50']:,.0f} ({steps[s]['kb']['p90']:,.0f}){after_lookup * (s != 'lookup')}"
+                    for s in COLD_STEPS
                 ),
-                f"{steps['lookup']['ms']['p50']:.2f} ({steps['lookup']['ms']['p90']:.2f})",
+                *(
+                    f"{steps[s]['ms']['p50']:.2f} ({steps[s]['ms']['p90']:.2f}){after_lookup * (s != 'lookup')}"
+                    for s in COLD_STEPS
+                ),
             ]
         )
-    header = ["dataset", "search.sqlite MB", "points", "lookup KB", "address step KB", "street step KB", "lookup ms"]
+    header = [
+        "dataset",
+        "search.sqlite MB",
+        "points",
+        "lookup KB",
+        "address step KB",
+        "street step KB",
+        "lookup ms",
+        "address step ms",
+        "street step ms",
+    ]
     return lines + _table(header, rows)
 
 
