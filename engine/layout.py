@@ -22,13 +22,11 @@ from pathlib import Path
 
 # the format an import writes. 2: reverse geocoding's address points in their own table
 # (``address_points`` in search.sqlite) and no longer in ``points_rtree``, where a release that
-# reads only 1 would look for them and answer streets instead of addresses. 3: reverse geocoding's
-# street pieces in cells (``street_cells``) instead of ``street_parts`` and ``parts_rtree``, which a
-# release reading only 1 and 2 would look for
-FORMAT_VERSION = 3
-# the formats this release opens, serves and publishes (a dataset of format 1 or 2 answers as
-# before: engine.search.index falls back to the R*Trees); a re-import writes FORMAT_VERSION
-READ_FORMAT_VERSIONS = frozenset({1, 2, 3})
+# reads only 1 would look for them and answer streets instead of addresses
+FORMAT_VERSION = 2
+# the formats this release opens, serves and publishes (a dataset of format 1 answers as before:
+# engine.search.index falls back to ``points_rtree``); a re-import writes FORMAT_VERSION
+READ_FORMAT_VERSIONS = frozenset({1, 2})
 MANIFEST = "manifest.json"
 ADMIN_DB = "admin.sqlite"
 SEARCH_DB = "search.sqlite"

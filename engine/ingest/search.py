@@ -30,8 +30,8 @@ Tables (see engine.search.index for the reader):
     points_rtree  R*Tree over places, POIs and the streets known only from addresses
     address_points  addresses and the POIs that carry one, clustered by where they are, for
                   reverse geocoding (engine.search.address_points; written last, from features)
-    street_cells  the streets' ways and squares, each in the cells it passes through, for reverse
-                  geocoding (engine.search.street_parts; written last, from a staging table)
+    street_parts + parts_rtree  the streets' ways and squares, and their R*Tree, numbered by where
+                  they are (engine.search.street_parts; written last, from a staging table)
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from shapely.geometry.base import BaseGeometry
 
 from engine import layout
 from engine.geo import LocalProjection
-from engine.search import address_points, street_parts
+from engine.search import address_points
 from engine.search.address_points import ADDRESS_POINT
 from engine.search.context import COUNTRY_WORDS
 from engine.search.vocabulary import Vocabulary, deletes
@@ -439,7 +439,6 @@ ADDRESS_POINTS_IN_RTREE = (
     "SELECT f.id, f.lat, f.lng, f.type = 'poi', COALESCE(f.street_id, -1), f.geom "
     f"FROM points_rtree r JOIN features f ON f.id = r.id WHERE {IN_BOX} AND {ADDRESS_POINT} ORDER BY f.id"
 )
-# an index imported before ``street_cells`` existed (engine.search.street_parts)
 STREET_PARTS_IN_BOX = (
     f"SELECT p.street_id, p.geom FROM parts_rtree r JOIN street_parts p ON p.id = r.id WHERE {IN_BOX} ORDER BY p.id"
 )
@@ -468,18 +467,17 @@ class NearParts:
 
 
 class SpatialCache:
-    """What reverse geocoding looks up near a point. Address points and street pieces come from
-    tables clustered by place (``address_points``, ``street_cells``; R*Trees in datasets imported
-    before them) through SQL, so every worker reads the same memory-mapped pages instead of
-    holding a KD-tree and the geometries of a whole region (hundreds of MB per worker for a few
-    million addresses, and seconds to build on the first request). Distances are measured in the
-    index's metric projection (``index.proj``): a box in degrees only selects the candidates. Kept in the process: the ids of the minor streets
+    """What reverse geocoding looks up near a point. Address points and street pieces come from the
+    dataset's R*Trees (``points_rtree``, ``parts_rtree``) through SQL, so every worker reads the
+    same memory-mapped pages instead of holding a KD-tree and the geometries of a whole region
+    (hundreds of MB per worker for a few million addresses, and seconds to build on the first
+    request). Distances are measured in the index's metric projection (``index.proj``): an R*Tree
+    box in degrees only selects the candidates. Kept in the process: the ids of the minor streets
     (:data:`MINOR_STREET_KINDS` that no address names), read once."""
 
     def __init__(self, index: SearchIndex) -> None:
         self._index = index
         self._clustered = index.has_table(address_points.TABLE_NAME)
-        self._street_cells = index.has_table(street_parts.TABLE_NAME)
         kinds = sorted(f"highway={kind}" for kind in MINOR_STREET_KINDS)  # a street's category
         self.minor_streets = frozenset(
             sid
@@ -517,13 +515,9 @@ class SpatialCache:
         ]
 
     def parts_near(self, lat: float, lng: float, radius: float) -> NearParts:
-        """The street pieces near the point, by number: a superset of those within ``radius`` (the
-        caller measures)."""
-        box = self._box(lat, lng, radius)
-        if self._street_cells:
-            rows = street_parts.in_box(self._index.execute, *box)
-        else:
-            rows = self._index.execute(STREET_PARTS_IN_BOX, box).fetchall()
+        """The street pieces whose box comes within ``radius`` of the point (a superset of those
+        within the radius: the caller measures)."""
+        rows = self._index.execute(STREET_PARTS_IN_BOX, self._box(lat, lng, radius)).fetchall()
         lines = np.asarray(shapely.from_wkb([wkb for _sid, wkb in rows]), dtype=object)
         if rows:
             lines = shapely.transform(lines, self._index.proj.coords_to_xy)

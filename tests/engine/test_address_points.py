@@ -4,6 +4,7 @@ in points_rtree) finds the same addresses near a point."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -13,9 +14,12 @@ import pytest
 import shapely
 
 from engine import layout
+from engine.dataset import DatasetRegistry
 from engine.search import address_points
 from engine.search.index import SearchIndex, spatial_cache
-from tests.engine.older_formats import as_format
+from engine.services import reverse_geocoding
+from engine.services.reverse_geocoding import ReverseParams
+from tests.engine.dataset_copies import copy_region
 
 FEATURES = """
 CREATE TABLE features (id INTEGER PRIMARY KEY, type TEXT NOT NULL, street TEXT, housenumber TEXT,
@@ -63,8 +67,14 @@ def test_a_box_finds_exactly_its_address_points_across_bands_and_the_equator(tmp
 def _old_layout(search_db: Path, out: Path) -> Path:
     """A copy of an index as imported before ``address_points`` (format 1): the addresses in
     points_rtree."""
-    shutil.copy(search_db, out)
-    return as_format(out, 1)
+    if out != search_db:
+        shutil.copy(search_db, out)
+    conn = sqlite3.connect(out)
+    conn.execute("DROP TABLE address_points")
+    conn.execute("INSERT INTO points_rtree SELECT id, lng, lng, lat, lat FROM features WHERE type = 'address'")
+    conn.commit()
+    conn.close()
+    return out
 
 
 @pytest.mark.parametrize("region", ["helsinki", "monaco"])
@@ -86,3 +96,28 @@ def test_an_index_without_address_points_finds_the_same_addresses(data_dir: Path
     assert found >= len(spots)  # 400 m around an address finds one: not only empty lists compared
     new.close()
     old.close()
+
+
+def test_a_dataset_of_format_1_is_served_with_the_same_reverse_answers(datasets, data_dir: Path, tmp_path: Path):
+    """A release reading format 2 opens a dataset imported before ``address_points`` (format 1:
+    its addresses in points_rtree) and answers reverse geocoding as from the same dataset in
+    format 2."""
+    version_dir = copy_region(data_dir, tmp_path / "data")
+    _old_layout(version_dir / layout.SEARCH_DB, version_dir / layout.SEARCH_DB)
+    manifest = json.loads((version_dir / layout.MANIFEST).read_text())
+    assert manifest["format_version"] == layout.FORMAT_VERSION == 2
+    manifest["format_version"] = 1
+    (version_dir / layout.MANIFEST).write_text(json.dumps(manifest))
+    old = DatasetRegistry(tmp_path / "data")
+    dataset = old.get("helsinki")
+    assert dataset is not None and not dataset.search.has_table(address_points.TABLE_NAME)
+
+    rng = np.random.default_rng(2)
+    lo_lng, lo_lat, hi_lng, hi_lat = manifest["bbox"]
+    addresses = 0
+    for _ in range(300):
+        params = ReverseParams(lat=rng.uniform(lo_lat, hi_lat), lng=rng.uniform(lo_lng, hi_lng), limit=3)
+        answer = reverse_geocoding.run(old, params)
+        assert answer == reverse_geocoding.run(datasets, params)
+        addresses += any(c["type"] == "address" for c in answer["candidates"])
+    assert addresses > 100
