@@ -41,6 +41,7 @@ from bench.page_cache import evict_file
 from bench.procfs import storage_read_bytes
 from bench.record import run_record
 from config.settings import PROJECT_ROOT
+from engine.beside import Beside
 from engine.dataset import DatasetRegistry
 from engine.search.index import spatial_cache
 from engine.services import reverse_geocoding
@@ -48,7 +49,9 @@ from engine.services.reverse_geocoding import ReverseParams
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "reverse_cold.json"
 RADIUS_M = 100.0
-STEPS = ("lookup", "addresses", "streets")  # the whole lookup, then its two spatial steps alone
+# the whole lookup; its two spatial steps alone; the two in turn on one thread, and the street step
+# beside the address step (engine/beside.py), as the lookup runs them
+STEPS = ("lookup", "addresses", "streets", "both_in_turn", "both_beside")
 
 
 def cold_call(path: Path, call: Callable[[], object]) -> tuple[float, float]:
@@ -77,13 +80,24 @@ class _Probe:
         self.cache = spatial_cache(self.index)
         self.steps: dict[str, dict[str, list[float]]] = {s: {"ms": [], "kb": []} for s in STEPS}
 
+    def _in_turn(self, lat: float, lng: float) -> None:
+        self.cache.addresses_near(lat, lng, RADIUS_M, 20)
+        self.cache.parts_near(lat, lng, RADIUS_M)
+
+    def _beside(self, lat: float, lng: float) -> None:
+        streets = Beside(self.cache.parts_near, lat, lng, RADIUS_M)
+        self.cache.addresses_near(lat, lng, RADIUS_M, 20)
+        streets.result()
+
     def at(self, points: list[tuple[float, float]]) -> None:
         """One call of each step, each at its own point of ``points`` (one per step)."""
-        (lat, lng), (a_lat, a_lng), (s_lat, s_lng) = points
+        (lat, lng), (a_lat, a_lng), (s_lat, s_lng), turn, side = points
         calls = {
             "lookup": lambda: reverse_geocoding.run(self.registry, ReverseParams(lat=lat, lng=lng)),
             "addresses": lambda: self.cache.addresses_near(a_lat, a_lng, RADIUS_M, 20),
             "streets": lambda: self.cache.parts_near(s_lat, s_lng, RADIUS_M),
+            "both_in_turn": lambda: self._in_turn(*turn),
+            "both_beside": lambda: self._beside(*side),
         }
         for step, call in calls.items():
             ms, kb = cold_call(self.index.path, call)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import shapely
 
+from engine.beside import Beside
 from engine.dataset import DatasetRegistry
 from engine.geo import round_coord
 from engine.search.index import SearchIndex, SpatialCache, spatial_cache
@@ -104,8 +105,10 @@ def _ranked(index: SearchIndex, params: ReverseParams) -> list[tuple[Any, ...]]:
       over an address or another street within the radius: nobody lives at a corridor.
     """
     cache = spatial_cache(index)
+    # the two lookups are independent: the streets' page reads overlap the addresses' (engine/beside.py)
+    streets_beside = Beside(nearest_streets, index, cache, params.lat, params.lng, params.radius)
     addrs = cache.addresses_near(params.lat, params.lng, params.radius, NEAR_ADDRESSES)
-    streets = nearest_streets(index, cache, params.lat, params.lng, params.radius)
+    streets = streets_beside.result()
     minor = cache.minor_streets
     street_d = {sid: d for d, sid, _ in streets}
     nearest_d = next((d for d, sid, _ in streets if sid not in minor), None)
