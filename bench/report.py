@@ -962,6 +962,7 @@ def optimization_section(doc: dict) -> list[str]:
 
 
 COLD_STEPS = ("lookup", "addresses", "streets")  # bench/reverse_cold.py's steps, in its order
+COLD_PAIRS = ("both_in_turn", "both_beside")  # its two spatial steps together (runs after 2026-12-03)
 
 
 def reverse_cold_section(doc: dict) -> list[str]:
@@ -975,7 +976,9 @@ def reverse_cold_section(doc: dict) -> list[str]:
         "cache of the connection, mostly the B-trees' interior pages, stays, as in a serving process); "
         "a read is at least 16 KB (the kernel's read-ahead). KB read and ms, p50 (p90). Each step at a "
         "point of its own; †: at the lookup's point right after it, SQLite's cache holding the interior "
-        "pages that lookup read (runs before 2026-12-02 evening).",
+        "pages that lookup read (runs before 2026-12-02 evening). The last two columns: the address step "
+        "and the street step at one point, on one thread in turn, and with the street step on another "
+        "thread (`engine/beside.py`), as the lookup runs them since 2026-12-03.",
         "",
     ]
     rows = []
@@ -995,6 +998,10 @@ def reverse_cold_section(doc: dict) -> list[str]:
                     f"{steps[s]['ms']['p50']:.2f} ({steps[s]['ms']['p90']:.2f}){after_lookup * (s != 'lookup')}"
                     for s in COLD_STEPS
                 ),
+                *(
+                    f"{steps[s]['ms']['p50']:.2f} ({steps[s]['ms']['p90']:.2f})" if s in steps else "—"
+                    for s in COLD_PAIRS
+                ),
             ]
         )
     header = [
@@ -1007,6 +1014,8 @@ def reverse_cold_section(doc: dict) -> list[str]:
         "lookup ms",
         "address step ms",
         "street step ms",
+        "both steps in turn ms",
+        "both steps, streets beside ms",
     ]
     return lines + _table(header, rows)
 
