@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 from collections.abc import Callable
+
+from common.per_process import PerProcess
 
 log = logging.getLogger("meridian")
 
@@ -23,16 +24,12 @@ class ProcessTicker:
         self.interval_s = interval_s
         self._tick = tick
         self._at_exit = at_exit
-        self._lock = threading.Lock()
-        self._pid: int | None = None
+        self._started = PerProcess(self._start)
 
     def ensure_started(self) -> None:
-        if self._pid == os.getpid():
-            return
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._pid = os.getpid()
+        self._started.get()
+
+    def _start(self) -> None:
         threading.Thread(target=self._run, name=self.name, daemon=True).start()
         atexit.register(self._at_exit)
 

@@ -12,31 +12,18 @@ would without the pool, never waiting on a queue.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
+
+from common.per_process import PerProcess
 
 T = TypeVar("T")
 
 POOL_THREADS = 4  # as many as a gunicorn worker's request threads (config/gunicorn.py)
 
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
-
-
-def _executor() -> ThreadPoolExecutor:
-    """This process's pool (a forked child does not inherit its parent's threads)."""
-    global _pool, _pool_pid
-    pid = os.getpid()
-    if _pool is None or _pool_pid != pid:
-        with _lock:
-            if _pool is None or _pool_pid != pid:
-                _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="beside")
-                _pool_pid = pid
-    return _pool
+# this process's pool (a forked child does not inherit its parent's threads)
+_pool = PerProcess(lambda: ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="beside"))
 
 
 class Beside(Generic[T]):
@@ -44,7 +31,7 @@ class Beside(Generic[T]):
 
     def __init__(self, fn: Callable[..., T], *args: object) -> None:
         self._fn, self._args = fn, args
-        self._future = _executor().submit(fn, *args)
+        self._future = _pool.get().submit(fn, *args)
 
     def result(self) -> T:
         """The step's answer; run here if no pool thread has taken it yet."""
