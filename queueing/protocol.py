@@ -17,7 +17,8 @@ Redis keys (``<ns>`` is ``SERVICE_NAME``):
 
 - ``<ns>:cache:<kind>:<sha256>``  a result record (below), kept ``CACHE_TTL`` (errors
                                   ``ERROR_TTL_S``);
-- ``<key>:inflight``              a task computing ``<key>`` is queued or running (``SET NX``);
+- ``<key>:inflight``              a task computing ``<key>`` is queued or running (``SET NX``,
+                                  ``CLAIM_TTL_S`` until the task is sent, then ``INFLIGHT_TTL_S``);
 - ``<key>:waiters``               set of the wake-up lists of the requests waiting for ``<key>``;
 - ``<key>:wake:<random>``         one waiting request's wake-up list (the worker RPUSHes the record
                                   to it, so the request needs no second read; above
@@ -65,7 +66,11 @@ QUEUES = (DEFAULT_QUEUE, "isochrone", "staticmap", "geometry", "matrix", "optimi
 SOFT_TIME_LIMIT_S = 60  # a task gets SoftTimeLimitExceeded (stored as an UNAVAILABLE error) ...
 HARD_TIME_LIMIT_S = 90  # ... and is killed past this
 VISIBILITY_TIMEOUT_S = 300  # the broker redelivers an unacknowledged task after this
-INFLIGHT_TTL_S = HARD_TIME_LIMIT_S + 10  # the in-flight marker outlives any run of its task
+INFLIGHT_TTL_S = HARD_TIME_LIMIT_S + 10  # the in-flight marker of a sent task outlives any run of it
+# A claimed marker lives this long until its claimer has sent the task and extended it to
+# INFLIGHT_TTL_S: a web process that dies between the claim and the send leaves a marker that
+# expires within seconds, and the requests that joined it take the claim over (app/dispatch.py).
+CLAIM_TTL_S = 3
 
 HEAVY_TASK = "meridian.heavy"
 HEAVY_JOB_TASK = "meridian.heavy_job"
@@ -340,7 +345,7 @@ def claim(client: redis.Redis, key: str, wake: str, queue_lists: Sequence[str], 
     script = client.register_script(_CLAIM_SCRIPT)
     reply = script(
         keys=[key, waiters_key(key), inflight_key(key), *queue_lists],
-        args=[wake, WAKE_TTL_S, INFLIGHT_TTL_S, max_depth, PUSH_RECORD_MAX_BYTES],
+        args=[wake, WAKE_TTL_S, CLAIM_TTL_S, max_depth, PUSH_RECORD_MAX_BYTES],
     )
     outcome = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
     if outcome == "hit":

@@ -96,6 +96,7 @@ backend web
     # a node takes traffic once it is ready: its datasets pulled and loaded, Redis and a worker answering
     # (the readiness check pings the Celery workers: allow it a second or two on a busy machine)
     option httpchk GET /v1/health/ready
+    option log-health-checks
     http-check expect status 200
     timeout check 3s
     default-server inter 1s fall 2 rise 1

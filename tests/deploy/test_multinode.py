@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -81,11 +82,12 @@ class Traffic:
                 url, params = f"{self.base}/v1/isochrone", {"lat": 60.17, "lng": 24.944, "time": 1 + (i // 8) % 50}
             else:
                 url, params = f"{self.base}/v1/routing", ROUTE
+            sent = time.monotonic()
             try:
                 resp = session.get(url, params=params, timeout=90)
                 status, detail = resp.status_code, ("" if resp.ok else resp.text[:200])
             except requests.RequestException as exc:
-                status, detail = 0, type(exc).__name__
+                status, detail = 0, f"{type(exc).__name__} after {time.monotonic() - sent:.1f} s: {url}"
             with self._lock:  # counted in the phase it ended in: a request cut by the kill counts there
                 self.results.append((self.phase, status, detail))
             time.sleep(0.005 if status == 200 else 0.05)  # paced: a shared machine, and no hot loop on errors
@@ -142,6 +144,26 @@ def publish(data_dir: Path, store: Path, log: Path) -> str:
         fh.write(out.stdout + out.stderr)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[0]
+
+
+# an ``option httplog`` request line: status, bytes, cookies, termination state, connection counts
+# (the last of which counts retries, "+N" when redispatched), queues, request
+HTTPLOG = re.compile(r' (\d{3}) \d+ \S+ \S+ (\S{4}) \d+/\d+/\d+/\d+/(\+?\d+) \d+/\d+ "')
+
+
+def balancer_trouble(log: Path) -> tuple[list[str], int]:
+    """HAProxy's log lines other than a request answered below 500 without an abort (termination
+    state ``----``): servers going down or up, errors, timeouts; and how many requests were
+    answered that way only after a retry."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    trouble, retried = [], 0
+    for line in lines:
+        m = HTTPLOG.search(line)
+        if not (m and int(m[1]) < 500 and m[2] == "----"):
+            trouble.append(line)
+        elif m[3] != "0":
+            retried += 1
+    return trouble, retried
 
 
 def served_by(log: Path, needle: str) -> int:
@@ -292,6 +314,10 @@ def test_three_nodes_behind_haproxy_publish_roll_out_kill_and_quota(data_dir, tm
                     f"{counts[200]:5d} x 200, errors {sum(v for s, v in counts.items() if s != 200)}"
                     + (f" {dict(counts)}" if set(counts) - {200} else "")
                 )
+            trouble, retried = balancer_trouble(tmp_path / "haproxy.log")
+            tr.say(f"haproxy: {retried} requests answered after a retry, {len(trouble)} other lines")
+            for line in trouble[:30]:
+                tr.say(f"haproxy: {line}")
             heavy = served_by(logs / "worker.log", "meridian.heavy")
             tr.say(
                 f"routing requests served by web-a: {served_by(logs / 'web-a.log', 'GET /v1/routing')}, "

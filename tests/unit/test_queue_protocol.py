@@ -131,7 +131,7 @@ def test_claim_queues_joins_refuses_and_answers_in_one_script(redis_url):
     try:
         first, second = protocol.new_wake_key(key), protocol.new_wake_key(key)
         assert protocol.claim(client, key, first, lists, 2).outcome == "queue"
-        assert client.exists(protocol.inflight_key(key))
+        assert 0 < client.ttl(protocol.inflight_key(key)) <= protocol.CLAIM_TTL_S  # until the send extends it
         client.rpush(lists[0], "t1")
         client.rpush(lists[1], "t2")  # depth 2: full for a new task ...
         assert protocol.claim(client, key, second, lists, 2).outcome == "join"  # ... not for a joiner

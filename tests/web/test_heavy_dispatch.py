@@ -5,7 +5,9 @@ module's own (so they can be stopped, killed and restarted), never mocks.
 - with no worker, an uncached request gets a clean 503 within TASK_WAIT_TIMEOUT;
 - a worker process SIGKILLed in the middle of a task: the task is redelivered, the client gets
   its answer;
-- Redis restarted under the service: web and worker recover without a restart.
+- Redis restarted under the service: web and worker recover without a restart;
+- a web process that stops between claiming a task and sending it: an identical request that
+  joined its claim takes it over; a send refused by the broker: a clean 503, the claim released.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from kombu.exceptions import OperationalError
 from PIL import Image
 
+from queueing.protocol import CLAIM_TTL_S
 from tests.fixtures_live import free_port, start_redis, start_worker, stop, wait_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -60,6 +64,13 @@ def ensure_worker(env):
     return env["worker"]
 
 
+def waiting_app(env, wait_s: float):
+    """A web app of its own on the module's Redis, whose requests wait ``wait_s`` on a task."""
+    from app import create_app
+
+    return create_app(env["settings"].with_overrides(task_wait_timeout_s=wait_s))
+
+
 def get_map(web, key, query):
     return web.get(f"/v1/staticmaps?{query}", headers={"X-API-Key": key})
 
@@ -95,6 +106,9 @@ def test_no_worker_clean_503_within_bound(env, web, api_key):
     body = resp.get_json()
     assert body["statusCode"] == 503 and "worker" in body["message"] and resp.headers["Retry-After"]
     assert WAIT_S - 0.5 <= elapsed <= WAIT_S + 2.0
+    # the task was sent: its claim was extended past CLAIM_TTL_S, so identical requests join it
+    markers = inflight_markers(env)
+    assert len(markers) == 1 and redis.Redis.from_url(env["settings"].redis_url).ttl(markers[0]) > CLAIM_TTL_S
     # The queued task is not lost: a worker started later computes it, and the answer is cached.
     ensure_worker(env)
     deadline = time.monotonic() + 60
@@ -176,3 +190,66 @@ def test_redis_restart_web_and_worker_recover(env, web, api_key):
         time.sleep(0.5)
     assert resp is not None and resp.status_code == 200, resp.get_data(as_text=True)[:300]
     assert env["worker"].poll() is None  # the same worker process, reconnected
+
+
+class FrozenSender:
+    """The Celery sender of a web process stopped (or killed) between its claim and its send:
+    ``send_task`` does not return until released, and then sends nothing."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def send_task(self, *args, **options) -> None:
+        self.reached.set()
+        self.release.wait(60)
+
+
+class RefusingBroker:
+    """A broker that refuses the message, as Celery reports it after its publish retries."""
+
+    def send_task(self, *args, **options) -> None:
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+
+def inflight_markers(env) -> list[bytes | str]:
+    return redis.Redis.from_url(env["settings"].redis_url).keys("*:cache:staticmap:*:inflight")
+
+
+def test_a_request_that_stopped_between_claim_and_send_is_taken_over(env, web, store, api_key):
+    ensure_worker(env)
+    wait_s = 20.0
+    stopped, live = waiting_app(env, wait_s), waiting_app(env, wait_s)
+    sender = FrozenSender()
+    stopped.extensions["meridian"].dispatcher.celery = sender
+    query = "center=43.7350,7.4210&zoom=15&size=240x160"
+    before = set(inflight_markers(env))
+    first = threading.Thread(target=lambda: get_map(stopped.test_client(), api_key, query))
+    first.start()
+    try:
+        assert sender.reached.wait(30), "the first request never claimed its task"
+        assert len(set(inflight_markers(env)) - before) == 1, "the first request's claim is not in Redis"
+        t0 = time.monotonic()
+        resp = get_map(live.test_client(), api_key, query)  # joins the claim, then takes it over
+        took = time.monotonic() - t0
+    finally:
+        sender.release.set()
+        first.join(wait_s + 10)
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+    assert Image.open(io.BytesIO(resp.data)).size == (240, 160)
+    assert took < CLAIM_TTL_S + wait_s / 2, f"answered {took:.1f} s after the claim it joined"
+
+
+def test_a_send_the_broker_refuses_is_a_503_and_releases_its_claim(env, web, store, api_key):
+    ensure_worker(env)
+    refused, live = waiting_app(env, 20.0), waiting_app(env, 20.0)
+    refused.extensions["meridian"].dispatcher.celery = RefusingBroker()
+    query = "center=43.7330,7.4190&zoom=15&size=240x160"
+    before = set(inflight_markers(env))
+    resp = get_map(refused.test_client(), api_key, query)
+    assert resp.status_code == 503, resp.get_data(as_text=True)[:300]
+    body = resp.get_json()
+    assert body["statusCode"] == 503 and "queue unavailable" in body["message"] and resp.headers["Retry-After"]
+    assert set(inflight_markers(env)) == before, "the refused send left its claim behind"
+    again = get_map(live.test_client(), api_key, query)
+    assert again.status_code == 200, again.get_data(as_text=True)[:300]
