@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 from flask import Flask, Response, current_app, g, request
+from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
@@ -147,6 +148,15 @@ def render_redis_unavailable(exc: redis.RedisError) -> Response:
     )
 
 
+def render_broker_unavailable(exc: BrokerError) -> Response:
+    """Celery could not hand a task to the broker (after its own publish retries): the queue is
+    down, not the request wrong."""
+    log.error("task broker unavailable on %s %s: %s", request.method, request.path, exc)
+    return error_response(
+        503, "the task queue is unavailable; retry shortly", code=ErrorKind.UNAVAILABLE.code, retry_after=5
+    )
+
+
 def render_unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     trace = traceback.format_exc() if current_app.config.get("ERROR_TRACES") else None
@@ -161,4 +171,5 @@ def register(app: Flask) -> None:
         app.register_error_handler(outage, render_database_unavailable)
     for redis_outage in (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
         app.register_error_handler(redis_outage, render_redis_unavailable)
+    app.register_error_handler(BrokerError, render_broker_unavailable)
     app.register_error_handler(Exception, render_unexpected)

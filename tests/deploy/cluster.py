@@ -79,8 +79,10 @@ defaults
     log global
     option httplog
     timeout connect 1s
-    timeout client 30s
-    timeout server 30s
+    # above the web nodes' TASK_WAIT_TIMEOUT (60 s in the multi-node test): the balancer never cuts,
+    # or retries, a request that a node is still waiting on (deploy/haproxy/haproxy.cfg: 60 s over 20 s)
+    timeout client 75s
+    timeout server 75s
     # a request whose server died (connection refused or closed before any answer) is sent again,
     # to another server: a GET is safe to repeat
     retries 3

@@ -253,3 +253,12 @@ def test_a_send_the_broker_refuses_is_a_503_and_releases_its_claim(env, web, sto
     assert set(inflight_markers(env)) == before, "the refused send left its claim behind"
     again = get_map(live.test_client(), api_key, query)
     assert again.status_code == 200, again.get_data(as_text=True)[:300]
+    # the same refusal on the job paths: a clean 503 too
+    refused.extensions["meridian"].celery = RefusingBroker()
+    client = refused.test_client()
+    headers = {"X-API-Key": api_key}
+    job = get_map(client, api_key, "center=43.7310,7.4170&zoom=15&size=240x160&async=true")
+    batch = client.post("/v1/geocoding/batch", json={"addresses": ["Avenue de la Costa, Monaco"]}, headers=headers)
+    for resp in (job, batch):
+        assert resp.status_code == 503 and resp.headers["Retry-After"], resp.get_data(as_text=True)[:300]
+        assert resp.get_json()["statusCode"] == 503
