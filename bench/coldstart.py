@@ -33,7 +33,6 @@ from typing import Any
 
 import requests
 
-from accounts.store import AccountStore
 from config.settings import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "coldstart.json"
@@ -75,6 +74,20 @@ def _stop(*procs: subprocess.Popen) -> None:
             os.killpg(proc.pid, 9)
 
 
+def _create_key(code: Path, db: str) -> str:
+    """A key in a new accounts database made by ``code``'s own store, so that the database is at
+    that release's schema version (a newer one refuses to start an older release)."""
+    script = (
+        "from accounts.store import AccountStore; import sys; store = AccountStore(sys.argv[1]); "
+        "store.create_schema(); print(store.create_key('bench', 'pro', label='coldstart').key)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(code))
+    done = subprocess.run(
+        [_python(code), "-c", script, db], cwd=code, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 def image_build_step(code: Path, cache: Path) -> float:
     """``meridian warmup`` as the Dockerfile runs it; seconds."""
     t0 = time.perf_counter()
@@ -88,9 +101,7 @@ def start_to_first_answers(code: Path, data_dir: Path, cache: Path, workdir: Pat
     isochrone (each request sent once the previous answered, as a balancer would)."""
     redis_proc, redis_url = _start_redis(workdir)
     db = f"sqlite:///{workdir / 'accounts.db'}"
-    store = AccountStore(db)
-    store.create_schema()
-    key = store.create_key("bench", "pro", label="coldstart").key
+    key = _create_key(code, db)
     port = _free_port()
     env = dict(
         os.environ,
