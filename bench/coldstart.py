@@ -75,17 +75,15 @@ def _stop(*procs: subprocess.Popen) -> None:
 
 
 def _create_key(code: Path, db: str) -> str:
-    """A key in a new accounts database made by ``code``'s own store, so that the database is at
-    that release's schema version (a newer one refuses to start an older release)."""
-    script = (
-        "from accounts.store import AccountStore; import sys; store = AccountStore(sys.argv[1]); "
-        "store.create_schema(); print(store.create_key('bench', 'pro', label='coldstart').key)"
-    )
-    env = dict(os.environ, PYTHONPATH=str(code))
+    """A key made by ``code``'s own ``meridian keys create``, so that the new accounts database is
+    at that release's schema version (a newer one refuses to start an older release)."""
+    env = dict(os.environ, DATABASE_URL=db, PYTHONPATH=str(code))
+    create = ["keys", "create", "--account", "bench", "--plan", "pro", "--label", "coldstart", "--json"]
     done = subprocess.run(
-        [_python(code), "-c", script, db], cwd=code, env=env, check=True, capture_output=True, text=True
+        [_python(code), "-m", "cli.main", *create], cwd=code, env=env, check=True, capture_output=True, text=True
     )
-    return done.stdout.strip().splitlines()[-1]
+    key: str = json.loads(done.stdout)["key"]
+    return key
 
 
 def image_build_step(code: Path, cache: Path) -> float:

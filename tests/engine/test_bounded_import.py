@@ -13,24 +13,25 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE_REGIONS
+from tests.dataset_fingerprint import ROOT, fingerprint
 
-ROOT = Path(__file__).resolve().parents[2]
 BOUNDED_IMPORT = Path(__file__).with_name("bounded_import.py")
-FINGERPRINT = ROOT / "scripts" / "dataset_fingerprint.py"
-
-
-def _run(args: list[str], tmp_path: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, check=True).stdout
 
 
 @pytest.mark.slow
 def test_bounded_import_writes_the_same_dataset(data_dir: Path, tmp_path: Path) -> None:
     region = "helsinki"  # turn restrictions, three profiles, addresses, streets and POIs
     bounded_dir = tmp_path / "bounded"
-    out = _run([str(BOUNDED_IMPORT), str(SAMPLE_REGIONS[region]), str(bounded_dir), region], tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # parked and spilled files: the test's
+    out = subprocess.run(
+        [sys.executable, str(BOUNDED_IMPORT), str(SAMPLE_REGIONS[region]), str(bounded_dir), region],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(out.splitlines()[-1]) == {"child": {"spill_min_arcs": 0, "park_min_turns": 0}}
-    ordinary = _run([str(FINGERPRINT), str(data_dir), region], tmp_path).splitlines()
-    bounded = _run([str(FINGERPRINT), str(bounded_dir), region], tmp_path).splitlines()
+    ordinary = fingerprint(data_dir, region)
+    bounded = fingerprint(bounded_dir, region)
     assert len(ordinary) > 100  # every table and array, not an empty version
     assert bounded == ordinary

@@ -13,9 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import layout
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "dataset_fingerprint.py"
+from tests.dataset_fingerprint import ROOT, SCRIPT, fingerprint
 
 
 def make_dataset(data_dir: Path, rows: list[tuple[int, str]], weights: list[int], seconds: float) -> None:
@@ -33,19 +31,11 @@ def make_dataset(data_dir: Path, rows: list[tuple[int, str]], weights: list[int]
     layout.current_link(data_dir, "town").symlink_to(Path("versions") / "v1")
 
 
-def fingerprint(data_dir: Path) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), str(data_dir), "town"], env=env, capture_output=True, text=True, check=True
-    )
-    return out.stdout.splitlines()
-
-
 def test_same_content_same_fingerprint(tmp_path: Path) -> None:
     make_dataset(tmp_path / "a", [(1, "Main Street"), (2, "Harbour")], [5, 7], seconds=1.5)
     make_dataset(tmp_path / "b", [(2, "Harbour"), (1, "Main Street")], [5, 7], seconds=9.0)
-    first = fingerprint(tmp_path / "a")
-    assert first == fingerprint(tmp_path / "b")
+    first = fingerprint(tmp_path / "a", "town")
+    assert first == fingerprint(tmp_path / "b", "town")
     assert 'counts {"features": 2}' in first
     assert any(line.startswith("search.sqlite:features 2 rows ") for line in first)
     assert any(line.startswith("graph/edge_weight.npy ") for line in first)
@@ -55,7 +45,7 @@ def test_a_changed_row_or_array_changes_the_fingerprint(tmp_path: Path) -> None:
     make_dataset(tmp_path / "a", [(1, "Main Street")], [5, 7], seconds=1.0)
     make_dataset(tmp_path / "row", [(1, "Main St")], [5, 7], seconds=1.0)
     make_dataset(tmp_path / "array", [(1, "Main Street")], [5, 8], seconds=1.0)
-    base, row, array = (fingerprint(tmp_path / name) for name in ("a", "row", "array"))
+    base, row, array = (fingerprint(tmp_path / name, "town") for name in ("a", "row", "array"))
     assert base[-1] != row[-1] and base[-1] != array[-1]
     assert [line for line in row if line not in base] == [
         line for line in row if line.startswith(("search.sqlite:features", "total"))
